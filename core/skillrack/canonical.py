@@ -1,0 +1,91 @@
+"""JCS (RFC 8785) canonical bytes and the draft's ``sha256:<hex>`` digests.
+
+Both the schema digest (over ``resolution.schema``) and the Skill Interface
+Document Digest (over the whole document) are "SHA-256 over the UTF-8 bytes of
+the JCS serialization".  JCS only accepts I-JSON: NaN, infinities, integers
+beyond IEEE-754 double precision, lone surrogates and duplicate object members
+have no canonical form, so they are refused here instead of being digested in
+some implementation-specific way that another agent would not reproduce.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+import rfc8785
+
+DIGEST_PREFIX = "sha256:"
+DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+class CanonicalizationError(ValueError):
+    """The value has no JCS representation (the draft's JCS input rules)."""
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """Return the JCS serialization of ``value`` as UTF-8 bytes."""
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.IntegerDomainError as exc:
+        raise CanonicalizationError(
+            "integer outside the IEEE-754 double precision range (|n| > 2^53 - 1) "
+            "cannot be canonicalized; carry it as a string"
+        ) from exc
+    except rfc8785.FloatDomainError as exc:
+        raise CanonicalizationError("NaN and infinities cannot be canonicalized") from exc
+    except rfc8785.CanonicalizationError as exc:
+        raise CanonicalizationError(f"value cannot be canonicalized: {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise CanonicalizationError(f"value is not JSON: {exc}") from exc
+
+
+def digest_of(value: Any) -> str:
+    """``sha256:`` followed by the 64 lowercase hex digits of SHA-256(JCS(value))."""
+    return DIGEST_PREFIX + hashlib.sha256(canonical_bytes(value)).hexdigest()
+
+
+def is_digest(text: object) -> bool:
+    """True when ``text`` has the exact digest syntax of interface version 1.0."""
+    return isinstance(text, str) and DIGEST_PATTERN.fullmatch(text) is not None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise CanonicalizationError(f"{name} is not JSON and cannot be canonicalized")
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, val in pairs:
+        if key in obj:
+            raise CanonicalizationError(f"duplicate object member {key!r} (I-JSON forbids it)")
+        obj[key] = val
+    return obj
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """Parse JSON text under the I-JSON rules JCS assumes.
+
+    Python's ``json`` accepts ``NaN``/``Infinity`` and keeps the last of two
+    duplicate members; both would make a digest that another implementation
+    cannot reproduce, so both are refused.  Lone surrogates and out-of-range
+    numbers are caught when the parsed value is canonicalized.
+    """
+    try:
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        value = json.loads(
+            text, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicates
+        )
+    except UnicodeDecodeError as exc:
+        raise CanonicalizationError("input is not valid UTF-8") from exc
+    except json.JSONDecodeError as exc:
+        raise CanonicalizationError(
+            f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+    except RecursionError as exc:
+        raise CanonicalizationError("JSON nesting is too deep") from exc
+    canonical_bytes(value)  # refuse what JCS cannot represent, at the edge
+    return value
