@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .canonical import CanonicalizationError, digest_of, loads_strict
+from .config import DEVELOPMENT_POLICY, load_config
 from .errors import SkillrackError
 from .inline import ensure_format_checkers
 from .interface_schema import skill_interface_schema
@@ -87,6 +88,36 @@ def cmd_digest(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from .server import create_app
+
+    config = load_config(Path(args.config) if args.config else None)
+    ensure_format_checkers()
+    skill_interface_schema()
+    registry = load_registry(builtin=config.builtin_plugins, limits=config.limits)
+    base_url = config.public_url(args.host, args.port)
+    print(f"skillrack serving at {base_url} (card: {base_url}/.well-known/agent-card.json)")
+    for skill in registry:
+        print(
+            f"  advertised {skill.skill_id} {skill.skill.version} {skill.interface_digest}"
+            f" (plugin {skill.plugin})"
+        )
+    for refused in registry.refused:
+        print(f"  REFUSED {refused}")
+    for failure in registry.failures:
+        print(f"  FAILED plugin {failure.name}: {failure.reason}")
+    if DEVELOPMENT_POLICY in config.builtin_plugins:
+        print(
+            "  WARNING: the development policy allows every call; configure a policy "
+            "before exposing this agent"
+        )
+    app = create_app(registry, config, base_url)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillrack",
@@ -102,6 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("skill_id")
     p.add_argument("--digest", action="store_true", help="print only the interface digest")
     p.set_defaults(func=cmd_interface)
+
+    p = sub.add_parser("serve", help="serve the installed skills as an A2A 1.0 agent")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--config", help="TOML configuration (default: embedded defaults)")
+    p.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("digest", help="print the JCS SHA-256 digest of a JSON file ('-' = stdin)")
     p.add_argument("file")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from .authz import AuthorizationRequest, Decision
     from .declare import Skill
 
 PROJECT = "skillrack"
@@ -34,4 +35,19 @@ def register_skills(register: Callable[[Skill], None]) -> None:
     refuses (and reports) a skill that breaks a rule while still loading the
     plugin's other skills.  Two plugins registering the same skill id stop
     start-up: a skill id is the agent's public name.  Return value is ignored.
+    """
+
+
+@hookspec
+def authorize_invocation(request: AuthorizationRequest) -> Decision | None:
+    """Give an opinion on one invocation: ``Decision.allow()``, ``Decision.deny()`` or ``None``.
+
+    Called before every dispatch of a domain skill, every time (a decision is
+    never cached).  ``request`` names the caller, the skill and its version,
+    the operation (multi-operation skills), the resources and constraints
+    taken from the arguments at the JSON Pointers the skill declares, and the
+    skill's advertised authority.  The host combines every plugin's opinion
+    with a veto rule: any deny wins, and without at least one allow the call
+    is denied.  Implementations may be ``async``.  An implementation that
+    raises counts as a deny.
     """

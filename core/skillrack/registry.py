@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pluggy
+
 from .declare import Skill
 from .errors import SkillrackError
 from .interface import InterfaceError, VerifiedInterface, assemble
@@ -79,6 +81,8 @@ class Registry:
     failures: Sequence[PluginFailure] = ()
     unknown_plugins: Sequence[str] = ()
     limits: Limits = field(default=DEFAULT_LIMITS)
+    #: The plugin manager the skills came from; its other hooks (policies) run at dispatch.
+    manager: pluggy.PluginManager | None = field(default=None, compare=False, repr=False)
 
     def __iter__(self) -> Iterator[RegisteredSkill]:
         return iter(self.skills.values())
@@ -199,6 +203,7 @@ def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Re
         failures=tuple(loaded.failures),
         unknown_plugins=tuple(loaded.unknown),
         limits=limits,
+        manager=loaded.manager,
     )
 
 

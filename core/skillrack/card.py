@@ -1,0 +1,147 @@
+"""The Agent Card: built once from the registry, served as fixed bytes with an ETag.
+
+The card advertises ``describe_skill`` and every domain skill as AgentSkill
+entries, and the schema-interface extension with one ``{skill_id,
+skill_version, interface_digest}`` binding per domain skill (``describe_skill``
+has no document, so no binding).  Its bytes never change while the process
+runs, so they are serialized once, and a client revalidating with
+``If-None-Match`` gets 304 without a body.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+from dataclasses import dataclass
+
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+)
+from google.protobuf import json_format
+from starlette.requests import Request
+from starlette.responses import Response
+
+from .config import Config
+from .interface import DESCRIBE_SKILL
+from .registry import Registry
+from .requests import EXTENSION_URI
+from .versions import INTERFACE_VERSION
+
+CARD_PATH = "/.well-known/agent-card.json"
+JSON_MODES = ["application/json"]
+PROTOCOL_VERSION = "1.0"
+
+DESCRIBE_SKILL_ENTRY = AgentSkill(
+    id=DESCRIBE_SKILL,
+    name="Describe skill",
+    description=(
+        "Returns the Skill Interface Document of an advertised skill and its interface "
+        'digest. Input: one Data Part {"skill": "describe_skill", "arguments": '
+        '{"skill_id": "<id>"}}.'
+    ),
+    tags=["schema-interface", "describe_skill"],
+    examples=['{"skill": "describe_skill", "arguments": {"skill_id": "<skill id>"}}'],
+    input_modes=JSON_MODES,
+    output_modes=JSON_MODES,
+)
+
+
+def extension_params(registry: Registry) -> dict[str, Any]:
+    return {
+        "interface_version": INTERFACE_VERSION,
+        "skills": [
+            {
+                "skill_id": s.skill_id,
+                "skill_version": s.skill.version,
+                "interface_digest": s.interface_digest,
+            }
+            for s in registry
+        ],
+    }
+
+
+def build_card(registry: Registry, config: Config, base_url: str) -> AgentCard:
+    agent = config.agent
+    extension = AgentExtension(
+        uri=EXTENSION_URI,
+        description="Schema interfaces for advertised skills (interface version 1.0)",
+        required=False,
+    )
+    extension.params.update(extension_params(registry))
+    card = AgentCard(
+        name=agent.name,
+        description=agent.description,
+        version=agent.version,
+        provider=AgentProvider(organization=agent.provider.organization, url=agent.provider.url),
+        supported_interfaces=[
+            AgentInterface(
+                url=base_url + "/", protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION
+            ),
+            AgentInterface(
+                url=base_url, protocol_binding="HTTP+JSON", protocol_version=PROTOCOL_VERSION
+            ),
+        ],
+        capabilities=AgentCapabilities(
+            streaming=True,
+            push_notifications=False,
+            extended_agent_card=False,
+            extensions=[extension],
+        ),
+        default_input_modes=JSON_MODES,
+        default_output_modes=JSON_MODES,
+        skills=[DESCRIBE_SKILL_ENTRY]
+        + [
+            AgentSkill(
+                id=s.skill_id,
+                name=s.skill.name,
+                description=s.skill.description,
+                tags=list(s.skill.tags),
+                examples=list(s.skill.examples),
+                input_modes=JSON_MODES,
+                output_modes=JSON_MODES,
+            )
+            for s in registry
+        ],
+    )
+    if agent.documentation_url:
+        card.documentation_url = agent.documentation_url
+    return card
+
+
+@dataclass(frozen=True)
+class CardEndpoint:
+    """Serves the card's bytes, built once, with Cache-Control and a strong ETag."""
+
+    body: bytes
+    etag: str
+    cache_control: str
+
+    @classmethod
+    def of(cls, card: AgentCard, max_age: int) -> CardEndpoint:
+        as_dict = json_format.MessageToDict(card)
+        # proto3 leaves out false booleans; the draft's example and operators expect
+        # the extension's "required": false to be visible.
+        for ext in as_dict.get("capabilities", {}).get("extensions", []):
+            ext.setdefault("required", False)
+        # Sorted keys: protobuf maps (Struct) iterate in no fixed order, and replicas
+        # with the same plugins must publish byte-identical cards.
+        body = json.dumps(as_dict, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        return cls(body, etag, f"public, max-age={max_age}, must-revalidate")
+
+    async def respond(self, request: Request) -> Response:
+        headers = {"ETag": self.etag, "Cache-Control": self.cache_control}
+        if _matches(request.headers.get("if-none-match", ""), self.etag):
+            return Response(status_code=304, headers=headers)
+        return Response(self.body, media_type="application/json", headers=headers)
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    candidates = {c.strip().removeprefix("W/") for c in if_none_match.split(",")}
+    return "*" in candidates or etag in candidates

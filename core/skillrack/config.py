@@ -1,0 +1,146 @@
+"""Operator configuration: the agent's identity, where it listens, its limits, its policies.
+
+Read from a TOML file (``skillrack serve --config skillrack.toml``); without a
+file, an embedded default serves the installed plugins on loopback with
+sensible identity values.  Unknown keys are refused: a misspelt limit that is
+silently ignored is a limit that is not enforced.
+
+```toml
+[agent]
+name = "Acme network assurance agent"
+description = "..."
+version = "1.4"
+public_url = "https://agents.example.net/assurance"
+documentation_url = "https://docs.example.net/assurance"
+
+[agent.provider]
+organization = "Acme Networks"
+url = "https://acme.example"
+
+[limits]            # any field of skillrack.limits.Limits
+max_instance_bytes = 1000000
+
+[server]
+max_body_bytes = 4000000
+card_max_age = 300
+
+[plugins]
+builtin = ["skillrack_plugins.development_policy"]
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import SkillrackError
+from .limits import Limits
+
+DEVELOPMENT_POLICY = "skillrack_plugins.development_policy"
+
+
+class ConfigError(SkillrackError):
+    """A configuration file that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Provider:
+    organization: str = "skillrack"
+    url: str = "https://github.com/skillrack/skillrack"
+
+
+@dataclass(frozen=True)
+class AgentIdentity:
+    name: str = "skillrack agent"
+    description: str = (
+        "Schema-governed network-management skills served by skillrack "
+        "(Schema Interfaces for Network Management Agents, interface version 1.0)."
+    )
+    version: str = "0.1.0"
+    public_url: str | None = None
+    documentation_url: str | None = None
+    provider: Provider = field(default_factory=Provider)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    max_body_bytes: int = 4_000_000
+    max_json_depth: int = 128
+    card_max_age: int = 300
+
+
+@dataclass(frozen=True)
+class Config:
+    agent: AgentIdentity = field(default_factory=AgentIdentity)
+    limits: Limits = field(default_factory=Limits)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    builtin_plugins: tuple[str, ...] = (DEVELOPMENT_POLICY,)
+
+    def public_url(self, host: str, port: int) -> str:
+        """Base URL the card advertises: configured, else where uvicorn listens."""
+        if self.agent.public_url:
+            return self.agent.public_url.rstrip("/")
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}"
+
+
+def _build(cls: type[Any], table: Any, where: str) -> Any:
+    """Instantiate ``cls`` from a TOML table, checking each value against the field's default.
+
+    Every configurable field has a default, and its type is the type the
+    operator must give (a float limit also accepts an integer).
+    """
+    if not isinstance(table, dict):
+        raise ConfigError(f"[{where}] must be a table")
+    defaults = cls()
+    known = {f.name for f in dataclasses.fields(cls)}
+    for key, value in table.items():
+        if key not in known:
+            raise ConfigError(f"unknown key {where}.{key} (known: {', '.join(sorted(known))})")
+        default = getattr(defaults, key)
+        if isinstance(default, bool) or isinstance(value, bool):
+            raise ConfigError(f"{where}.{key} cannot be set from the configuration file")
+        if isinstance(default, int | float):
+            number = isinstance(value, int) or (
+                isinstance(value, float) and isinstance(default, float)
+            )
+            if not number or not value > 0:
+                raise ConfigError(f"{where}.{key} must be a positive number")
+        elif not isinstance(value, str):
+            raise ConfigError(f"{where}.{key} must be a string")
+    return cls(**table)
+
+
+def load_config(path: Path | None) -> Config:
+    """The configuration in ``path``, or the embedded default when ``path`` is None."""
+    if path is None:
+        return Config()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    unknown = set(raw) - {"agent", "limits", "server", "plugins"}
+    if unknown:
+        raise ConfigError(f"unknown table(s) in {path}: {', '.join(sorted(unknown))}")
+    agent_table = dict(raw.get("agent", {}))
+    provider = _build(Provider, agent_table.pop("provider", {}), "agent.provider")
+    agent = _build(AgentIdentity, agent_table, "agent")
+    agent = dataclasses.replace(agent, provider=provider)
+    plugins = raw.get("plugins", {})
+    if not isinstance(plugins, dict) or set(plugins) - {"builtin"}:
+        raise ConfigError("[plugins] accepts only 'builtin' (a list of module names)")
+    builtin = plugins.get("builtin", [DEVELOPMENT_POLICY])
+    if not isinstance(builtin, list) or not all(isinstance(m, str) for m in builtin):
+        raise ConfigError("plugins.builtin must be a list of module names")
+    return Config(
+        agent=agent,
+        limits=_build(Limits, raw.get("limits", {}), "limits"),
+        server=_build(ServerSettings, raw.get("server", {}), "server"),
+        builtin_plugins=tuple(builtin),
+    )
