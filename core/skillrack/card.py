@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from a2a.types import (
     AgentCapabilities,

@@ -93,7 +93,9 @@ class SkillExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.context_id is not None
         assert context.message is not None
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        # A follow-up Message may omit contextId; the task keeps the one it started with.
+        context_id = context.current_task.context_id if context.current_task else context.context_id
+        updater = TaskUpdater(event_queue, context.task_id, context_id)
         accepted = False
         try:
             if context.current_task is None:
@@ -147,7 +149,8 @@ class SkillExecutor(AgentExecutor):
         if running is not None:
             running._mark_cancelled()
         assert context.task_id is not None and context.context_id is not None
-        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        context_id = task.context_id if task is not None else context.context_id
+        updater = TaskUpdater(event_queue, context.task_id, context_id)
         await updater.cancel(updater.new_agent_message([data_part({"canceled": True})]))
 
     # -- steps ----------------------------------------------------------------------------------
@@ -322,10 +325,10 @@ class SkillExecutor(AgentExecutor):
             )
             progress_sent = True
 
-        assert context.task_id is not None and context.context_id is not None
+        assert context.task_id is not None
         handler_context = SkillContext(
             task_id=context.task_id,
-            context_id=context.context_id,
+            context_id=updater.context_id,
             skill_id=declared.id,
             caller=caller_of(context),
             publish_record=publish_record,

@@ -1,0 +1,45 @@
+"""Start a real skillrack agent (uvicorn on 127.0.0.1, a free port) for tests that talk HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import uvicorn
+
+from skillrack.config import Config
+from skillrack.registry import Registry
+from skillrack.server import create_app
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def running_agent(registry: Registry, config: Config | None = None) -> Iterator[str]:
+    """Serve ``registry`` over HTTP in a background thread; yield its base URL."""
+    port = free_port()
+    base_url = f"http://127.0.0.1:{port}"
+    app = create_app(registry, config or Config(), base_url)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test agent did not start")
+        time.sleep(0.02)
+    try:
+        yield base_url
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
