@@ -1,12 +1,14 @@
 """skillrack: a plugin host for schema-governed network-management agents over A2A.
 
 The public API a vendor needs, and nothing else: ``hookimpl`` to implement
-hooks, the declaration types to describe a skill, and the error type a handler
-raises to report one of the draft's conditions.
+hooks, the declaration types to describe a skill, the context a handler
+receives, and the error type a handler raises to report one of the draft's
+conditions.
 """
 
 from __future__ import annotations
 
+from .context import Caller, SkillContext
 from .declare import (
     Authority,
     DomainSchema,
@@ -20,12 +22,14 @@ from .hookspecs import hookimpl
 
 __all__ = [
     "Authority",
+    "Caller",
     "ConditionError",
     "DomainSchema",
     "ErrorCode",
     "Interaction",
     "Operation",
     "Skill",
+    "SkillContext",
     "SupportingRecord",
     "hookimpl",
 ]

@@ -59,6 +59,7 @@ class SkillContext:
         task_id: str,
         context_id: str,
         skill_id: str,
+        skill_version: str,
         caller: Caller,
         publish_record: PublishRecord,
         publish_progress: PublishProgress,
@@ -68,6 +69,7 @@ class SkillContext:
         self.task_id = task_id
         self.context_id = context_id
         self.skill_id = skill_id
+        self.skill_version = skill_version
         self.caller = caller
         self.operation = operation
         self._publish_record = publish_record

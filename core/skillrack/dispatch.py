@@ -330,6 +330,7 @@ class SkillExecutor(AgentExecutor):
             task_id=context.task_id,
             context_id=updater.context_id,
             skill_id=declared.id,
+            skill_version=declared.version,
             caller=caller_of(context),
             publish_record=publish_record,
             publish_progress=publish_progress,

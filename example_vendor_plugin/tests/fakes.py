@@ -1,0 +1,82 @@
+"""A stand-in for the host's SkillContext: records what a handler does, validates records.
+
+It follows the host's contract: ``publish_record`` validates the record against
+its kind's schema in the assembled interface and returns the artifact id (a
+record with the same id replaces the earlier one); ``publish_progress`` keeps
+each partial result; ``request_input`` follows the replay model, returning
+the answers given at construction in order and raising ``InputRequired``
+once they run out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from skillrack.context import InputRequired
+from skillrack.interface import VerifiedInterface
+
+__all__ = ["FakeContext", "InputRequired"]
+
+
+class FakeContext:
+    _ids = itertools.count(1)
+
+    def __init__(
+        self,
+        interface: VerifiedInterface,
+        *,
+        answers: Sequence[Any] = (),
+        task_id: str = "task-1",
+        operation: str | None = None,
+    ) -> None:
+        self.interface = interface
+        self.task_id = task_id
+        self.context_id = "context-1"
+        self.skill_id = interface.skill_id
+        self.operation = operation
+        self.records: dict[str, tuple[str, Any]] = {}
+        self.publications: list[str] = []
+        self.progress: list[Any] = []
+        self.requests: list[Any] = []
+        self.published = asyncio.Event()
+        self._answers = list(answers)
+        self._asked = 0
+        self._cancelled = asyncio.Event()
+
+    async def publish_record(
+        self, kind: str, record: Any, *, artifact_id: str | None = None
+    ) -> str:
+        assert kind in self.interface.records, f"undeclared record kind {kind!r}"
+        assert self.interface.records[kind].validate(record) == ()
+        artifact_id = artifact_id or f"artifact-{next(self._ids)}"
+        self.records[artifact_id] = (kind, record)
+        self.publications.append(artifact_id)
+        self.published.set()
+        return artifact_id
+
+    async def publish_progress(self, partial_result: Any) -> None:
+        self.progress.append(partial_result)
+
+    async def request_input(self, request: Any) -> Any:
+        self.requests.append(request)
+        index = self._asked
+        self._asked += 1
+        if index < len(self._answers):
+            return self._answers[index]
+        raise InputRequired(request)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    async def wait_cancelled(self) -> None:
+        await self._cancelled.wait()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+    def kinds(self) -> list[str]:
+        return [kind for kind, _ in self.records.values()]
