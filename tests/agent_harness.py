@@ -6,10 +6,11 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from skillrack.config import Config
 from skillrack.registry import Registry
@@ -23,11 +24,17 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_agent(registry: Registry, config: Config | None = None) -> Iterator[str]:
+def running_agent(
+    registry: Registry,
+    config: Config | None = None,
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+) -> Iterator[str]:
     """Serve ``registry`` over HTTP in a background thread; yield its base URL."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
-    app = create_app(registry, config or Config(), base_url)
+    app: ASGIApp = create_app(registry, config or Config(), base_url)
+    if wrap is not None:
+        app = wrap(app)
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )

@@ -160,6 +160,8 @@ class SkillClient:
         cached = self.cache.get(key)
         if cached is not None:
             return cached
+        # The card no longer advertises what may be cached for this skill: drop it.
+        self.cache.invalidate(agent, skill_id)
         self.describe_calls[(agent, skill_id)] = self.describe_calls.get((agent, skill_id), 0) + 1
         task = await self._send(
             agent, {"skill": DESCRIBE_SKILL, "arguments": {"skill_id": skill_id}}, "sync"
