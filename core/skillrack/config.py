@@ -26,6 +26,9 @@ card_max_age = 300
 
 [plugins]
 builtin = ["skillrack_plugins.development_policy"]
+
+[peers]             # agents that skills may delegate to, by name
+observer = "http://127.0.0.1:8001"
 ```
 """
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +83,8 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     server: ServerSettings = field(default_factory=ServerSettings)
     builtin_plugins: tuple[str, ...] = (DEVELOPMENT_POLICY,)
+    #: Agents that skills may delegate to, by name (``context.delegate(name, ...)``).
+    peers: Mapping[str, str] = field(default_factory=dict)
 
     def public_url(self, host: str, port: int) -> str:
         """Base URL the card advertises: configured, else where uvicorn listens."""
@@ -125,7 +131,7 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
-    unknown = set(raw) - {"agent", "limits", "server", "plugins"}
+    unknown = set(raw) - {"agent", "limits", "server", "plugins", "peers"}
     if unknown:
         raise ConfigError(f"unknown table(s) in {path}: {', '.join(sorted(unknown))}")
     agent_table = dict(raw.get("agent", {}))
@@ -138,7 +144,13 @@ def load_config(path: Path | None) -> Config:
     builtin = plugins.get("builtin", [DEVELOPMENT_POLICY])
     if not isinstance(builtin, list) or not all(isinstance(m, str) for m in builtin):
         raise ConfigError("plugins.builtin must be a list of module names")
+    peers = raw.get("peers", {})
+    if not isinstance(peers, dict) or not all(
+        isinstance(url, str) and url.startswith(("http://", "https://")) for url in peers.values()
+    ):
+        raise ConfigError("[peers] maps names to http(s) URLs of other agents")
     return Config(
+        peers=dict(peers),
         agent=agent,
         limits=_build(Limits, raw.get("limits", {}), "limits"),
         server=_build(ServerSettings, raw.get("server", {}), "server"),

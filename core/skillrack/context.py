@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 
 class InputRequired(Exception):
@@ -50,6 +50,27 @@ PublishRecord = Callable[[str, Any, str | None], Awaitable[str]]
 PublishProgress = Callable[[Any], Awaitable[None]]
 
 
+class Delegation(Protocol):
+    """What the dispatcher gives the context so that a handler can call other agents.
+
+    Implemented by :class:`skillrack.compose.Peers`; kept as a protocol here so
+    that the context does not import the client (imports flow one way).
+    """
+
+    async def delegate(
+        self, upstream_task_id: str, peer: str, skill_id: str, arguments: Any, mode: Any
+    ) -> Any: ...
+
+    async def compose(
+        self,
+        upstream_task_id: str,
+        upstream: tuple[str, str],
+        instance: Any,
+        downstream: tuple[str, str],
+        domain_checks: Any = None,
+    ) -> Any: ...
+
+
 class SkillContext:
     """The handler's view of one invocation (one A2A task)."""
 
@@ -65,6 +86,7 @@ class SkillContext:
         publish_progress: PublishProgress,
         answers: Sequence[Any] = (),
         operation: str | None = None,
+        delegation: Delegation | None = None,
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
@@ -77,6 +99,7 @@ class SkillContext:
         self._answers = list(answers)
         self._asked = 0
         self._cancelled = asyncio.Event()
+        self._delegation = delegation
 
     async def publish_record(
         self, kind: str, record: Any, *, artifact_id: str | None = None
@@ -112,6 +135,45 @@ class SkillContext:
         if index < len(self._answers):
             return self._answers[index]
         raise InputRequired(request)
+
+    async def delegate(
+        self, peer: str, skill_id: str, arguments: Any, *, mode: str = "sync"
+    ) -> Any:
+        """Call ``skill_id`` at the configured peer agent ``peer`` as a new downstream task.
+
+        Runs the whole client procedure (retrieve and verify the interface,
+        validate the arguments, validate the result and records) and records
+        the hop (both task ids, both agents) for diagnostics.  Returns a
+        :class:`skillrack.outcome.SkillResult`; raises
+        :class:`skillrack.client_errors.SkillCallError` on failure.
+        """
+        return await self._delegation_or_fail().delegate(
+            self.task_id, peer, skill_id, arguments, mode
+        )
+
+    async def compose(
+        self,
+        upstream: tuple[str, str],
+        instance: Any,
+        downstream: tuple[str, str],
+        *,
+        domain_checks: Any = None,
+    ) -> Any:
+        """Feed ``instance`` (an upstream skill's output) to a downstream skill, if eligible.
+
+        ``upstream`` and ``downstream`` are ``(peer, skill_id)``.  Direct
+        composition requires identical Schema References (URI, version,
+        dialect, digest); otherwise ``composition_ineligible`` is raised and
+        nothing is sent.
+        """
+        return await self._delegation_or_fail().compose(
+            self.task_id, upstream, instance, downstream, domain_checks
+        )
+
+    def _delegation_or_fail(self) -> Delegation:
+        if self._delegation is None:
+            raise RuntimeError("this agent has no peers configured for delegation")
+        return self._delegation
 
     @property
     def cancelled(self) -> bool:

@@ -28,7 +28,7 @@ from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 from a2a.utils.errors import UnsupportedOperationError
 
 from .authz import AuthorizationRequest, authorize, pick
-from .context import ANONYMOUS, Caller, InputRequired, SkillContext
+from .context import ANONYMOUS, Caller, Delegation, InputRequired, SkillContext
 from .errors import REJECTING_CODES, ConditionError, ErrorCode, ErrorDetail
 from .interface import DESCRIBE_SKILL
 from .registry import RegisteredSkill, Registry
@@ -82,9 +82,15 @@ def caller_of(context: RequestContext) -> Caller:
 class SkillExecutor(AgentExecutor):
     """Runs describe_skill and domain skills for a2a-sdk's DefaultRequestHandler."""
 
-    def __init__(self, registry: Registry, manager: pluggy.PluginManager) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        manager: pluggy.PluginManager,
+        delegation: Delegation | None = None,
+    ) -> None:
         self.registry = registry
         self.manager = manager
+        self.delegation = delegation
         self._describe = describe_payloads(registry)
         self._running: dict[str, SkillContext] = {}
 
@@ -336,6 +342,7 @@ class SkillExecutor(AgentExecutor):
             publish_progress=publish_progress,
             answers=answers,
             operation=operation,
+            delegation=self.delegation,
         )
         self._running[context.task_id] = handler_context
         await updater.start_work()

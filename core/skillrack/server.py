@@ -35,10 +35,13 @@ from a2a.utils.errors import TaskNotCancelableError
 from starlette.applications import Starlette
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .card import CARD_PATH, CardEndpoint, build_card
+from .client import SkillClient
+from .compose import Peers
 from .config import Config
 from .dispatch import ACTIVATED_STATE_KEY, SKILL_METADATA_KEY, SkillExecutor
 from .errors import ErrorCode
@@ -47,6 +50,8 @@ from .registry import Registry
 from .requests import EXTENSION_URI
 
 JSONRPC_PATH = "/"
+#: Diagnostics: the most recent delegation hops (upstream/downstream agents and task ids).
+HOPS_PATH = "/-/hops"
 _SCOPE_KEY = "skillrack.activated_extensions"
 
 
@@ -207,6 +212,13 @@ class ExtensionEcho:
         await self.app(scope, receive, send_with_header)
 
 
+def _hops_view(peers: Peers) -> Any:
+    async def hops(request: Request) -> JSONResponse:
+        return JSONResponse({"hops": [hop.to_json() for hop in peers.hops.recent()]})
+
+    return hops
+
+
 def create_app(
     registry: Registry,
     config: Config,
@@ -216,15 +228,19 @@ def create_app(
     """The composed agent as an ASGI app."""
     assert registry.manager is not None, "a registry built from plugins carries its manager"
     card = build_card(registry, config, base_url)
+    peers = Peers(config.peers, base_url, lambda: SkillClient(limits=config.limits))
     handler = SkillrackRequestHandler(
-        agent_executor=SkillExecutor(registry, registry.manager),
+        agent_executor=SkillExecutor(registry, registry.manager, peers),
         task_store=task_store or InMemoryTaskStore(),
         agent_card=card,
         registry=registry,
     )
     builder = ContextBuilder()
     card_endpoint = CardEndpoint.of(card, config.server.card_max_age)
-    routes: list[BaseRoute] = [Route(CARD_PATH, card_endpoint.respond, methods=["GET"])]
+    routes: list[BaseRoute] = [
+        Route(CARD_PATH, card_endpoint.respond, methods=["GET"]),
+        Route(HOPS_PATH, _hops_view(peers), methods=["GET"]),
+    ]
     routes += create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=builder)
     routes += create_rest_routes(handler, context_builder=builder)  # last: see module docstring
 
@@ -232,6 +248,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await handler.aclose()
+        await peers.aclose()
 
     app = Starlette(routes=routes, lifespan=lifespan)
     app.add_middleware(
