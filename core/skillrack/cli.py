@@ -8,12 +8,17 @@ Errors reach the user as one line on stderr, never as a traceback.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .canonical import CanonicalizationError, digest_of, loads_strict
+from .checker import CheckReport, check_agent
+from .client import Mode, SkillClient
+from .client_errors import SkillCallError
 from .config import DEVELOPMENT_POLICY, load_config
 from .errors import SkillrackError
 from .inline import ensure_format_checkers
@@ -118,6 +123,86 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _headers(values: list[str] | None) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values or []:
+        name, sep, content = value.partition(":")
+        if not sep or not name.strip():
+            raise argparse.ArgumentTypeError(f"--header {value!r} is not 'Name: value'")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+def _client_failure(error: SkillCallError) -> int:
+    print(json.dumps(error.to_json(), indent=2))
+    return EXIT_REFUSED
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    async def run() -> int:
+        async with SkillClient(headers=args.headers) as client:
+            try:
+                interface = await client.describe(args.url, args.skill_id)
+            except SkillCallError as exc:
+                return _client_failure(exc)
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "interface_digest": interface.interface_digest,
+                        "interface": interface.document,
+                    },
+                    indent=2,
+                )
+            )
+        else:
+            print(f"{interface.skill_id} {interface.skill_version} {interface.interface_digest}")
+            print(json.dumps(interface.document, indent=2, ensure_ascii=False))
+        return EXIT_OK
+
+    return asyncio.run(run())
+
+
+def _arguments(text: str) -> Any:
+    try:
+        raw = Path(text[1:]).read_bytes() if text.startswith("@") else text.encode()
+        return loads_strict(raw)
+    except (OSError, CanonicalizationError) as exc:
+        raise argparse.ArgumentTypeError(f"--args: {exc}") from None
+
+
+def cmd_call(args: argparse.Namespace) -> int:
+    mode: Mode = "stream" if args.stream else "poll" if args.poll else "sync"
+
+    async def run() -> int:
+        async with SkillClient(headers=args.headers, timeout=args.timeout) as client:
+            try:
+                result = await client.call(args.url, args.skill_id, args.args, mode=mode)
+            except SkillCallError as exc:
+                return _client_failure(exc)
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return EXIT_OK
+
+    return asyncio.run(run())
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    async def run() -> CheckReport:
+        async with SkillClient(headers=args.headers) as client:
+            return await check_agent(args.url, client)
+
+    report = asyncio.run(run())
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        for item in report.items:
+            mark = {True: "PASS", False: "FAIL", None: "N/A "}[item.passed]
+            where = f" [{item.skill}]" if item.skill else ""
+            print(f"{mark}{where} {item.requirement}" + (f": {item.detail}" if item.detail else ""))
+        print("all requirements hold" if report.passed else "some requirements fail")
+    return EXIT_OK if report.passed else EXIT_REFUSED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillrack",
@@ -143,6 +228,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_serve)
 
+    header = {
+        "action": "append",
+        "dest": "headers",
+        "type": str,
+        "metavar": "'NAME: VALUE'",
+        "help": "HTTP header sent to the agent (repeatable), e.g. Authorization",
+    }
+
+    p = sub.add_parser("describe", help="retrieve, verify and print a remote skill's interface")
+    p.add_argument("url")
+    p.add_argument("skill_id")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--header", **header)  # type: ignore[arg-type]
+    p.set_defaults(func=cmd_describe)
+
+    p = sub.add_parser("call", help="invoke a remote skill with verified input and output")
+    p.add_argument("url")
+    p.add_argument("skill_id")
+    p.add_argument("--args", required=True, type=_arguments, metavar="JSON|@FILE")
+    way = p.add_mutually_exclusive_group()
+    way.add_argument("--stream", action="store_true", help="receive the result by streaming")
+    way.add_argument("--poll", action="store_true", help="return immediately, then poll")
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--header", **header)  # type: ignore[arg-type]
+    p.set_defaults(func=cmd_call)
+
+    p = sub.add_parser("check", help="check an agent against the draft's client-checkable rules")
+    p.add_argument("url")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--header", **header)  # type: ignore[arg-type]
+    p.set_defaults(func=cmd_check)
+
     p = sub.add_parser("digest", help="print the JCS SHA-256 digest of a JSON file ('-' = stdin)")
     p.add_argument("file")
     p.set_defaults(func=cmd_digest)
@@ -150,7 +267,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if hasattr(args, "headers"):
+        try:
+            args.headers = _headers(args.headers)
+        except argparse.ArgumentTypeError as exc:
+            parser.error(str(exc))
     try:
         status: int = args.func(args)
     except SkillrackError as exc:

@@ -285,6 +285,14 @@ class SkillClient:
                 details,
             )
 
+    async def send_request(self, url: str, data: Any, *, mode: Mode = "sync") -> Task:
+        """Send one raw request object and return the remote Task, unjudged.
+
+        For conformance checks that must see how an agent answers a request
+        the normal procedure would never send (a stale digest, invalid input).
+        """
+        return await self._send(url.rstrip("/"), data, mode)
+
     # -- the A2A exchange ------------------------------------------------------------------------
 
     async def _send(self, agent: str, data: Any, mode: Mode, task_id: str = "") -> Task:
