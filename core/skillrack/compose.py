@@ -164,8 +164,14 @@ async def compose(
     downstream_skill: str,
     domain_checks: Mapping[str, DomainCheck] | None = None,
     mode: Mode = "sync",
+    delegating_agent: str | None = None,
 ) -> SkillResult:
-    """Feed an upstream skill's output into a downstream skill, if and only if eligible."""
+    """Feed an upstream skill's output into a downstream skill, if and only if eligible.
+
+    The hop is recorded from ``delegating_agent`` (the agent whose task
+    ``upstream_task_id`` is) to the downstream agent; a client composing on
+    its own behalf leaves it out, and the upstream skill's agent stands in.
+    """
     upstream = await client.describe(upstream_agent, upstream_skill)
     downstream = await client.describe(downstream_agent, downstream_skill)
     check_eligibility(upstream, downstream)
@@ -173,7 +179,7 @@ async def compose(
     return await delegate(
         client,
         hops,
-        upstream_agent=upstream_agent,
+        upstream_agent=delegating_agent or upstream_agent,
         upstream_task_id=upstream_task_id,
         downstream_agent=downstream_agent,
         skill_id=downstream_skill,
@@ -253,4 +259,5 @@ class Peers:
             downstream_agent=self.url(downstream[0]),
             downstream_skill=downstream[1],
             domain_checks=domain_checks,
+            delegating_agent=self.self_url,
         )

@@ -1,4 +1,4 @@
-"""The four skills served by the real ``skillrack serve`` command, driven over raw HTTP.
+"""The skills served by the real ``skillrack serve`` command, driven over raw HTTP.
 
 An operator's path end to end: the installed command, started as a subprocess
 with only this distribution loaded, on a free loopback port; the Agent Card;
@@ -10,13 +10,8 @@ Nothing but httpx stands between the test and the wire.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import shutil
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,35 +21,21 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from serving import CARD_PATH, served
 
 from skillrack import Skill
 from skillrack.canonical import digest_of
 from skillrack.interface import VerifiedInterface, assemble
 from skillrack.requests import EXTENSION_URI
-from skillrack_example_vendor import (
-    COLLECT_INTERFACE_HEALTH,
-    EVALUATE_RESOURCE_CONDITION,
-    MANAGE_INTERFACE,
-    PROPOSE_INTERFACE_CONFIGURATION,
-)
+from skillrack_example_vendor import SKILLS as ALL_SKILLS
 from skillrack_example_vendor.inventory import interfaces
 
 DRAFT_DIGEST = "sha256:4dedea3f7ddf19e94d9fd0b30886624f50afb5aadc1b407508a05dd3c40f380d"
-CARD_PATH = "/.well-known/agent-card.json"
 HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": EXTENSION_URI}
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
-START_TIMEOUT = 20.0
 README = Path(__file__).resolve().parents[2] / "README.md"
 
-SKILLS: dict[str, Skill] = {
-    s.id: s
-    for s in (
-        EVALUATE_RESOURCE_CONDITION,
-        COLLECT_INTERFACE_HEALTH,
-        PROPOSE_INTERFACE_CONFIGURATION,
-        MANAGE_INTERFACE,
-    )
-}
+SKILLS: dict[str, Skill] = {s.id: s for s in ALL_SKILLS}
 INTERFACES: dict[str, VerifiedInterface] = {sid: assemble(s) for sid, s in SKILLS.items()}
 
 DRAFT_ARGS = {
@@ -68,62 +49,11 @@ INTENT = {"device_id": "edge-router-1", "interface": "eth2", "desired": {"mtu": 
 # The server --------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _skillrack_script() -> str:
-    beside = Path(sys.executable).parent / "skillrack"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("skillrack")
-    if found is None:
-        pytest.fail("the skillrack command is not installed next to this Python or on PATH")
-    return found
-
-
 @pytest.fixture(scope="module")
 def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``skillrack serve`` as a subprocess, serving only this distribution; its base URL."""
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    logs = tmp_path_factory.mktemp("served")
-    out_path, err_path = logs / "stdout.txt", logs / "stderr.txt"
-    env = {**os.environ, "SKILLRACK_LOAD_PLUGINS": "skillrack-example-vendor"}
-    command = [
-        _skillrack_script(),
-        "serve",
-        *("--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"),
-    ]
-    with out_path.open("wb") as out, err_path.open("wb") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, env=env)
-
-    def output() -> str:
-        return f"stdout:\n{out_path.read_text()}\nstderr:\n{err_path.read_text()}"
-
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"skillrack serve exited with {process.returncode}\n{output()}")
-            try:
-                if httpx.get(url + CARD_PATH, timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"skillrack serve did not answer within {START_TIMEOUT} s\n{output()}")
-            time.sleep(0.1)
+    with served(tmp_path_factory.mktemp("served")) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
 
 
 # Raw HTTP helpers --------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from skillrack import (
     hookimpl,
 )
 
+from .delegation import assess_resource, summarize_condition
 from .handlers import evaluate_resource_condition
 from .health import collect_interface_health
 from .manage import manage_interface
@@ -170,9 +171,70 @@ MANAGE_INTERFACE = Skill(
 )
 
 
+SUMMARIZE_CONDITION = Skill(
+    id="summarize_condition",
+    version="1.0",
+    name="Summarize a condition evaluation",
+    description=(
+        "Turns the result of evaluate_resource_condition into a severity and a headline. "
+        "Its input is exactly evaluate_resource_condition's output schema, so the two "
+        "compose directly."
+    ),
+    tags=("assurance", "composition"),
+    input_schema=_schema(
+        "resource-condition-output-1.0.json", "urn:example:resource-condition:output:1.0", "1.0"
+    ),
+    output_schema=_schema(
+        "condition-summary-1.0.json", "urn:skillrack:example:condition-summary:1.0", "1.0"
+    ),
+    interaction=Interaction(supported_response_modes=("sync", "stream", "poll")),
+    authority=Authority(default_mode="observe_only"),
+    handler=summarize_condition,
+)
+
+ASSESS_RESOURCE = Skill(
+    id="assess_resource",
+    version="1.0",
+    name="Assess a resource through the observer agent",
+    description=(
+        "Delegates the evaluation to the peer agent configured as 'observer' "
+        "([peers] observer = URL), then composes its result into the observer's "
+        "summarize_condition. Each step is a new downstream task."
+    ),
+    tags=("assurance", "delegation"),
+    examples=(
+        '{"resource_id": "network-resource-123", "metric": "utilization", '
+        '"threshold": 80, "unit": "percent"}',
+    ),
+    input_schema=_schema(
+        "resource-assessment-input-1.0.json",
+        "urn:skillrack:example:resource-assessment-input:1.0",
+        "1.0",
+    ),
+    output_schema=_schema(
+        "resource-assessment-output-1.0.json",
+        "urn:skillrack:example:resource-assessment-output:1.0",
+        "1.0",
+    ),
+    interaction=Interaction(supported_response_modes=("sync", "stream", "poll")),
+    authority=Authority(default_mode="observe_only"),
+    resources=("/resource_id",),
+    handler=assess_resource,
+)
+
+
+#: Every skill this package declares, in registration order.
+SKILLS: tuple[Skill, ...] = (
+    EVALUATE_RESOURCE_CONDITION,
+    COLLECT_INTERFACE_HEALTH,
+    PROPOSE_INTERFACE_CONFIGURATION,
+    MANAGE_INTERFACE,
+    SUMMARIZE_CONDITION,
+    ASSESS_RESOURCE,
+)
+
+
 @hookimpl
 def register_skills(register: Callable[[Skill], None]) -> None:
-    register(EVALUATE_RESOURCE_CONDITION)
-    register(COLLECT_INTERFACE_HEALTH)
-    register(PROPOSE_INTERFACE_CONFIGURATION)
-    register(MANAGE_INTERFACE)
+    for skill in SKILLS:
+        register(skill)
