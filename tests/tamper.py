@@ -24,10 +24,11 @@ class Tamper:
         self.card: JsonEdit | None = None
         self.describe: JsonEdit | None = None  # edits the describe_skill result object
         self.result: JsonEdit | None = None  # edits a completed domain Task
+        self.rejected: JsonEdit | None = None  # edits a REJECTED or FAILED Task
         self.sent: list[Any] = []  # request objects received (Data Part values)
 
     def clear(self) -> None:
-        self.card = self.describe = self.result = None
+        self.card = self.describe = self.result = self.rejected = None
         self.sent.clear()
 
     def describes(self) -> int:
@@ -111,6 +112,9 @@ class Tamper:
                 value = self.card(value)
             return json.dumps(value).encode()
         task = value.get("result", value).get("task") if isinstance(value, dict) else None
+        state = task.get("status", {}).get("state") if isinstance(task, dict) else None
+        if state in ("TASK_STATE_REJECTED", "TASK_STATE_FAILED") and self.rejected is not None:
+            self.rejected(task)
         if isinstance(task, dict) and task.get("status", {}).get("state") == "TASK_STATE_COMPLETED":
             artifacts = task.get("artifacts", [])
             if artifacts and artifacts[0].get("name") == "describe_skill" and self.describe:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from serving import CARD_PATH, served
+from serving import CARD_PATH, served, skillrack_script
 
 from skillrack import Skill
 from skillrack.canonical import digest_of
@@ -497,3 +498,17 @@ def test_readme_try_it_walk_through(base: str) -> None:
             record = task["artifacts"][0]
             result = primary_result(task, "evaluate_resource_condition")
             assert result["supporting_record_refs"] == [record["artifactId"]]
+
+
+def test_skillrack_check_passes_against_the_served_plugin(base: str) -> None:
+    run = subprocess.run(
+        [skillrack_script(), "check", base, "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    report = json.loads(run.stdout)
+    assert run.returncode == 0 and report["passed"], report
+    checked = {item["skill"] for item in report["items"]}
+    assert set(SKILLS) <= checked
