@@ -118,6 +118,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "  WARNING: the development policy allows every call; configure a policy "
             "before exposing this agent"
         )
+    sys.stdout.flush()  # start-up lines reach a piped log before uvicorn's own
     app = create_app(registry, config, base_url)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return EXIT_OK
