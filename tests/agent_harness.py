@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -32,7 +34,9 @@ def running_agent(
     """Serve ``registry`` over HTTP in a background thread; yield its base URL."""
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
-    app: ASGIApp = create_app(registry, config or Config(), base_url)
+    if config is None:  # keep the approval store out of the working directory
+        config = Config(base_dir=Path(tempfile.mkdtemp(prefix="skillrack-test-")))
+    app: ASGIApp = create_app(registry, config, base_url)
     if wrap is not None:
         app = wrap(app)
     server = uvicorn.Server(

@@ -13,13 +13,13 @@ import httpx
 import pytest
 from agent_harness import free_port
 
-from skillrack.config import DEVELOPMENT_POLICY, Config, ConfigError, load_config
+from skillrack.config import Config, ConfigError, load_config
 
 
 def test_default_config_is_embedded() -> None:
     config = load_config(None)
     assert config == Config()
-    assert config.builtin_plugins == (DEVELOPMENT_POLICY,)
+    assert config.builtin_plugins == () and config.first_party == {}
     assert config.public_url("127.0.0.1", 8000) == "http://127.0.0.1:8000"
     assert config.public_url("::1", 8000) == "http://[::1]:8000"
 
@@ -47,12 +47,17 @@ card_max_age = 10
 
 [plugins]
 builtin = []
+
+[plugins.policy]
+file = "policy.toml"
 """
     )
     config = load_config(path)
     assert config.agent.name == "Acme assurance" and config.agent.provider.organization == "Acme"
     assert config.limits.max_instance_bytes == 1000 and config.limits.max_compile_seconds == 0.5
     assert config.server.card_max_age == 10 and config.builtin_plugins == ()
+    assert config.first_party == {"policy": {"file": "policy.toml"}}
+    assert config.base_dir == tmp_path
     assert config.public_url("0.0.0.0", 1) == "https://agents.example.net/assurance"
 
 
@@ -65,6 +70,8 @@ builtin = []
         ("[agent]\nname = 7\n", "agent.name must be a string"),
         ("[nonsense]\n", "unknown table"),
         ("[plugins]\nbuiltin = 'x'\n", "list of module names"),
+        ("[plugins.ldap]\nurl = 'x'\n", "unknown first-party plugin"),
+        ("[peers]\nobserver = 'ftp://x'\n", "http"),
         ("not toml = = =", "not valid TOML"),
     ],
 )
@@ -112,7 +119,7 @@ def test_serve_runs_as_a_process(tmp_path: Path) -> None:
         process.terminate()
         output, _ = process.communicate(timeout=10)
     assert f"skillrack serving at http://127.0.0.1:{port}" in output
-    assert "development policy allows every call" in output
+    assert "development policy: no policy configured" in output
 
 
 def test_serve_refuses_bad_config_in_one_line(tmp_path: Path) -> None:

@@ -31,8 +31,11 @@ def registry() -> Registry:
 
 
 @pytest.fixture(scope="module")
-def base(registry: Registry) -> Iterator[str]:
-    config = Config(server=ServerSettings(max_body_bytes=200_000, max_json_depth=40))
+def base(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    config = Config(
+        server=ServerSettings(max_body_bytes=200_000, max_json_depth=40),
+        base_dir=tmp_path_factory.mktemp("agent"),
+    )
     with running_agent(registry, config) as url:
         yield url
 

@@ -66,6 +66,8 @@ class Verdict:
 
     allowed: bool
     opinions: tuple[tuple[str, Decision | None], ...]
+    #: At least one plugin said no (as opposed to nobody saying yes).
+    denied: bool = False
 
 
 def resolve_pointer(document: Any, pointer: str) -> Any:
@@ -90,10 +92,14 @@ def pick(arguments: Any, pointers: tuple[str, ...] | list[str]) -> dict[str, Any
     return {p: v for p, v in found.items() if v is not _MISSING}
 
 
-async def authorize(manager: pluggy.PluginManager, request: AuthorizationRequest) -> Verdict:
-    """Ask every policy, await each answer, and reduce with the veto rule."""
+async def authorize(
+    manager: pluggy.PluginManager,
+    request: AuthorizationRequest,
+    hook: str = "authorize_invocation",
+) -> Verdict:
+    """Ask every implementation of ``hook``, await each answer, and reduce with the veto rule."""
     opinions: list[tuple[str, Decision | None]] = []
-    for impl in manager.hook.authorize_invocation.get_hookimpls():
+    for impl in getattr(manager.hook, hook).get_hookimpls():
         try:
             answer = impl.function(request=request)
             if inspect.isawaitable(answer):
@@ -110,4 +116,4 @@ async def authorize(manager: pluggy.PluginManager, request: AuthorizationRequest
         opinions.append((impl.plugin_name, answer))
     decided = [d for _, d in opinions if d is not None]
     allowed = bool(decided) and all(d.allowed for d in decided)
-    return Verdict(allowed, tuple(opinions))
+    return Verdict(allowed, tuple(opinions), denied=any(not d.allowed for d in decided))

@@ -27,6 +27,7 @@ from google.protobuf import json_format
 from starlette.requests import Request
 from starlette.responses import Response
 
+from .authn import security_schemes
 from .config import Config
 from .interface import DESCRIBE_SKILL
 from .registry import Registry
@@ -111,6 +112,19 @@ def build_card(registry: Registry, config: Config, base_url: str) -> AgentCard:
     )
     if agent.documentation_url:
         card.documentation_url = agent.documentation_url
+    if registry.manager is not None:
+        schemes = security_schemes(registry.manager)
+        if schemes:
+            # Any one of the installed schemes authenticates a caller.
+            json_format.ParseDict(
+                {
+                    "securitySchemes": schemes,
+                    "securityRequirements": [
+                        {"schemes": {name: {"list": []}}} for name in sorted(schemes)
+                    ],
+                },
+                card,
+            )
     return card
 
 

@@ -19,8 +19,9 @@ from .canonical import CanonicalizationError, digest_of, loads_strict
 from .checker import CheckReport, check_agent
 from .client import Mode, SkillClient
 from .client_errors import SkillCallError
-from .config import DEVELOPMENT_POLICY, load_config
+from .config import load_config
 from .errors import SkillrackError
+from .host import load_host
 from .inline import ensure_format_checkers
 from .interface_schema import skill_interface_schema
 from .registry import Registry, load_registry
@@ -101,8 +102,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = load_config(Path(args.config) if args.config else None)
     ensure_format_checkers()
     skill_interface_schema()
-    registry = load_registry(builtin=config.builtin_plugins, limits=config.limits)
-    base_url = config.public_url(args.host, args.port)
+    host = load_host(config, listen_host=args.host, insecure_allow_all=args.insecure_allow_all)
+    registry = host.registry
+    scheme = "https" if args.ssl_certfile else "http"
+    base_url = config.public_url(args.host, args.port, scheme)
     print(f"skillrack serving at {base_url} (card: {base_url}/.well-known/agent-card.json)")
     for skill in registry:
         print(
@@ -113,14 +116,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"  REFUSED {refused}")
     for failure in registry.failures:
         print(f"  FAILED plugin {failure.name}: {failure.reason}")
-    if DEVELOPMENT_POLICY in config.builtin_plugins:
-        print(
-            "  WARNING: the development policy allows every call; configure a policy "
-            "before exposing this agent"
-        )
+    if host.development_policy:
+        print(f"  WARNING: development policy: {host.development_policy}")
     sys.stdout.flush()  # start-up lines reach a piped log before uvicorn's own
     app = create_app(registry, config, base_url)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        ssl_certfile=args.ssl_certfile,
+        ssl_keyfile=args.ssl_keyfile,
+    )
     return EXIT_OK
 
 
@@ -224,6 +231,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--config", help="TOML configuration (default: embedded defaults)")
+    p.add_argument("--ssl-certfile", help="TLS certificate (PEM); serves HTTPS")
+    p.add_argument("--ssl-keyfile", help="TLS private key (PEM)")
+    p.add_argument(
+        "--insecure-allow-all",
+        action="store_true",
+        help="without a policy, allow every call even on a non-loopback address",
+    )
     p.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )

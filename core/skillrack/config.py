@@ -25,7 +25,18 @@ max_body_bytes = 4000000
 card_max_age = 300
 
 [plugins]
-builtin = ["skillrack_plugins.development_policy"]
+builtin = []        # extra module names registered as plugins
+
+[plugins.api_keys]  # first-party plugins, enabled by their table
+file = "keys.toml"
+
+[plugins.jwt]
+jwks = "jwks.json"
+issuer = "https://idp.example.net"
+audience = "skillrack"
+
+[plugins.policy]
+file = "policy.toml"
 
 [peers]             # agents that skills may delegate to, by name
 observer = "http://127.0.0.1:8001"
@@ -45,6 +56,14 @@ from .errors import SkillrackError
 from .limits import Limits
 
 DEVELOPMENT_POLICY = "skillrack_plugins.development_policy"
+
+#: First-party plugins an operator enables with a ``[plugins.<name>]`` table; each
+#: module has ``create(settings, base_dir) -> plugin``.
+FIRST_PARTY: Mapping[str, str] = {
+    "api_keys": "skillrack_plugins.api_keys",
+    "jwt": "skillrack_plugins.jwt_bearer",
+    "policy": "skillrack_plugins.policy_file",
+}
 
 
 class ConfigError(SkillrackError):
@@ -74,7 +93,15 @@ class AgentIdentity:
 class ServerSettings:
     max_body_bytes: int = 4_000_000
     max_json_depth: int = 128
+    #: Parts in one Message (the draft's requests need exactly one).
+    max_parts: int = 16
     card_max_age: int = 300
+    #: Requests per minute per caller (authenticated identity, else client address).
+    rate_per_minute: int = 600
+    #: Tasks one caller may have running at once.
+    max_concurrent_tasks: int = 32
+    #: Where approvals wait for an operator (SQLite file, shared with `skillrack approvals`).
+    approvals_store: str = "skillrack-approvals.db"
 
 
 @dataclass(frozen=True)
@@ -82,16 +109,21 @@ class Config:
     agent: AgentIdentity = field(default_factory=AgentIdentity)
     limits: Limits = field(default_factory=Limits)
     server: ServerSettings = field(default_factory=ServerSettings)
-    builtin_plugins: tuple[str, ...] = (DEVELOPMENT_POLICY,)
+    #: Module names registered as plugins (module-level hook implementations).
+    builtin_plugins: tuple[str, ...] = ()
+    #: First-party plugins enabled by configuration: short name -> its settings table.
+    first_party: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Directory relative paths in plugin settings resolve against (the config file's).
+    base_dir: Path = field(default_factory=Path.cwd)
     #: Agents that skills may delegate to, by name (``context.delegate(name, ...)``).
     peers: Mapping[str, str] = field(default_factory=dict)
 
-    def public_url(self, host: str, port: int) -> str:
+    def public_url(self, host: str, port: int, scheme: str = "http") -> str:
         """Base URL the card advertises: configured, else where uvicorn listens."""
         if self.agent.public_url:
             return self.agent.public_url.rstrip("/")
         shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{port}"
+        return f"{scheme}://{shown}:{port}"
 
 
 def _build(cls: type[Any], table: Any, where: str) -> Any:
@@ -138,12 +170,17 @@ def load_config(path: Path | None) -> Config:
     provider = _build(Provider, agent_table.pop("provider", {}), "agent.provider")
     agent = _build(AgentIdentity, agent_table, "agent")
     agent = dataclasses.replace(agent, provider=provider)
-    plugins = raw.get("plugins", {})
-    if not isinstance(plugins, dict) or set(plugins) - {"builtin"}:
-        raise ConfigError("[plugins] accepts only 'builtin' (a list of module names)")
-    builtin = plugins.get("builtin", [DEVELOPMENT_POLICY])
+    plugins = dict(raw.get("plugins", {}))
+    builtin = plugins.pop("builtin", [])
     if not isinstance(builtin, list) or not all(isinstance(m, str) for m in builtin):
         raise ConfigError("plugins.builtin must be a list of module names")
+    for name, settings in plugins.items():
+        if name not in FIRST_PARTY:
+            raise ConfigError(
+                f"unknown first-party plugin [plugins.{name}] (known: {', '.join(FIRST_PARTY)})"
+            )
+        if not isinstance(settings, dict):
+            raise ConfigError(f"[plugins.{name}] must be a table of settings")
     peers = raw.get("peers", {})
     if not isinstance(peers, dict) or not all(
         isinstance(url, str) and url.startswith(("http://", "https://")) for url in peers.values()
@@ -155,4 +192,6 @@ def load_config(path: Path | None) -> Config:
         limits=_build(Limits, raw.get("limits", {}), "limits"),
         server=_build(ServerSettings, raw.get("server", {}), "server"),
         builtin_plugins=tuple(builtin),
+        first_party=plugins,
+        base_dir=path.resolve().parent,
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import traceback
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -27,15 +28,30 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 from a2a.utils.errors import UnsupportedOperationError
 
+from .approvals import APPROVAL_KEY, DENIED, GRANTED, ApprovalStore
 from .authz import AuthorizationRequest, authorize, pick
 from .context import ANONYMOUS, Caller, Delegation, InputRequired, SkillContext
 from .errors import REJECTING_CODES, ConditionError, ErrorCode, ErrorDetail
 from .interface import DESCRIBE_SKILL
 from .registry import RegisteredSkill, Registry
 from .requests import EXTENSION_URI, SkillRequest, follow_up_value, parse_request
-from .wire import UnsafeNumber, check_numbers, data_part
+from .wire import UnsafeNumber, check_numbers, data_part, from_value
 
 logger = logging.getLogger(__name__)
+#: One line per finished task: ids, states, codes and sizes, never contents or credentials.
+audit = logging.getLogger("skillrack.audit")
+
+
+def _log_failure(message: str, task_id: str | None, exc: BaseException) -> None:
+    """Log where an exception came from, without its message.
+
+    Exception messages can carry argument values or credentials (``str(exc)``
+    of a failed database call, say); the traceback's frames are enough to find
+    the bug, and the task id ties it to the caller's report.
+    """
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    logger.error(message + ": %s\n%s", task_id, type(exc).__name__, frames)
+
 
 #: The primary result Artifact's id.  Artifact ids are task-scoped, so one
 #: fixed id is unambiguous, and a replayed or progressive result replaces it.
@@ -45,6 +61,8 @@ RESULT_ARTIFACT_ID = "result"
 SKILL_METADATA_KEY = "skillrack_skill"
 #: Where the server puts the set of extensions it activated for one request.
 ACTIVATED_STATE_KEY = "skillrack.activated_extensions"
+#: Where the server puts the authenticated Caller.
+CALLER_STATE_KEY = "skillrack.caller"
 
 
 def final_state(code: ErrorCode, *, accepted: bool) -> TaskState:
@@ -73,10 +91,10 @@ def describe_payloads(registry: Registry) -> dict[str, Part]:
 
 
 def caller_of(context: RequestContext) -> Caller:
+    """The caller authentication established (never taken from message content)."""
     call = context.call_context
-    if call is None or not call.user.is_authenticated:
-        return Caller(identity=ANONYMOUS.identity, tenant=context.tenant or "")
-    return Caller(identity=call.user.user_name, tenant=context.tenant or "", authenticated=True)
+    caller = call.state.get(CALLER_STATE_KEY) if call is not None else None
+    return caller if isinstance(caller, Caller) else ANONYMOUS
 
 
 class SkillExecutor(AgentExecutor):
@@ -87,10 +105,15 @@ class SkillExecutor(AgentExecutor):
         registry: Registry,
         manager: pluggy.PluginManager,
         delegation: Delegation | None = None,
+        max_concurrent: int = 32,
+        approvals: ApprovalStore | None = None,
     ) -> None:
         self.registry = registry
         self.manager = manager
         self.delegation = delegation
+        self.max_concurrent = max_concurrent
+        self.approvals = approvals
+        self._active: dict[str, int] = {}
         self._describe = describe_payloads(registry)
         self._running: dict[str, SkillContext] = {}
 
@@ -125,14 +148,28 @@ class SkillExecutor(AgentExecutor):
                 self._activate(context)
             skill = self._check_invocation(request)
             operation = await self._authorize(skill, request.arguments, context)
+            if not await self._approved(skill, operation, request.arguments, context, updater):
+                return  # parked in TASK_STATE_INPUT_REQUIRED until an operator decides
+            caller = caller_of(context)
+            slot = f"{caller.tenant}/{caller.identity}"
+            if self._active.get(slot, 0) >= self.max_concurrent:
+                raise ConditionError(
+                    ErrorCode.RESOURCE_LIMIT_EXCEEDED, "too many tasks running for this caller"
+                )
+            self._active[slot] = self._active.get(slot, 0) + 1
             accepted = True
-            await self._run(skill, request.arguments, answers, operation, context, updater)
+            try:
+                await self._run(skill, request.arguments, answers, operation, context, updater)
+            finally:
+                self._active[slot] -= 1
+                if not self._active[slot]:
+                    del self._active[slot]
         except ConditionError as exc:
             await self._end_with_error(updater, exc, accepted=accepted)
         except asyncio.CancelledError:
             raise
-        except Exception:
-            logger.exception("task %s failed inside skillrack", context.task_id)
+        except Exception as exc:
+            _log_failure("task %s failed inside skillrack", context.task_id, exc)
             await self._end_with_error(
                 updater,
                 ConditionError(
@@ -181,16 +218,32 @@ class SkillExecutor(AgentExecutor):
                 activated.add(EXTENSION_URI)
 
     def _replay(self, context: RequestContext) -> tuple[SkillRequest, list[Any]]:
-        """Rebuild the original request and the caller's answers from the task's history."""
+        """Rebuild the original request and the caller's answers from the task's history.
+
+        A user Message that follows an approval wait is a nudge to look again,
+        not an answer to a handler's question, so it is not counted.
+        """
         task = context.current_task
         assert task is not None and context.message is not None
-        user_messages: list[Message] = [m for m in task.history if m.role == Role.ROLE_USER]
-        if context.message.message_id not in {m.message_id for m in user_messages}:
-            user_messages.append(context.message)
-        request = parse_request(user_messages[0])
+        messages: list[Message] = list(task.history)
+        known = {m.message_id for m in messages}
+        for extra in (task.status.message, context.message):
+            if extra.message_id and extra.message_id not in known:
+                messages.append(extra)
+                known.add(extra.message_id)
+        user: list[Message] = []
+        nudge = False
+        for message in messages:
+            if message.role == Role.ROLE_AGENT:
+                nudge = _is_approval_wait(message)
+            elif message.role == Role.ROLE_USER:
+                if not nudge or not user:
+                    user.append(message)
+                nudge = False
+        request = parse_request(user[0])
         if request.is_describe:
             raise ConditionError(ErrorCode.INPUT_INVALID, "describe_skill takes no follow-up")
-        return request, [follow_up_value(m) for m in user_messages[1:]]
+        return request, [follow_up_value(m) for m in user[1:]]
 
     def _check_invocation(self, request: SkillRequest) -> RegisteredSkill:
         skill = self.registry.get(request.skill)
@@ -253,6 +306,65 @@ class SkillExecutor(AgentExecutor):
                 f"the caller is not authorized to invoke {declared.id!r}",
             )
         return operation
+
+    async def _approved(
+        self,
+        skill: RegisteredSkill,
+        operation: str | None,
+        arguments: Any,
+        context: RequestContext,
+        updater: TaskUpdater,
+    ) -> bool:
+        """True when the call may go on; False when it waits for an operator.
+
+        Runs on every turn of the task (a replay asks again), so a decision
+        made while the task waited is seen, and nothing is cached across tasks.
+        """
+        if not needs_approval(skill, operation):
+            return True
+        declared = skill.skill
+        caller = caller_of(context)
+        resources = pick(arguments, list(declared.resources))
+        request = AuthorizationRequest(
+            caller=caller,
+            skill_id=declared.id,
+            skill_version=declared.version,
+            plugin=skill.plugin,
+            authority=dict(skill.interface.document["authority"]),
+            operation=operation,
+            resources=resources,
+            constraints=pick(arguments, list(declared.constraints)),
+            arguments=arguments,
+        )
+        verdict = await authorize(self.manager, request, hook="approve_invocation")
+        if verdict.denied:
+            raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
+        if verdict.allowed:
+            return True
+        if self.approvals is None:
+            raise ConditionError(
+                ErrorCode.AUTHORIZATION_FAILED,
+                f"{declared.id!r} requires an approval and this agent has no approval store",
+            )
+        assert context.task_id is not None
+        approval = await self.approvals.arequest(
+            task_id=context.task_id,
+            skill_id=declared.id,
+            skill_version=declared.version,
+            operation=operation,
+            caller=caller.identity,
+            tenant=caller.tenant,
+            resources=resources,
+        )
+        if approval.state == GRANTED:
+            return True
+        if approval.state == DENIED:
+            raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
+        audit.info("task %s of %s waits for approval %s", context.task_id, declared.id, approval.id)
+        await updater.requires_input(
+            updater.new_agent_message([data_part(approval.waiting_part())])
+        )
+        return False
 
     async def _describe_skill(self, request: SkillRequest, updater: TaskUpdater) -> None:
         skill_id = request.arguments["skill_id"]
@@ -354,12 +466,11 @@ class SkillExecutor(AgentExecutor):
             return
         except (ConditionError, asyncio.CancelledError):
             raise
-        except Exception:
-            logger.exception(
-                "task %s: handler of %s (plugin %s) raised",
+        except Exception as exc:
+            _log_failure(
+                f"task %s: handler of {declared.id} (plugin {skill.plugin}) raised",
                 context.task_id,
-                declared.id,
-                skill.plugin,
+                exc,
             )
             raise ConditionError(
                 ErrorCode.OUTPUT_INVALID,
@@ -384,12 +495,21 @@ class SkillExecutor(AgentExecutor):
             extensions=[EXTENSION_URI],
         )
         await updater.complete()
+        audit.info("task %s of %s completed", context.task_id, declared.id)
 
     async def _end_with_error(
         self, updater: TaskUpdater, error: ConditionError, *, accepted: bool
     ) -> None:
+        state = final_state(error.code, accepted=accepted)
+        audit.info(
+            "task %s ended %s with %s (%d detail(s))",
+            updater.task_id,
+            TaskState.Name(state),
+            error.code.value,
+            len(error.details),
+        )
         message = updater.new_agent_message([data_part(error.to_error_object())])
-        await updater.update_status(final_state(error.code, accepted=accepted), message=message)
+        await updater.update_status(state, message=message)
 
 
 def _check_numbers(value: Any, what: str) -> None:
@@ -401,6 +521,22 @@ def _check_numbers(value: Any, what: str) -> None:
             f"{what}: {exc}; carry 64-bit values as strings",
             (ErrorDetail(instance_path=exc.pointer, keyword="integer-range"),),
         ) from None
+
+
+def needs_approval(skill: RegisteredSkill, operation: str | None) -> bool:
+    """Execute-mode skills, or the operations of a multi-operation skill declared so."""
+    declared = skill.skill
+    if declared.operations:
+        chosen = next((op for op in declared.operations if op.name == operation), None)
+        return chosen is not None and chosen.may_require_approval
+    return declared.authority.default_mode == "execute"
+
+
+def _is_approval_wait(message: Message) -> bool:
+    if len(message.parts) != 1 or not message.parts[0].HasField("data"):
+        return False
+    value = from_value(message.parts[0].data)
+    return isinstance(value, dict) and APPROVAL_KEY in value
 
 
 def _skill_of(task: Task) -> str | None:

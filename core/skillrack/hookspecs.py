@@ -12,12 +12,14 @@ implementation only the arguments it names, so old plugins keep working.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from .authn import RequestCredentials
     from .authz import AuthorizationRequest, Decision
+    from .context import Caller
     from .declare import Skill
 
 PROJECT = "skillrack"
@@ -50,4 +52,45 @@ def authorize_invocation(request: AuthorizationRequest) -> Decision | None:
     with a veto rule: any deny wins, and without at least one allow the call
     is denied.  Implementations may be ``async``.  An implementation that
     raises counts as a deny.
+    """
+
+
+@hookspec
+def authenticate(request: RequestCredentials) -> Caller | None:
+    """Turn a request into a caller, or refuse it.
+
+    Return a :class:`~skillrack.context.Caller` (identity, tenant, attributes
+    such as roles) for a credential this plugin owns and accepts; return
+    ``None`` when the request carries no credential of this plugin's kind; raise
+    :class:`~skillrack.authn.AuthenticationFailed` when it carries one that
+    cannot be accepted (unknown key, bad signature, expired).  Every plugin is
+    asked; one refusal refuses the request.  May be ``async``.
+    """
+
+
+@hookspec
+def security_schemes() -> dict[str, Any] | None:
+    """A2A ``securitySchemes`` entries (JSON form) this plugin accepts, for the Agent Card.
+
+    For example ``{"apiKey": {"apiKeySecurityScheme": {"location": "header",
+    "name": "X-API-Key"}}}``.  Every scheme contributed is also listed as one
+    alternative in the card's ``securityRequirements``.
+    """
+
+
+@hookspec
+def www_authenticate() -> str | None:
+    """The ``WWW-Authenticate`` challenge for this plugin's scheme (``'Bearer realm="a2a"'``)."""
+
+
+@hookspec
+def approve_invocation(request: AuthorizationRequest) -> Decision | None:
+    """Approve or refuse an invocation that needs approval, before any side effect.
+
+    Called, after authorization allowed the call, for a skill whose authority
+    is ``execute`` or an operation declared ``may_require_approval``.  Return
+    ``Decision.allow()`` to approve, ``Decision.deny()`` to refuse (the task
+    ends ``TASK_STATE_REJECTED`` with ``authorization_failed``), or ``None`` to
+    leave it to an operator (``skillrack approvals grant|deny``).  Any refusal
+    wins.  May be ``async``.
     """

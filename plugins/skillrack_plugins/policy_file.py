@@ -1,0 +1,296 @@
+"""A declarative authorization policy read from a TOML file.
+
+Enabled in the agent's configuration with ``[plugins.policy]`` and
+``file = "policy.toml"`` (relative to the configuration file's directory).
+The file is a list of rules::
+
+    # Rules are evaluated on every call; deny rules win over allow rules.
+    [[rule]]
+    effect = "allow"                      # "allow" | "deny"; required
+    identities = ["alice", "svc-*"]       # optional
+    roles = ["operator"]                  # optional; the caller must have one of them
+    tenants = ["acme"]                    # optional
+    skills = ["evaluate_resource_condition", "collect_*"]   # required
+    operations = ["get_status"]           # optional (multi-operation skills)
+    resources = ["core-router-*"]         # optional
+    authenticated = true                  # optional, default true
+    description = "..."                   # optional, for operators
+
+Every list holds case-sensitive :func:`fnmatch.fnmatchcase` patterns and must
+not be empty.  A rule matches when every condition it states matches; an
+absent condition matches anything:
+
+* ``identities``, ``tenants``: the caller's identity / tenant matches a pattern.
+* ``roles``: one of the caller's ``attributes["roles"]`` matches a pattern.
+* ``skills``: the skill id matches a pattern.
+* ``operations``: the request names an operation and it matches a pattern;
+  a request without an operation never matches a rule that lists operations.
+* ``authenticated``: when true (the default) an unauthenticated caller never
+  matches; ``authenticated = false`` lets the rule match any caller.
+* ``resources``: the resource values taken from the arguments (strings, or
+  lists whose elements are checked one by one) are compared to the patterns.
+  A request with no resource values never matches.  For an **allow** rule
+  every value must be a string matching a pattern, and a value that cannot be
+  checked (a number, an object, a nested list) makes the rule not match.  For
+  a **deny** rule one matching value is enough: a caller cannot slip past a
+  deny by adding an unprotected resource next to a protected one.
+
+Decision: if any deny rule matches, the call is denied; otherwise if any allow
+rule matches, it is allowed; otherwise this plugin has no opinion (``None``)
+and the host denies unless another policy allows.  Reasons name the rule
+(1-based number and description); they are logged, never sent to callers.
+
+Reloading and failing closed: on every call the file's identity (inode, size,
+``mtime_ns``, ``ctime_ns``) is checked and the file is re-read when it
+changed, so an edit takes effect on the next call, without a restart.  A
+problem at start-up (missing file, bad TOML, bad rule) stops start-up with a
+:class:`~skillrack.config.ConfigError`.  A problem found on reload (the file
+became invalid, unreadable or was removed) is logged as an error once and
+**every call is denied** until the file is fixed; the previous policy is never
+kept in service silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from skillrack import hookimpl
+from skillrack.authz import AuthorizationRequest, Decision
+from skillrack.config import ConfigError
+
+NAME = "policy-file"
+
+logger = logging.getLogger(__name__)
+
+_PATTERN_KEYS = ("identities", "roles", "tenants", "skills", "operations", "resources")
+_RULE_KEYS = frozenset({"effect", "authenticated", "description", *_PATTERN_KEYS})
+_SETTINGS_KEYS = frozenset({"file"})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One ``[[rule]]``; ``None`` for a condition the rule does not state."""
+
+    number: int
+    effect: str
+    skills: tuple[str, ...]
+    identities: tuple[str, ...] | None = None
+    roles: tuple[str, ...] | None = None
+    tenants: tuple[str, ...] | None = None
+    operations: tuple[str, ...] | None = None
+    resources: tuple[str, ...] | None = None
+    authenticated: bool = True
+    description: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"rule {self.number}" + (f" ({self.description})" if self.description else "")
+
+    def matches(self, request: AuthorizationRequest) -> bool:
+        caller = request.caller
+        if self.authenticated and not caller.authenticated:
+            return False
+        if not _any_match([request.skill_id], self.skills):
+            return False
+        if self.identities is not None and not _any_match([caller.identity], self.identities):
+            return False
+        if self.tenants is not None and not _any_match([caller.tenant], self.tenants):
+            return False
+        if self.roles is not None and not _any_match(_roles_of(caller.attributes), self.roles):
+            return False
+        if self.operations is not None and (
+            request.operation is None or not _any_match([request.operation], self.operations)
+        ):
+            return False
+        return self.resources is None or self._resources_match(request.resources, self.resources)
+
+    def _resources_match(self, resources: Mapping[str, Any], patterns: tuple[str, ...]) -> bool:
+        values: list[Any] = []
+        for value in resources.values():
+            if isinstance(value, list | tuple):
+                values.extend(value)
+            else:
+                values.append(value)
+        if not values:
+            return False
+        if self.effect == "deny":
+            return any(isinstance(v, str) and _any_match([v], patterns) for v in values)
+        return all(isinstance(v, str) and _any_match([v], patterns) for v in values)
+
+
+def _any_match(values: Iterable[str], patterns: tuple[str, ...]) -> bool:
+    return any(fnmatchcase(v, p) for v in values for p in patterns)
+
+
+def _roles_of(attributes: Mapping[str, Any]) -> list[str]:
+    roles = attributes.get("roles")
+    if isinstance(roles, list | tuple | set | frozenset):
+        return [r for r in roles if isinstance(r, str)]
+    return []
+
+
+def _parse_rule(number: int, table: Any, where: str) -> Rule:
+    here = f"{where}: rule {number}"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{here} must be a table ([[rule]])")
+    unknown = sorted(set(table) - _RULE_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{here}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_RULE_KEYS))})"
+        )
+    effect = table.get("effect")
+    if effect not in ("allow", "deny"):
+        shown = "missing" if effect is None else repr(effect)
+        raise ConfigError(f'{here}: key \'effect\' must be "allow" or "deny" (got {shown})')
+    if "skills" not in table:
+        raise ConfigError(f"{here}: key 'skills' is required (a non-empty list of patterns)")
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in _PATTERN_KEYS:
+        if key not in table:
+            continue
+        value = table[key]
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(item, str) for item in value)
+        ):
+            raise ConfigError(f"{here}: key '{key}' must be a non-empty list of strings")
+        lists[key] = tuple(value)
+    authenticated = table.get("authenticated", True)
+    if not isinstance(authenticated, bool):
+        raise ConfigError(f"{here}: key 'authenticated' must be true or false")
+    description = table.get("description", "")
+    if not isinstance(description, str):
+        raise ConfigError(f"{here}: key 'description' must be a string")
+    return Rule(
+        number=number,
+        effect=effect,
+        skills=lists["skills"],
+        identities=lists.get("identities"),
+        roles=lists.get("roles"),
+        tenants=lists.get("tenants"),
+        operations=lists.get("operations"),
+        resources=lists.get("resources"),
+        authenticated=authenticated,
+        description=description.strip().replace("\n", " "),
+    )
+
+
+def parse_policy(text: str, where: str) -> tuple[Rule, ...]:
+    """The rules in ``text``; raises :class:`ConfigError` (one line) when it is not a policy."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where} is not valid TOML: {exc}") from exc
+    unknown = sorted(set(raw) - {"rule"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key '{unknown[0]}' (a policy holds only [[rule]])")
+    tables = raw.get("rule", [])
+    if not isinstance(tables, list):
+        raise ConfigError(f"{where}: key 'rule' must be an array of tables ([[rule]])")
+    return tuple(_parse_rule(n, t, where) for n, t in enumerate(tables, start=1))
+
+
+_FileKey = tuple[int, int, int, int]
+
+
+def _key(st: os.stat_result) -> _FileKey:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class PolicyFile:
+    """The plugin: holds the parsed rules and reloads them when the file changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._key: _FileKey | None = None
+        self._rules: tuple[Rule, ...] = ()
+        self._error: str | None = None
+        self._load()  # at start-up a bad file raises ConfigError
+        self._error = None
+
+    def _load(self) -> None:
+        """Read and parse the file; on success replace the rules, else raise ConfigError."""
+        try:
+            with open(self.path, "rb") as handle:
+                key = _key(os.fstat(handle.fileno()))
+                data = handle.read()
+        except OSError as exc:
+            self._key = None  # try again on the next call
+            raise ConfigError(
+                f"cannot read policy file {self.path}: {exc.strerror or exc}"
+            ) from exc
+        # Remember the version read even when it is invalid: it is reported once,
+        # and the next change triggers another attempt.
+        self._key = key
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"policy file {self.path} is not UTF-8: {exc}") from exc
+        self._rules = parse_policy(text, f"policy file {self.path}")
+
+    def _refresh(self) -> str | None:
+        """Reload when the file changed; the current error (fail closed) or None."""
+        with self._lock:
+            try:
+                current: _FileKey | None = _key(os.stat(self.path))
+            except OSError:
+                current = None
+            if current is not None and current == self._key:
+                return self._error
+            try:
+                self._load()
+            except ConfigError as exc:
+                message = str(exc)
+                if message != self._error:
+                    logger.error("%s; denying every call until it is fixed", message)
+                self._error = message
+                self._rules = ()
+            else:
+                if self._error is not None:
+                    logger.warning("policy file %s is valid again", self.path)
+                logger.info("policy file %s loaded (%d rules)", self.path, len(self._rules))
+                self._error = None
+            return self._error
+
+    @hookimpl
+    def authorize_invocation(self, request: AuthorizationRequest) -> Decision | None:
+        error = self._refresh()
+        if error is not None:
+            return Decision.deny(f"policy file invalid, failing closed: {error}")
+        rules = self._rules
+        allowed: Rule | None = None
+        for rule in rules:
+            if not rule.matches(request):
+                continue
+            if rule.effect == "deny":
+                return Decision.deny(f"denied by {rule.label} of {self.path}")
+            if allowed is None:
+                allowed = rule
+        if allowed is not None:
+            return Decision.allow(f"allowed by {allowed.label} of {self.path}")
+        return None
+
+
+def create(settings: Mapping[str, Any], base_dir: Path) -> PolicyFile:
+    """The policy plugin for ``settings`` (``file``: the policy path, relative to ``base_dir``)."""
+    if not isinstance(settings, Mapping):
+        raise ConfigError("[plugins.policy] must be a table with setting 'file'")
+    unknown = sorted(set(settings) - _SETTINGS_KEYS)
+    if unknown:
+        raise ConfigError(f"[plugins.policy]: unknown setting '{unknown[0]}' (known: file)")
+    file = settings.get("file")
+    if file is None:
+        raise ConfigError("[plugins.policy]: setting 'file' is required (path of the TOML policy)")
+    if not isinstance(file, str) or not file.strip():
+        raise ConfigError("[plugins.policy]: setting 'file' must be a non-empty string")
+    return PolicyFile(Path(base_dir) / file)
