@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .approvals import DENIED, GRANTED, PENDING, ApprovalStore, UnknownApproval
 from .canonical import CanonicalizationError, digest_of, loads_strict
 from .checker import CheckReport, check_agent
 from .client import Mode, SkillClient
@@ -211,6 +213,41 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.passed else EXIT_REFUSED
 
 
+def _approval_store(args: argparse.Namespace) -> ApprovalStore:
+    if args.store:
+        return ApprovalStore(Path(args.store))
+    config = load_config(Path(args.config) if args.config else None)
+    return ApprovalStore(config.base_dir / config.server.approvals_store)
+
+
+def cmd_approvals(args: argparse.Namespace) -> int:
+    store = _approval_store(args)
+    if args.action == "list":
+        approvals = store.list(None if args.all else PENDING)
+        if args.json:
+            print(json.dumps([a.to_json() for a in approvals], indent=2))
+        for approval in [] if args.json else approvals:
+            print(
+                f"{approval.id} {approval.state} {approval.skill_id}"
+                f"{'/' + approval.operation if approval.operation else ''} "
+                f"caller={approval.caller} tenant={approval.tenant} task={approval.task_id} "
+                f"resources={json.dumps(approval.resources)}"
+            )
+        return EXIT_OK
+    if not args.id:
+        raise argparse.ArgumentTypeError(f"approvals {args.action} needs an approval id")
+    try:
+        decided = store.decide(args.id, granted=args.action == "grant", by=args.by)
+    except UnknownApproval:
+        return _fail(f"no approval {args.id!r}")
+    print(f"{decided.id} {decided.state}")
+    return (
+        EXIT_OK
+        if decided.state == (GRANTED if args.action == "grant" else DENIED)
+        else (_fail(f"approval {decided.id} was already {decided.state}"))
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="skillrack",
@@ -275,6 +312,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--header", **header)  # type: ignore[arg-type]
     p.set_defaults(func=cmd_check)
 
+    p = sub.add_parser("approvals", help="list, grant or refuse invocations awaiting approval")
+    p.add_argument("action", choices=["list", "grant", "deny"])
+    p.add_argument("id", nargs="?", help="approval id (grant, deny)")
+    p.add_argument("--store", help="approval store file (default: from --config)")
+    p.add_argument("--config", help="the agent's TOML configuration")
+    p.add_argument("--all", action="store_true", help="list decided approvals too")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--by", default=os.environ.get("USER", "operator"), help="who decides")
+    p.set_defaults(func=cmd_approvals)
+
     p = sub.add_parser("digest", help="print the JCS SHA-256 digest of a JSON file ('-' = stdin)")
     p.add_argument("file")
     p.set_defaults(func=cmd_digest)
@@ -295,6 +342,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc))
     except RuntimeError as exc:  # start-up checks (e.g. a format checker missing)
         return _fail(str(exc))
+    except argparse.ArgumentTypeError as exc:
+        parser.error(str(exc))
     return status
 
 
