@@ -325,6 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("digest", help="print the JCS SHA-256 digest of a JSON file ('-' = stdin)")
     p.add_argument("file")
     p.set_defaults(func=cmd_digest)
+    # Command groups kept in modules of their own (one line each).
     return parser
 
 
