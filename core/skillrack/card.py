@@ -6,6 +6,12 @@ skill_version, interface_digest}`` binding per domain skill (``describe_skill``
 has no document, so no binding).  Its bytes never change while the process
 runs, so they are serialized once, and a client revalidating with
 ``If-None-Match`` gets 304 without a body.
+
+With ``[signing]`` configured, the card carries a JWS signature (A2A 1.0
+section 8.4, see ``signing.py``) computed once when the card is built, and the
+public key is served as a JWKS at ``/.well-known/jwks.json``, the ``jku`` of
+the signature.  The ECDSA signature is deterministic, so the signed bytes and
+their ETag are the same on every restart and replica with the same key.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from .config import Config
 from .interface import DESCRIBE_SKILL
 from .registry import Registry
 from .requests import EXTENSION_URI
+from .signing import JWKS_MEDIA_TYPE, JWKS_PATH, CardSigner
 from .versions import INTERFACE_VERSION
 
 CARD_PATH = "/.well-known/agent-card.json"
@@ -67,7 +74,10 @@ def extension_params(registry: Registry) -> dict[str, Any]:
     }
 
 
-def build_card(registry: Registry, config: Config, base_url: str) -> AgentCard:
+def build_card(
+    registry: Registry, config: Config, base_url: str, signer: CardSigner | None = None
+) -> AgentCard:
+    """The agent's card; signed by ``signer`` (its JWKS at ``base_url`` + JWKS_PATH) if given."""
     agent = config.agent
     extension = AgentExtension(
         uri=EXTENSION_URI,
@@ -125,6 +135,8 @@ def build_card(registry: Registry, config: Config, base_url: str) -> AgentCard:
                 },
                 card,
             )
+    if signer is not None:
+        signer.sign(card, jku=base_url + JWKS_PATH)  # last: it covers everything above
     return card
 
 
@@ -135,6 +147,7 @@ class CardEndpoint:
     body: bytes
     etag: str
     cache_control: str
+    media_type: str = "application/json"
 
     @classmethod
     def of(cls, card: AgentCard, max_age: int) -> CardEndpoint:
@@ -145,15 +158,26 @@ class CardEndpoint:
             ext.setdefault("required", False)
         # Sorted keys: protobuf maps (Struct) iterate in no fixed order, and replicas
         # with the same plugins must publish byte-identical cards.
-        body = json.dumps(as_dict, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        return cls.of_json(as_dict, max_age)
+
+    @classmethod
+    def of_json(
+        cls, value: Any, max_age: int, media_type: str = "application/json"
+    ) -> CardEndpoint:
+        body = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        return cls(body, etag, f"public, max-age={max_age}, must-revalidate")
+        return cls(body, etag, f"public, max-age={max_age}, must-revalidate", media_type)
 
     async def respond(self, request: Request) -> Response:
         headers = {"ETag": self.etag, "Cache-Control": self.cache_control}
         if _matches(request.headers.get("if-none-match", ""), self.etag):
             return Response(status_code=304, headers=headers)
-        return Response(self.body, media_type="application/json", headers=headers)
+        return Response(self.body, media_type=self.media_type, headers=headers)
+
+
+def jwks_endpoint(signer: CardSigner, max_age: int) -> CardEndpoint:
+    """The public key(s) of the card's signatures as a JWKS (RFC 7517), cached like the card."""
+    return CardEndpoint.of_json(signer.jwks(), max_age, JWKS_MEDIA_TYPE)
 
 
 def _matches(if_none_match: str, etag: str) -> bool:

@@ -11,6 +11,10 @@ record.  Verified documents and their compiled validators are cached by
 (agent, skill, skill version, interface version, digest), so a repeated call
 makes no new ``describe_skill``.
 
+With ``card_keys`` (a JWKS, or the path of one) the card must carry a JWS
+signature (A2A 1.0 section 8.4) by one of those pinned keys: a card without
+one is refused with ``card_signature_invalid`` before anything is sent.
+
 Everything found locally raises :class:`~skillrack.client_errors.SkillCallError`
 with ``remote=False`` and without any task state; remote failures carry the
 remote task's error object, state and id.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -46,12 +51,19 @@ from google.protobuf import json_format
 from .advertisement import Advertisement, read_advertisement
 from .cache import CacheKey, InterfaceCache
 from .card import CARD_PATH
-from .client_errors import PROTOCOL_ERROR, TRANSPORT_ERROR, SkillCallError, local
+from .client_errors import (
+    CARD_SIGNATURE_INVALID,
+    PROTOCOL_ERROR,
+    TRANSPORT_ERROR,
+    SkillCallError,
+    local,
+)
 from .errors import ErrorCode
 from .interface import DESCRIBE_SKILL, InterfaceError, VerifiedInterface, verify_document
 from .limits import DEFAULT_LIMITS, Limits
 from .outcome import INTERRUPTED, TERMINAL, SkillResult, TaskAssembler, outcome
 from .requests import EXTENSION_URI
+from .signing import CardKeys, CardSignatureError, verify_card_signature
 from .versions import INTERFACE_VERSION
 from .wire import UnsafeNumber, check_numbers, data_part, from_value
 
@@ -72,8 +84,9 @@ class SkillClient:
     """Calls schema-governed skills of any agent that implements the draft.
 
     ``headers`` (for example ``{"Authorization": "Bearer ..."}`` or an API key
-    header) are sent on every request to the agent.  Use as an async context
-    manager, or call :meth:`aclose`.
+    header) are sent on every request to the agent.  ``card_keys`` pins the
+    public keys (a JWKS dict or the path of a JWKS file) the agent's card must
+    be signed by.  Use as an async context manager, or call :meth:`aclose`.
     """
 
     def __init__(
@@ -85,8 +98,10 @@ class SkillClient:
         timeout: float = 60.0,
         binding: str | None = None,
         poll_interval: float = 0.2,
+        card_keys: CardKeys | Mapping[str, Any] | str | os.PathLike[str] | None = None,
     ) -> None:
         self.limits = limits
+        self.card_keys = CardKeys.load(card_keys) if card_keys is not None else None
         self.cache = cache or InterfaceCache(limits.max_cache_entries)
         self.binding = binding
         self.poll_interval = poll_interval
@@ -132,6 +147,13 @@ class SkillClient:
             raise SkillCallError(
                 PROTOCOL_ERROR, f"the Agent Card of {agent} is not a valid A2A card: {exc}"
             ) from None
+        if self.card_keys is not None:
+            try:
+                verify_card_signature(proto, self.card_keys)
+            except CardSignatureError as exc:
+                raise local(
+                    CARD_SIGNATURE_INVALID, f"the Agent Card of {agent} is refused: {exc}"
+                ) from None
         try:
             advertisement: Advertisement | None = read_advertisement(card)
         except SkillCallError:

@@ -23,6 +23,9 @@ NOT_SCHEMA_INTERFACE_AGENT = "not_schema_interface_agent"
 TRANSPORT_ERROR = "transport_error"
 #: The agent answered with an A2A/JSON-RPC protocol error (no task exists).
 PROTOCOL_ERROR = "protocol_error"
+#: Signing keys are pinned and the Agent Card has no signature that verifies with
+#: one of them (unsigned, tampered with, or signed by another key): refused locally.
+CARD_SIGNATURE_INVALID = "card_signature_invalid"
 #: The remote task is waiting for input (not an error; returned, not raised).
 INPUT_REQUIRED = "input_required"
 
@@ -30,6 +33,7 @@ CLIENT_CODES: Mapping[str, str] = {
     NOT_SCHEMA_INTERFACE_AGENT: "the agent does not advertise the schema-interface procedure",
     TRANSPORT_ERROR: "the agent could not be reached or the HTTP exchange failed",
     PROTOCOL_ERROR: "the agent answered with an A2A protocol error before any task existed",
+    CARD_SIGNATURE_INVALID: "the Agent Card is not signed by a pinned key (nothing was sent)",
 }
 
 

@@ -40,6 +40,10 @@ file = "policy.toml"
 
 [peers]             # agents that skills may delegate to, by name
 observer = "http://127.0.0.1:8001"
+
+[signing]           # sign the Agent Card (JWS, A2A 1.0 section 8.4); see skillrack.signing
+key = "card-signing-ec.pem"   # unencrypted PEM private key: EC P-256/P-384/P-521 or RSA
+kid = "card-2025"             # optional; default: the key's RFC 7638 thumbprint
 ```
 """
 
@@ -105,6 +109,14 @@ class ServerSettings:
 
 
 @dataclass(frozen=True)
+class SigningSettings:
+    """``[signing]``: the Agent Card's signing key (relative to the config's directory)."""
+
+    key: str
+    kid: str | None = None
+
+
+@dataclass(frozen=True)
 class Config:
     agent: AgentIdentity = field(default_factory=AgentIdentity)
     limits: Limits = field(default_factory=Limits)
@@ -117,6 +129,8 @@ class Config:
     base_dir: Path = field(default_factory=Path.cwd)
     #: Agents that skills may delegate to, by name (``context.delegate(name, ...)``).
     peers: Mapping[str, str] = field(default_factory=dict)
+    #: Sign the Agent Card with this key (``[signing]``); unsigned when None.
+    signing: SigningSettings | None = None
 
     def public_url(self, host: str, port: int, scheme: str = "http") -> str:
         """Base URL the card advertises: configured, else where uvicorn listens."""
@@ -153,6 +167,23 @@ def _build(cls: type[Any], table: Any, where: str) -> Any:
     return cls(**table)
 
 
+def _signing(table: Any) -> SigningSettings | None:
+    """The ``[signing]`` table: ``key`` (a path) and an optional ``kid``, nothing else."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError("[signing] must be a table")
+    unknown = set(table) - {"key", "kid"}
+    if unknown:
+        raise ConfigError(f"unknown key(s) signing.{', signing.'.join(sorted(unknown))}")
+    key, kid = table.get("key"), table.get("kid")
+    if not isinstance(key, str) or not key:
+        raise ConfigError("signing.key must be the path of a PEM private key")
+    if kid is not None and (not isinstance(kid, str) or not kid):
+        raise ConfigError("signing.kid must be a non-empty string")
+    return SigningSettings(key=key, kid=kid)
+
+
 def load_config(path: Path | None) -> Config:
     """The configuration in ``path``, or the embedded default when ``path`` is None."""
     if path is None:
@@ -163,7 +194,7 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
-    unknown = set(raw) - {"agent", "limits", "server", "plugins", "peers"}
+    unknown = set(raw) - {"agent", "limits", "server", "plugins", "peers", "signing"}
     if unknown:
         raise ConfigError(f"unknown table(s) in {path}: {', '.join(sorted(unknown))}")
     agent_table = dict(raw.get("agent", {}))
@@ -188,6 +219,7 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError("[peers] maps names to http(s) URLs of other agents")
     return Config(
         peers=dict(peers),
+        signing=_signing(raw.get("signing")),
         agent=agent,
         limits=_build(Limits, raw.get("limits", {}), "limits"),
         server=_build(ServerSettings, raw.get("server", {}), "server"),

@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from .approvals import ApprovalStore
-from .card import CARD_PATH, CardEndpoint, build_card
+from .card import CARD_PATH, CardEndpoint, build_card, jwks_endpoint
 from .client import SkillClient
 from .compose import Peers
 from .config import Config
@@ -48,6 +48,7 @@ from .middleware import (
     RateLimit,
 )
 from .registry import Registry
+from .signing import JWKS_PATH, CardSigner
 
 #: Diagnostics: the most recent delegation hops (upstream/downstream agents and task ids).
 HOPS_PATH = "/-/hops"
@@ -132,7 +133,8 @@ def create_app(
     """The composed agent as an ASGI app."""
     manager = registry.manager
     assert manager is not None, "a registry built from plugins carries its manager"
-    card = build_card(registry, config, base_url)
+    signer = CardSigner.from_settings(config.signing, config.base_dir) if config.signing else None
+    card = build_card(registry, config, base_url, signer)
     peers = Peers(config.peers, base_url, lambda: SkillClient(limits=config.limits))
     handler = SkillrackRequestHandler(
         agent_executor=SkillExecutor(
@@ -152,6 +154,9 @@ def create_app(
         Route(CARD_PATH, card_endpoint.respond, methods=["GET"]),
         Route(HOPS_PATH, _hops_view(peers), methods=["GET"]),
     ]
+    if signer is not None:  # the card's jku: public, like the card
+        jwks = jwks_endpoint(signer, config.server.card_max_age)
+        routes.append(Route(JWKS_PATH, jwks.respond, methods=["GET"]))
     routes += create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=builder)
     routes += create_rest_routes(handler, context_builder=builder)  # last: see module docstring
 
@@ -161,7 +166,7 @@ def create_app(
         await handler.aclose()
         await peers.aclose()
 
-    public = {CARD_PATH}
+    public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
     app = Starlette(routes=routes, lifespan=lifespan)
     # add_middleware wraps: the last added runs first.
     app.add_middleware(
