@@ -34,7 +34,13 @@ from .context import ANONYMOUS, Caller, Delegation, InputRequired, SkillContext
 from .errors import REJECTING_CODES, ConditionError, ErrorCode, ErrorDetail
 from .interface import DESCRIBE_SKILL
 from .registry import RegisteredSkill, Registry
-from .requests import EXTENSION_URI, SkillRequest, follow_up_value, parse_request
+from .requests import (
+    EXTENSION_URI,
+    NOT_A_REQUEST,
+    SkillRequest,
+    follow_up_value,
+    parse_request,
+)
 from .wire import UnsafeNumber, check_numbers, data_part, from_value
 
 logger = logging.getLogger(__name__)
@@ -134,6 +140,8 @@ class SkillExecutor(AgentExecutor):
                     request = parse_request(context.message)
                 except ConditionError as exc:
                     error = exc
+                except Exception:  # whatever a malformed message raises, the task exists first
+                    error = ConditionError(ErrorCode.INPUT_INVALID, NOT_A_REQUEST)
                 await event_queue.enqueue_event(self._new_task(context, request))
                 if error is not None:
                     raise error

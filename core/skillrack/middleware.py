@@ -22,6 +22,7 @@ request activated the schema-interface extension (a2a-sdk never echoes it).
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import deque
 from typing import Any
@@ -235,15 +236,25 @@ class BodyGuard:
 
     def _parse(self, body: bytes) -> tuple[Any, str | None]:
         try:
-            value = json.loads(body.decode("utf-8"))
+            text = body.decode("utf-8")
+            value = json.loads(
+                text,
+                parse_constant=_refuse_constant,
+                parse_float=_finite_float,
+                parse_int=_representable_int,
+            )
         except UnicodeDecodeError:
             return None, "the request body is not valid UTF-8"
         except RecursionError:
             return None, "the request body nests too deeply"
+        except _NotIJson as exc:
+            return None, str(exc)
         except ValueError:
             return None, "the request body is not JSON"
         if json_depth(value, self.max_depth) > self.max_depth:
             return None, "the request body nests too deeply"
+        if "\\u" in text and _has_lone_surrogate(value):
+            return None, "the request body holds an unpaired surrogate (not Unicode text)"
         return value, None
 
     @staticmethod
@@ -256,6 +267,46 @@ class BodyGuard:
             code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
             message=message,
         )
+
+
+class _NotIJson(ValueError):
+    """JSON that I-JSON (RFC 7493) and protobuf cannot carry."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotIJson(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise _NotIJson("a number in the request body is out of range")
+    return number
+
+
+def _representable_int(text: str) -> int:
+    # Beyond a double's range the value cannot be carried at all (a2a-sdk would fail
+    # with "int too large to convert to float"); refuse it as bad input instead.
+    if len(text.lstrip("-")) > 308:
+        raise _NotIJson("a number in the request body is out of range")
+    return int(text)
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _parts(value: Any) -> int:

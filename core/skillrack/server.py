@@ -48,6 +48,7 @@ from .middleware import (
     RateLimit,
 )
 from .registry import Registry
+from .sanitize import ErrorSanitizer
 from .signing import JWKS_PATH, CardSigner
 
 #: Diagnostics: the most recent delegation hops (upstream/downstream agents and task ids).
@@ -117,6 +118,17 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         return result
 
 
+async def _json_http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Unknown routes and methods answer in the REST error form, not plain text."""
+    status = getattr(exc, "status_code", 404)
+    reason = "not found" if status == 404 else "method not allowed"
+    names = {404: "NOT_FOUND", 405: "UNIMPLEMENTED"}
+    return JSONResponse(
+        {"error": {"code": status, "status": names.get(status, "NOT_FOUND"), "message": reason}},
+        status_code=status,
+    )
+
+
 def _hops_view(peers: Peers) -> Any:
     async def hops(request: Request) -> JSONResponse:
         return JSONResponse({"hops": [hop.to_json() for hop in peers.hops.recent()]})
@@ -167,7 +179,13 @@ def create_app(
         await peers.aclose()
 
     public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: _json_http_error, 405: _json_http_error},
+    )
+    # A POST to a path with a missing or extra slash must not be redirected (307).
+    app.router.redirect_slashes = False
     # add_middleware wraps: the last added runs first.
     app.add_middleware(
         BodyGuard,
@@ -178,4 +196,5 @@ def create_app(
     app.add_middleware(RateLimit, per_minute=config.server.rate_per_minute, public=public)
     app.add_middleware(AuthenticationGate, manager=manager, public=public)
     app.add_middleware(ExtensionEcho)
+    app.add_middleware(ErrorSanitizer)
     return app
