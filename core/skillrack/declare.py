@@ -124,6 +124,11 @@ class Skill:
     ``resources`` and ``constraints`` are JSON Pointers into the arguments that
     locate what authorization policies must decide on; ``sensitive`` are JSON
     Pointers whose values never appear in error details or logs.
+
+    ``examples_path`` is a ``(package, directory)`` pair naming the package data
+    that holds the skill's representative examples for ``skillrack plugin
+    check``; by default they are in ``examples/<skill id>`` of the plugin's
+    own package.  It is not part of the Skill Interface Document.
     """
 
     id: str
@@ -144,3 +149,4 @@ class Skill:
     constraints: Sequence[str] = ()
     sensitive: Sequence[str] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    examples_path: tuple[str, str] | None = None
