@@ -7,6 +7,7 @@ failure with the distribution's name and goes on.  ``SKILLRACK_LOAD_PLUGINS``
 (comma-separated distribution names; empty loads none) selects which installed
 vendor plugins load, as ``LLM_LOAD_PLUGINS`` does for llm; first-party plugins
 are named by configuration and registered by module path.
+``SKILLRACK_TRACE_PLUGINS=1`` logs every hook call with its plugin to stderr.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 
 import pluggy
 
-from . import hookspecs
+from . import hookspecs, tracing
 
 ENTRY_POINT_GROUP = "skillrack"
 LOAD_PLUGINS_ENV = "SKILLRACK_LOAD_PLUGINS"
@@ -71,7 +72,9 @@ class LoadedPlugins:
 
 
 def new_manager() -> pluggy.PluginManager:
-    manager = pluggy.PluginManager(hookspecs.PROJECT)
+    # SKILLRACK_TRACE_PLUGINS=1: every hook call is logged with its plugin (tracing.py).
+    factory = tracing.TracingPluginManager if tracing.enabled() else pluggy.PluginManager
+    manager = factory(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     return manager
 
