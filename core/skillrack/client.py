@@ -99,6 +99,7 @@ class SkillClient:
         binding: str | None = None,
         poll_interval: float = 0.2,
         card_keys: CardKeys | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.limits = limits
         self.card_keys = CardKeys.load(card_keys) if card_keys is not None else None
@@ -106,7 +107,10 @@ class SkillClient:
         self.binding = binding
         self.poll_interval = poll_interval
         self.timeout = timeout
-        self._http = httpx.AsyncClient(timeout=timeout, headers=dict(headers or {}))
+        # ``transport``: e.g. ``httpx.ASGITransport(app)`` to call an in-process agent (tests).
+        self._http = httpx.AsyncClient(
+            timeout=timeout, headers=dict(headers or {}), transport=transport
+        )
         self._cards: dict[str, _CachedCard] = {}
         #: Count of describe_skill exchanges sent, per (agent, skill): diagnostics.
         self.describe_calls: dict[tuple[str, str], int] = {}
