@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import cli_plugin
+from . import cli_operator, cli_plugin
 from .approvals import DENIED, GRANTED, PENDING, ApprovalStore, UnknownApproval
 from .canonical import CanonicalizationError, digest_of, loads_strict
 from .checker import CheckReport, check_agent
@@ -327,6 +327,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.set_defaults(func=cmd_digest)
     # Command groups kept in modules of their own (one line each).
+    cli_operator.add_commands(sub)
     cli_plugin.add_commands(sub)
     return parser
 
