@@ -100,13 +100,24 @@ def cmd_digest(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from .server import create_app
+    from .server import SERVE_ENV, create_app, with_store
+    from .stores import parse_store, prepare
 
     config = load_config(Path(args.config) if args.config else None)
+    if args.store:  # a relative path on the command line is relative to the working directory
+        config = with_store(config, parse_store(args.store, Path.cwd()).canonical)
+    store = parse_store(config.server.store, config.base_dir)
+    if args.workers > 1 and not store.shareable:
+        return _fail(
+            f"--workers {args.workers} needs a store the workers share (sqlite:///PATH or "
+            "postgresql+asyncpg://...): with --store memory each worker would hold its own tasks"
+        )
+    cluster = args.workers > 1 or store.kind == "postgresql"
     ensure_format_checkers()
     skill_interface_schema()
     host = load_host(config, listen_host=args.host, insecure_allow_all=args.insecure_allow_all)
     registry = host.registry
+    asyncio.run(prepare(store, cluster=cluster))
     scheme = "https" if args.ssl_certfile else "http"
     base_url = config.public_url(args.host, args.port, scheme)
     print(f"skillrack serving at {base_url} (card: {base_url}/.well-known/agent-card.json)")
@@ -121,17 +132,50 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"  FAILED plugin {failure.name}: {failure.reason}")
     if host.development_policy:
         print(f"  WARNING: development policy: {host.development_policy}")
+    print(f"  task store: {store.describe(cluster=cluster)}")
+    if args.workers > 1:
+        print(f"  workers: {args.workers}")
     sys.stdout.flush()  # start-up lines reach a piped log before uvicorn's own
-    app = create_app(registry, config, base_url)
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        ssl_certfile=args.ssl_certfile,
-        ssl_keyfile=args.ssl_keyfile,
-    )
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "ssl_certfile": args.ssl_certfile,
+        "ssl_keyfile": args.ssl_keyfile,
+    }
+    if args.workers > 1:
+        # Each worker is a process of its own that builds the app again (same
+        # configuration, plugins and store) from what is left here.
+        os.environ[SERVE_ENV] = json.dumps(
+            {
+                "config": str(Path(args.config).resolve()) if args.config else None,
+                "host": args.host,
+                "port": args.port,
+                "scheme": scheme,
+                "insecure_allow_all": args.insecure_allow_all,
+                "store": store.canonical,
+                "cluster": cluster,
+            }
+        )
+        uvicorn.run(
+            "skillrack.server:app_from_environment",
+            factory=True,
+            workers=args.workers,
+            **options,
+        )
+    else:
+        uvicorn.run(create_app(registry, config, base_url, cluster=cluster), **options)
     return EXIT_OK
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
 
 
 def _headers(values: list[str] | None) -> dict[str, str]:
@@ -278,6 +322,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="where tasks are kept: sqlite:///PATH (default: [server] store, else "
+        "sqlite:///skillrack-tasks.db), memory, or postgresql+asyncpg://USER@HOST:PORT/DB",
+    )
+    p.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="serve from N processes sharing the store (a SQLite file or PostgreSQL)",
     )
     p.set_defaults(func=cmd_serve)
 

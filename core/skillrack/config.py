@@ -23,6 +23,7 @@ max_instance_bytes = 1000000
 [server]
 max_body_bytes = 4000000
 card_max_age = 300
+store = "sqlite:///skillrack-tasks.db"   # or "memory", or "postgresql+asyncpg://..."
 
 [plugins]
 builtin = []        # extra module names registered as plugins
@@ -60,6 +61,8 @@ from .errors import SkillrackError
 from .limits import Limits
 
 DEVELOPMENT_POLICY = "skillrack_plugins.development_policy"
+#: Where tasks are kept without a ``store`` setting (see ``skillrack.stores``).
+DEFAULT_STORE = "sqlite:///skillrack-tasks.db"
 
 #: First-party plugins an operator enables with a ``[plugins.<name>]`` table; each
 #: module has ``create(settings, base_dir) -> plugin``.
@@ -106,6 +109,9 @@ class ServerSettings:
     max_concurrent_tasks: int = 32
     #: Where approvals wait for an operator (SQLite file, shared with `skillrack approvals`).
     approvals_store: str = "skillrack-approvals.db"
+    #: Where tasks are kept: ``sqlite:///PATH`` (relative to the configuration's
+    #: directory), ``memory``, or ``postgresql+asyncpg://...`` (see ``skillrack.stores``).
+    store: str = DEFAULT_STORE
 
 
 @dataclass(frozen=True)
@@ -217,13 +223,21 @@ def load_config(path: Path | None) -> Config:
         isinstance(url, str) and url.startswith(("http://", "https://")) for url in peers.values()
     ):
         raise ConfigError("[peers] maps names to http(s) URLs of other agents")
+    server = _build(ServerSettings, raw.get("server", {}), "server")
+    base_dir = path.resolve().parent
+    from .stores import parse_store  # stores imports this module
+
+    try:
+        parse_store(server.store, base_dir)
+    except ConfigError as exc:
+        raise ConfigError(f"server.store: {exc}") from None
     return Config(
         peers=dict(peers),
         signing=_signing(raw.get("signing")),
         agent=agent,
         limits=_build(Limits, raw.get("limits", {}), "limits"),
-        server=_build(ServerSettings, raw.get("server", {}), "server"),
+        server=server,
         builtin_plugins=tuple(builtin),
         first_party=plugins,
-        base_dir=path.resolve().parent,
+        base_dir=base_dir,
     )

@@ -5,26 +5,34 @@ last, because its ``/{tenant}`` mount shadows anything added later); the card
 route is skillrack's own so that its bytes are built once.  The middleware
 (``middleware.py``), outermost first: extension echo, authentication, rate
 limit, body guard.  Tasks are stored per tenant of the authenticated caller,
-so another tenant's task answers as if it did not exist.
+so another tenant's task answers as if it did not exist.  Where they are
+stored (memory, a SQLite file, PostgreSQL shared by replicas) is
+``config.server.store`` (``stores.py``); ``app_from_environment`` is the app
+factory ``skillrack serve --workers N`` gives uvicorn.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+import dataclasses
+import json
+import os
+from collections.abc import AsyncGenerator, AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from a2a.auth.user import User
 from a2a.server.cluster.task_store import StoredTask
 from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import (
     DefaultServerCallContextBuilder,
     create_jsonrpc_routes,
     create_rest_routes,
 )
-from a2a.server.tasks import InMemoryTaskStore, TaskStore
-from a2a.types import CancelTaskRequest, Task
+from a2a.server.tasks import TaskStore
+from a2a.types import CancelTaskRequest, Message, SendMessageRequest, Task
 from a2a.utils.errors import TaskNotCancelableError
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -35,9 +43,12 @@ from .approvals import ApprovalStore
 from .card import CARD_PATH, CardEndpoint, build_card, jwks_endpoint
 from .client import SkillClient
 from .compose import Peers
-from .config import Config
+from .config import Config, load_config
 from .context import ANONYMOUS, Caller
 from .dispatch import ACTIVATED_STATE_KEY, CALLER_STATE_KEY, SKILL_METADATA_KEY, SkillExecutor
+from .host import load_host
+from .inline import ensure_format_checkers
+from .interface_schema import skill_interface_schema
 from .middleware import (
     ACTIVATED_SCOPE_KEY,
     CALLER_SCOPE_KEY,
@@ -50,6 +61,7 @@ from .middleware import (
 from .registry import Registry
 from .sanitize import ErrorSanitizer
 from .signing import JWKS_PATH, CardSigner
+from .stores import TaskStorage, open_storage, parse_store
 
 #: Diagnostics: the most recent delegation hops (upstream/downstream agents and task ids).
 HOPS_PATH = "/-/hops"
@@ -117,6 +129,37 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         result: Task | None = await super().on_cancel_task(params, context)
         return result
 
+    async def _continue_context(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> None:
+        """A follow-up Message that names its task but no context continues the task's context.
+
+        a2a-sdk binds a task it loads from the store (after a restart, or on
+        another replica than the one that started it) to a freshly generated
+        context id when the Message names none, then refuses the executor's
+        events, which carry the task's own context id.
+        """
+        message = params.message
+        if message.task_id and not message.context_id:
+            stored = await self.task_store.get(message.task_id, context)
+            task = stored.task if isinstance(stored, StoredTask) else stored
+            if task is not None:
+                message.context_id = task.context_id
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Message | Task:
+        await self._continue_context(params, context)
+        result: Message | Task = await super().on_message_send(params, context)
+        return result
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        await self._continue_context(params, context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
 
 async def _json_http_error(request: Request, exc: Exception) -> JSONResponse:
     """Unknown routes and methods answer in the REST error form, not plain text."""
@@ -141,13 +184,26 @@ def create_app(
     config: Config,
     base_url: str,
     task_store: TaskStore | None = None,
+    *,
+    cluster: bool = False,
 ) -> Starlette:
-    """The composed agent as an ASGI app."""
+    """The composed agent as an ASGI app.
+
+    Tasks go to ``task_store`` when one is given (the caller owns it), else to
+    the store ``config.server.store`` names, opened here, initialized in the
+    lifespan and disposed of at shutdown.  ``cluster`` runs a SQLite store in
+    a2a-sdk's cluster mode, for several processes on one file; PostgreSQL
+    always runs in it.
+    """
     manager = registry.manager
     assert manager is not None, "a registry built from plugins carries its manager"
     signer = CardSigner.from_settings(config.signing, config.base_dir) if config.signing else None
     card = build_card(registry, config, base_url, signer)
     peers = Peers(config.peers, base_url, lambda: SkillClient(limits=config.limits))
+    storage: TaskStorage | None = None
+    if task_store is None:
+        spec = parse_store(config.server.store, config.base_dir)
+        storage = open_storage(spec, owner_resolver=tenant_scope, cluster=cluster)
     handler = SkillrackRequestHandler(
         agent_executor=SkillExecutor(
             registry,
@@ -156,7 +212,8 @@ def create_app(
             max_concurrent=config.server.max_concurrent_tasks,
             approvals=ApprovalStore(config.base_dir / config.server.approvals_store),
         ),
-        task_store=task_store or InMemoryTaskStore(owner_resolver=tenant_scope),
+        task_store=storage.task_store if storage is not None else task_store,
+        event_stream=storage.event_stream if storage is not None else None,
         agent_card=card,
         registry=registry,
     )
@@ -174,9 +231,15 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        await handler.aclose()
-        await peers.aclose()
+        if storage is not None:
+            await storage.start()
+        try:
+            yield
+        finally:
+            await handler.aclose()
+            await peers.aclose()
+            if storage is not None:
+                await storage.close()
 
     public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
     app = Starlette(
@@ -198,3 +261,36 @@ def create_app(
     app.add_middleware(ExtensionEcho)
     app.add_middleware(ErrorSanitizer)
     return app
+
+
+#: Set by ``skillrack serve`` for the processes uvicorn starts (``--workers``): a JSON
+#: object with ``config`` (a path or null), ``host``, ``port``, ``scheme``,
+#: ``insecure_allow_all``, ``store`` (absolute, or null) and ``cluster``.
+SERVE_ENV = "SKILLRACK_SERVE"
+
+
+def app_from_environment() -> Starlette:
+    """The app of one ``skillrack serve --workers N`` process (uvicorn's ``factory=True``).
+
+    Rebuilds what ``cmd_serve`` built from the settings it left in
+    ``SKILLRACK_SERVE``: the same configuration file, plugins and store, so
+    every worker assembles the same documents and digests.
+    """
+    settings = json.loads(os.environ[SERVE_ENV])
+    config = load_config(Path(settings["config"]) if settings["config"] else None)
+    if settings.get("store"):
+        config = with_store(config, settings["store"])
+    ensure_format_checkers()
+    skill_interface_schema()
+    host = load_host(
+        config,
+        listen_host=settings["host"],
+        insecure_allow_all=bool(settings["insecure_allow_all"]),
+    )
+    base_url = config.public_url(settings["host"], int(settings["port"]), settings["scheme"])
+    return create_app(host.registry, config, base_url, cluster=bool(settings["cluster"]))
+
+
+def with_store(config: Config, store: str) -> Config:
+    """``config`` with another task store (``--store``, already resolved to an absolute path)."""
+    return dataclasses.replace(config, server=dataclasses.replace(config.server, store=store))

@@ -1,0 +1,349 @@
+"""Where tasks live: the in-memory store, a SQLite file, or PostgreSQL shared by replicas.
+
+``skillrack serve --store`` (or ``[server] store`` in the configuration) takes
+
+- ``sqlite:///PATH`` (the default, ``sqlite:///skillrack-tasks.db``): a file;
+  a relative PATH resolves against the configuration's directory (the working
+  directory without a configuration, or for ``--store``), an absolute one is
+  written ``sqlite:////abs/path.db``;
+- ``memory``: a2a-sdk's in-memory store; tasks are gone when the process stops,
+  and it cannot be shared by several processes;
+- ``postgresql+asyncpg://USER@HOST:PORT/DB`` (``postgresql://`` is read the
+  same way): a database several replicas share.
+
+One process on SQLite uses a2a-sdk's ``DatabaseTaskStore``.  PostgreSQL, and
+SQLite under ``--workers`` > 1, use a2a-sdk's cluster mode: a
+``VersionedDatabaseTaskStore`` (every write is a compare-and-swap on a version
+row and appends the event to a ``task_events`` log in the same transaction)
+and a ``DatabaseTaskEventStream`` that lets any replica answer ``GetTask``,
+``SubscribeToTask`` (by polling that log), ``CancelTask`` and follow-up
+messages for a task started on another.  Every store is scoped by the owner
+skillrack's tenant rule gives a task.
+
+SQLite durability (the trade-off chosen for the default)
+--------------------------------------------------------
+a2a-sdk commits once per task event.  In SQLite's default rollback-journal
+mode with ``synchronous=FULL`` every commit waits for several fsyncs, which
+made the store about six times slower than memory.  skillrack opens every
+SQLite connection with ``journal_mode=WAL`` and ``synchronous=NORMAL``:
+
+- a commit appends to the write-ahead log and returns without an fsync (the
+  log is synced at checkpoints), so it costs a write to the OS page cache;
+- a transaction that committed survives a crash of the process, including
+  SIGKILL: the log is in the OS's hands once the commit returns;
+- an OS crash or power loss may lose the most recent transactions (those
+  since the last checkpoint), never part of one: the database is never
+  corrupted and always opens to a consistent state;
+- readers do not block the writer, nor the writer readers.
+
+In cluster mode SQLite transactions start with ``BEGIN IMMEDIATE`` (the
+sqlite3 driver's legacy mode would begin only at the first write, so a
+read-check-write such as the cluster store's cancel would not be atomic
+across processes), and every connection waits up to ``busy_timeout`` for
+another writer to finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from a2a.server.cluster import (
+    DatabaseTaskEventStream,
+    TaskEventStream,
+    VersionedDatabaseTaskStore,
+    VersionedTaskStore,
+)
+from a2a.server.context import ServerCallContext
+from a2a.server.owner_resolver import OwnerResolver
+from a2a.server.tasks import DatabaseTaskStore, InMemoryTaskStore, TaskStore
+from a2a.types import Task
+from sqlalchemy import Table, event
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.orm import class_mapper
+
+from .config import ConfigError
+
+logger = logging.getLogger(__name__)
+
+MEMORY = "memory"
+#: How long a SQLite connection waits for another writer before giving up.
+SQLITE_BUSY_TIMEOUT_MS = 15_000
+#: How often a replica that does not run a task polls its events for a subscriber.
+POLL_INTERVAL_S = 0.5
+
+StoreKind = Literal["memory", "sqlite", "postgresql"]
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A parsed ``--store`` value."""
+
+    kind: StoreKind
+    #: The SQLAlchemy async URL (absolute path for SQLite); None for memory.
+    url: str | None = None
+    #: The SQLite file.
+    path: Path | None = None
+
+    @property
+    def shareable(self) -> bool:
+        """Whether several processes can share it (``--workers``, replicas)."""
+        return self.kind != "memory"
+
+    @property
+    def canonical(self) -> str:
+        """The value that names this store wherever it is read from (absolute SQLite path)."""
+        if self.kind == "memory":
+            return MEMORY
+        if self.kind == "sqlite":
+            assert self.path is not None
+            return f"sqlite:///{self.path}"
+        assert self.url is not None
+        return self.url
+
+    def describe(self, *, cluster: bool) -> str:
+        """One line for the start-up log (no password)."""
+        if self.kind == "memory":
+            return "memory (tasks are lost when the server stops)"
+        mode = "cluster mode" if cluster else "one process"
+        if self.kind == "sqlite":
+            return f"sqlite {self.path} (WAL, synchronous=NORMAL; {mode})"
+        assert self.url is not None
+        shown = make_url(self.url).render_as_string(hide_password=True)
+        return f"postgresql {shown} ({mode})"
+
+
+def parse_store(text: str, base_dir: Path) -> StoreSpec:
+    """Read a ``--store`` value; a relative SQLite path resolves against ``base_dir``."""
+    text = text.strip()
+    if text == MEMORY:
+        return StoreSpec("memory")
+    forms = "memory, sqlite:///PATH or postgresql+asyncpg://USER@HOST:PORT/DATABASE"
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise ConfigError(f"store {text!r} is not one of {forms}") from None
+    backend, _, driver = url.drivername.partition("+")
+    if backend == "sqlite" and driver in ("", "aiosqlite"):
+        database = url.database or ""
+        if database in ("", ":memory:") or database.startswith("file:"):
+            raise ConfigError(
+                f"store {text!r}: name a SQLite file (sqlite:///PATH), or use 'memory'"
+            )
+        path = Path(database).expanduser()
+        path = path if path.is_absolute() else base_dir / path
+        path = path.resolve()
+        return StoreSpec("sqlite", url=f"sqlite+aiosqlite:///{path}", path=path)
+    if backend in ("postgresql", "postgres") and driver in ("", "asyncpg"):
+        if not url.database:
+            raise ConfigError(f"store {text!r}: name the database (postgresql+asyncpg://.../DB)")
+        url = url.set(drivername="postgresql+asyncpg")
+        return StoreSpec("postgresql", url=url.render_as_string(hide_password=False))
+    raise ConfigError(f"store {text!r} is not one of {forms}")
+
+
+def _sqlite_connect(dbapi_connection: Any, connection_record: Any) -> None:
+    """Every SQLite connection: WAL, synchronous=NORMAL and a busy timeout."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+    finally:
+        cursor.close()
+
+
+def _sqlite_own_begin(dbapi_connection: Any, connection_record: Any) -> None:
+    # The sqlite3 driver must not emit BEGIN itself; _sqlite_begin does.
+    dbapi_connection.isolation_level = None
+
+
+def _sqlite_begin(connection: Any) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def create_engine(spec: StoreSpec, *, cluster: bool = False) -> AsyncEngine:
+    """The SQLAlchemy engine for a database store (SQLite tuned as the docstring says).
+
+    SQLite in cluster mode starts every transaction with ``BEGIN IMMEDIATE``,
+    so that the cluster store's read-check-write steps are atomic across
+    processes.  One process on SQLite keeps the driver's own transactions
+    (BEGIN before the first write): its only writer is itself, and that saves
+    a round trip per statement.
+    """
+    assert spec.url is not None, "the memory store has no engine"
+    if spec.kind == "sqlite" and cluster:
+        engine = create_async_engine(spec.url)
+        event.listen(engine.sync_engine, "connect", _sqlite_connect)
+        event.listen(engine.sync_engine, "connect", _sqlite_own_begin)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin)
+        return engine
+    if spec.kind == "sqlite":
+        # SingleProcessTaskStore ends every transaction (engine.begin(), the base
+        # class's sessions) before its connection goes back to the pool, so the
+        # pool's extra rollback on return, a round trip to the driver's thread
+        # that would do nothing, is skipped.
+        engine = create_async_engine(spec.url, pool_reset_on_return=None)
+        event.listen(engine.sync_engine, "connect", _sqlite_connect)
+        return engine
+    return create_async_engine(spec.url, pool_pre_ping=True)
+
+
+_ABSENT = Task()
+
+
+class SingleProcessTaskStore(DatabaseTaskStore):
+    """a2a-sdk's ``DatabaseTaskStore`` on SQLite, for a file one process writes.
+
+    Two changes, both measured: a save is one ``INSERT ... ON CONFLICT DO
+    UPDATE`` (the base class's ``merge`` reads the row first), and ``get``
+    answers from memory for the tasks this process saved or looked up last,
+    including those it found absent (a2a-sdk looks a new task up several
+    times before its first save).  Every save still commits before it returns
+    (write-through), so the durability guarantee is unchanged; the memory is
+    bounded, and a fresh process starts empty and reads from the database.
+    Not for a file several processes write: that is cluster mode.
+    """
+
+    def __init__(self, engine: AsyncEngine, *, capacity: int = 4096, **kwargs: Any) -> None:
+        super().__init__(engine, **kwargs)
+        self._recent: OrderedDict[tuple[str, str], Task] = OrderedDict()
+        self._capacity = capacity
+        mapper = class_mapper(self.task_model)
+        self._table: Table = mapper.local_table  # type: ignore[assignment]
+        self._columns = [(prop.key, prop.columns[0].name) for prop in mapper.column_attrs]
+        # Built once: executed with each task's values as parameters.
+        upsert = sqlite_insert(self._table)
+        self._upsert = upsert.on_conflict_do_update(
+            index_elements=[self._table.c.id],
+            set_={column: upsert.excluded[column] for _, column in self._columns if column != "id"},
+        )
+
+    def _remember(self, key: tuple[str, str], task: Task) -> None:
+        if task is not _ABSENT:
+            kept = Task()
+            kept.CopyFrom(task)
+            task = kept
+        self._recent[key] = task
+        self._recent.move_to_end(key)
+        while len(self._recent) > self._capacity:
+            self._recent.popitem(last=False)
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        await self._ensure_initialized()
+        owner = self.owner_resolver(context)
+        model = self._to_orm(task, owner)
+        values = {column: getattr(model, key) for key, column in self._columns}
+        async with self.engine.begin() as connection:
+            await connection.execute(self._upsert, values)
+        self._remember((owner, task.id), task)
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        key = (self.owner_resolver(context), task_id)
+        kept = self._recent.get(key)
+        if kept is None:
+            found = await super().get(task_id, context)
+            self._remember(key, found if found is not None else _ABSENT)
+            return found
+        self._recent.move_to_end(key)
+        if kept is _ABSENT:
+            return None
+        copy = Task()
+        copy.CopyFrom(kept)
+        return copy
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        self._recent.pop((self.owner_resolver(context), task_id), None)
+        await super().delete(task_id, context)
+
+
+@dataclass
+class TaskStorage:
+    """What the request handler is given, and how to start and stop it."""
+
+    spec: StoreSpec
+    task_store: TaskStore | VersionedTaskStore
+    event_stream: TaskEventStream | None = None
+    engine: AsyncEngine | None = None
+
+    @property
+    def cluster(self) -> bool:
+        return self.event_stream is not None
+
+    async def start(self, attempts: int = 5) -> None:
+        """Create the tables if needed.
+
+        Replicas starting together may race to create them; the loser's
+        CREATE fails and is retried, and then finds the tables there.
+        """
+        if self.engine is None:
+            return
+        for attempt in range(1, attempts + 1):
+            try:
+                if isinstance(self.task_store, VersionedDatabaseTaskStore | DatabaseTaskStore):
+                    await self.task_store.initialize()
+                if isinstance(self.event_stream, DatabaseTaskEventStream):
+                    await self.event_stream.initialize()
+                return
+            except DBAPIError:
+                if attempt == attempts:
+                    raise
+                logger.info("task store initialization raced another process; retrying")
+                await asyncio.sleep(0.2 * attempt)
+
+    async def close(self) -> None:
+        if self.engine is not None:
+            await self.engine.dispose()
+
+
+def open_storage(
+    spec: StoreSpec, *, owner_resolver: OwnerResolver, cluster: bool = False
+) -> TaskStorage:
+    """The stores for ``spec``; PostgreSQL always runs in cluster mode, SQLite when asked."""
+    if spec.kind == "memory":
+        if cluster:
+            raise ConfigError("the memory store cannot be shared by several processes")
+        return TaskStorage(spec, InMemoryTaskStore(owner_resolver=owner_resolver))
+    engine = create_engine(spec, cluster=cluster)
+    if cluster or spec.kind == "postgresql":
+        return TaskStorage(
+            spec,
+            VersionedDatabaseTaskStore(engine, owner_resolver=owner_resolver),
+            DatabaseTaskEventStream(engine, poll_interval_s=POLL_INTERVAL_S),
+            engine,
+        )
+    return TaskStorage(
+        spec, SingleProcessTaskStore(engine, owner_resolver=owner_resolver), None, engine
+    )
+
+
+async def prepare(spec: StoreSpec, *, cluster: bool) -> None:
+    """Open the store once, create its tables, close it: a start-up check with a clear error.
+
+    ``skillrack serve`` runs this before uvicorn, so that an unreachable
+    database is one line rather than a failed lifespan in every worker, and
+    so that workers never race to create tables.
+    """
+    if spec.kind == "sqlite":
+        assert spec.path is not None
+        if not spec.path.parent.is_dir():
+            raise ConfigError(
+                f"store {spec.canonical}: directory {spec.path.parent} does not exist"
+            )
+    storage = open_storage(spec, owner_resolver=lambda context: "", cluster=cluster)
+    try:
+        await storage.start()
+    except (DBAPIError, OSError) as exc:
+        raise ConfigError(
+            f"cannot open the task store {spec.describe(cluster=cluster)}: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from None
+    finally:
+        await storage.close()

@@ -1,0 +1,357 @@
+"""Task stores: the ``--store`` forms, the tuned SQLite default, and durability over real processes.
+
+The guarantees: a completed, a rejected, a failed and an input-required task
+are still there (GetTask, ListTasks) after ``skillrack serve`` is stopped and
+started again on the same SQLite file; a server killed with SIGKILL in the
+middle of a load leaves a file that passes ``PRAGMA integrity_check`` and
+still holds every task whose completion a client saw.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from a2a.server.context import ServerCallContext
+from a2a.types import ListTasksRequest, Task, TaskState, TaskStatus
+from served_process import (
+    get_task,
+    rpc,
+    send,
+    serving,
+    skill_request,
+    skillrack_command,
+    start,
+    wait_for_state,
+    wait_ready,
+    write_config,
+)
+
+from skillrack.cli import main
+from skillrack.config import Config, ConfigError, load_config
+from skillrack.stores import (
+    SingleProcessTaskStore,
+    StoreSpec,
+    open_storage,
+    parse_store,
+    prepare,
+)
+
+# The forms of --store ----------------------------------------------------------------------------
+
+
+def test_default_store_is_a_sqlite_file_in_the_working_directory(tmp_path: Path) -> None:
+    assert Config().server.store == "sqlite:///skillrack-tasks.db"
+    spec = parse_store(Config().server.store, tmp_path)
+    assert spec == StoreSpec(
+        "sqlite",
+        url=f"sqlite+aiosqlite:///{tmp_path.resolve()}/skillrack-tasks.db",
+        path=tmp_path.resolve() / "skillrack-tasks.db",
+    )
+    assert spec.shareable and spec.canonical == f"sqlite:///{spec.path}"
+
+
+@pytest.mark.parametrize(
+    "text, kind, url",
+    [
+        ("memory", "memory", None),
+        (
+            "sqlite:////var/lib/skillrack/tasks.db",
+            "sqlite",
+            "sqlite+aiosqlite:////var/lib/skillrack/tasks.db",
+        ),
+        ("sqlite+aiosqlite:////srv/t.db", "sqlite", "sqlite+aiosqlite:////srv/t.db"),
+        (
+            "postgresql+asyncpg://agent:pw@db:5432/tasks",
+            "postgresql",
+            "postgresql+asyncpg://agent:pw@db:5432/tasks",
+        ),
+        ("postgresql://agent@db/tasks", "postgresql", "postgresql+asyncpg://agent@db/tasks"),
+    ],
+)
+def test_store_forms(text: str, kind: str, url: str | None) -> None:
+    spec = parse_store(text, Path("/elsewhere"))
+    assert (spec.kind, spec.url) == (kind, url)
+    assert spec.shareable is (kind != "memory")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sqlite://",
+        "sqlite:///:memory:",
+        "mysql+aiomysql://x@y/z",
+        "postgresql+psycopg2://x@y/z",
+        "postgresql+asyncpg://x@y",
+        "redis://localhost",
+        "nonsense",
+    ],
+)
+def test_unusable_store_is_refused(text: str) -> None:
+    with pytest.raises(ConfigError, match="store"):
+        parse_store(text, Path("/tmp"))
+
+
+def test_configured_store_resolves_against_the_configuration(tmp_path: Path) -> None:
+    config = load_config(write_config(tmp_path, 'store = "sqlite:///state/tasks.db"\n'))
+    spec = parse_store(config.server.store, config.base_dir)
+    assert spec.path == tmp_path.resolve() / "state" / "tasks.db"
+    bad = write_config(tmp_path, 'store = "sqlite://"\n')
+    with pytest.raises(ConfigError, match=r"server\.store"):
+        load_config(bad)
+
+
+def test_password_is_not_shown() -> None:
+    spec = parse_store("postgresql+asyncpg://agent:s3cret@db/tasks", Path("."))
+    assert "s3cret" not in spec.describe(cluster=True) and "cluster mode" in spec.describe(
+        cluster=True
+    )
+
+
+# The SQLite store in one process -----------------------------------------------------------------
+
+
+def _task(state: TaskState = TaskState.TASK_STATE_WORKING, task_id: str | None = None) -> Task:
+    task = Task(id=task_id or str(uuid.uuid4()), context_id="ctx", status=TaskStatus(state=state))
+    task.metadata.update({"skillrack_skill": "echo"})
+    return task
+
+
+async def test_sqlite_runs_in_wal_with_synchronous_normal(tmp_path: Path) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    storage = open_storage(spec, owner_resolver=lambda context: "owner")
+    await storage.start()
+    assert storage.engine is not None and not storage.cluster
+    async with storage.engine.connect() as connection:
+        journal = (await connection.exec_driver_sql("PRAGMA journal_mode")).scalar()
+        synchronous = (await connection.exec_driver_sql("PRAGMA synchronous")).scalar()
+        busy = (await connection.exec_driver_sql("PRAGMA busy_timeout")).scalar()
+    await storage.close()
+    assert (journal, synchronous) == ("wal", 1)  # 1 = NORMAL
+    assert busy and busy >= 5000
+    assert sqlite3.connect(tmp_path / "t.db").execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_single_process_store_round_trips_and_answers_from_memory(tmp_path: Path) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    context = ServerCallContext()
+    storage = open_storage(spec, owner_resolver=lambda c: "alice")
+    store = storage.task_store
+    assert isinstance(store, SingleProcessTaskStore)
+    await storage.start()
+    task = _task()
+    assert await store.get(task.id, context) is None  # remembered as absent...
+    await store.save(task, context)  # ...until saved
+    task.status.state = TaskState.TASK_STATE_COMPLETED
+    await store.save(task, context)  # an update of the same row
+    kept = await store.get(task.id, context)
+    assert kept == task
+    assert kept is not None
+    kept.status.state = TaskState.TASK_STATE_FAILED  # callers get copies
+    assert (await store.get(task.id, context)) == task
+    await storage.close()
+
+    # A fresh process reads what was committed; another owner sees nothing.
+    again = open_storage(spec, owner_resolver=lambda c: "alice")
+    other = open_storage(spec, owner_resolver=lambda c: "mallory")
+    await again.start()
+    await other.start()
+    assert await again.task_store.get(task.id, context) == task
+    assert await other.task_store.get(task.id, context) is None
+    listed = await again.task_store.list(ListTasksRequest(), context)
+    assert [t.id for t in listed.tasks] == [task.id]
+    await again.close()
+    await other.close()
+
+
+async def test_prepare_names_a_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        await prepare(parse_store("sqlite:///no/such/dir/t.db", tmp_path), cluster=False)
+    await prepare(parse_store("sqlite:///t.db", tmp_path), cluster=True)
+    tables = {
+        row[0]
+        for row in sqlite3.connect(tmp_path / "t.db").execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+        )
+    }
+    assert {"tasks", "task_versions", "task_events"} <= tables
+
+
+# Real processes ----------------------------------------------------------------------------------
+
+
+def _states(url: str, ids: dict[str, str]) -> dict[str, str]:
+    return {name: get_task(url, task_id)["status"]["state"] for name, task_id in ids.items()}
+
+
+def test_tasks_survive_a_restart(tmp_path: Path) -> None:
+    config = write_config(tmp_path, 'store = "sqlite:///state.db"\n')
+    with serving(tmp_path, config=config) as served:
+        url = served.url
+        ids = {
+            "completed": send(url, skill_request(url, "echo", {"text": "hello"}))["id"],
+            "rejected": send(url, skill_request(url, "echo", {"text": 5}))["id"],
+            "failed": send(url, skill_request(url, "crash", {}))["id"],
+            "input_required": send(url, skill_request(url, "ask", {}))["id"],
+        }
+        before = _states(url, ids)
+        assert "task store: sqlite " + str(tmp_path.resolve() / "state.db") in served.output()
+    assert before == {
+        "completed": "TASK_STATE_COMPLETED",
+        "rejected": "TASK_STATE_REJECTED",
+        "failed": "TASK_STATE_FAILED",
+        "input_required": "TASK_STATE_INPUT_REQUIRED",
+    }
+    assert (tmp_path / "state.db").exists()
+
+    with serving(tmp_path, config=config) as served:
+        url = served.url
+        assert _states(url, ids) == before
+        completed = get_task(url, ids["completed"])
+        [primary] = [a for a in completed["artifacts"] if a["name"] == "echo"]
+        assert primary["parts"][0]["data"]["result"] == {"echo": "hello"}
+        failed = get_task(url, ids["failed"])
+        assert failed["status"]["message"]["parts"][0]["data"]["error"]["code"] == "output_invalid"
+        listed = rpc(url, "ListTasks", {"pageSize": 100})["result"]["tasks"]
+        assert {t["id"]: t["status"]["state"] for t in listed} == {
+            ids[name]: state for name, state in before.items()
+        }
+        # The parked task goes on in the new process.
+        resumed = send(url, {"confirmed": True}, task_id=ids["input_required"])
+        assert resumed["status"]["state"] == "TASK_STATE_COMPLETED"
+        [primary] = [a for a in resumed["artifacts"] if a["name"] == "ask"]
+        assert primary["parts"][0]["data"]["result"] == {"answer": {"confirmed": True}}
+
+
+def test_sigkill_under_load_leaves_a_readable_store(tmp_path: Path) -> None:
+    served = wait_ready(start(tmp_path, args=("--store", "sqlite:///loaded.db")))
+    url = served.url
+    request = skill_request(url, "echo", {"text": "load"})
+    completed: list[str] = []
+    errors: list[BaseException] = []
+    stop_at = time.monotonic() + 20
+
+    def load() -> None:
+        with httpx.Client(timeout=10) as client:
+            while time.monotonic() < stop_at:
+                try:
+                    task = send(url, request, client=client)
+                except (httpx.TransportError, ValueError):
+                    return  # the server died under us
+                except BaseException as exc:  # pragma: no cover - shown by the assertion below
+                    errors.append(exc)
+                    return
+                if task["status"]["state"] == "TASK_STATE_COMPLETED":
+                    completed.append(task["id"])
+
+    threads = [threading.Thread(target=load) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 10
+    while len(completed) < 60 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    served.process.send_signal(signal.SIGKILL)
+    served.process.wait(timeout=10)
+    for thread in threads:
+        thread.join(timeout=15)
+    assert not errors, errors
+    assert served.process.returncode == -signal.SIGKILL
+    assert len(completed) >= 20, served.output()
+
+    database = tmp_path / "loaded.db"
+    with sqlite3.connect(database) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        stored = connection.execute("SELECT count(*) FROM tasks").fetchone()[0]
+    assert stored >= len(completed)
+
+    with serving(tmp_path, args=("--store", f"sqlite:///{database}")) as again:
+        states = {get_task(again.url, task_id)["status"]["state"] for task_id in completed}
+        assert states == {"TASK_STATE_COMPLETED"}
+
+
+def test_memory_store_runs_and_forgets(tmp_path: Path) -> None:
+    with serving(tmp_path, args=("--store", "memory")) as served:
+        task = send(served.url, skill_request(served.url, "echo", {}))
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert "task store: memory" in served.output()
+    assert not (tmp_path / "skillrack-tasks.db").exists()
+
+
+def test_workers_share_a_sqlite_file(tmp_path: Path) -> None:
+    with serving(tmp_path, args=("--workers", "2", "--store", "sqlite:///shared.db")) as served:
+        url = served.url
+        assert "workers: 2" in served.output() and "cluster mode" in served.output()
+        workers = _children(served.process.pid)
+        assert len(workers) >= 2, workers
+        # Fresh connections land on either worker; every task is visible from both.
+        ids = [send(url, skill_request(url, "echo", {"text": str(n)}))["id"] for n in range(12)]
+        assert {get_task(url, task_id)["status"]["state"] for task_id in ids} == {
+            "TASK_STATE_COMPLETED"
+        }
+        ticking = send(url, skill_request(url, "ticker", {"ticks": 200}), immediately=True)
+        wait_for_state(url, ticking["id"], {"TASK_STATE_WORKING"})
+        canceled = rpc(url, "CancelTask", {"id": ticking["id"]})
+        assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED", canceled
+        time.sleep(0.5)
+        assert get_task(url, ticking["id"])["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+def test_workers_with_the_memory_store_are_refused_in_one_line(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [skillrack_command(), "serve", "--workers", "2", "--store", "memory"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "SKILLRACK_LOAD_PLUGINS": ""},
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stderr.count("\n") == 1 and "--store memory" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--store", "sqlite:///no/such/directory/t.db"], "does not exist"),
+        (["--store", "redis://localhost"], "is not one of"),
+    ],
+)
+def test_unusable_store_is_refused_before_serving(
+    args: list[str],
+    fragment: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("SKILLRACK_LOAD_PLUGINS", "")
+    monkeypatch.chdir(tmp_path)
+    assert main(["serve", *args]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err, err
+
+
+def test_workers_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--workers", "0"])
+    assert exit_.value.code == 2 and "positive" in capsys.readouterr().err
