@@ -157,7 +157,11 @@ async def test_single_process_store_round_trips_and_answers_from_memory(tmp_path
     assert kept is not None
     kept.status.state = TaskState.TASK_STATE_FAILED  # callers get copies
     assert (await store.get(task.id, context)) == task
+    fresh = _task()
+    store.note_new(fresh.id, context)  # a generated id: known absent without a query
     await storage.close()
+    assert await store.get(fresh.id, context) is None
+    assert await store.get(task.id, context) == task
 
     # A fresh process reads what was committed; another owner sees nothing.
     again = open_storage(spec, owner_resolver=lambda c: "alice")

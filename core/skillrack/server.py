@@ -61,7 +61,13 @@ from .middleware import (
 from .registry import Registry
 from .sanitize import ErrorSanitizer
 from .signing import JWKS_PATH, CardSigner
-from .stores import TaskStorage, open_storage, parse_store
+from .stores import (
+    NewTaskNotice,
+    SingleProcessTaskStore,
+    TaskStorage,
+    open_storage,
+    parse_store,
+)
 
 #: Diagnostics: the most recent delegation hops (upstream/downstream agents and task ids).
 HOPS_PATH = "/-/hops"
@@ -214,6 +220,11 @@ def create_app(
         ),
         task_store=storage.task_store if storage is not None else task_store,
         event_stream=storage.event_stream if storage is not None else None,
+        request_context_builder=(
+            NewTaskNotice(storage.task_store)
+            if storage is not None and isinstance(storage.task_store, SingleProcessTaskStore)
+            else None
+        ),
         agent_card=card,
         registry=registry,
     )

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from a2a.server.cluster import (
     DatabaseTaskEventStream,
     TaskEventStream,
@@ -61,7 +62,7 @@ from a2a.server.cluster import (
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver
 from a2a.server.tasks import DatabaseTaskStore, InMemoryTaskStore, TaskStore
-from a2a.types import Task
+from a2a.types import SendMessageRequest, Task
 from sqlalchemy import Table, event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
@@ -262,6 +263,36 @@ class SingleProcessTaskStore(DatabaseTaskStore):
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         self._recent.pop((self.owner_resolver(context), task_id), None)
         await super().delete(task_id, context)
+
+    def note_new(self, task_id: str, context: ServerCallContext) -> None:
+        """``task_id`` was just generated for a new task: it is not in the database."""
+        self._remember((self.owner_resolver(context), task_id), _ABSENT)
+
+
+class NewTaskNotice(SimpleRequestContextBuilder):
+    """a2a-sdk's request context builder, telling the store about the task ids it generates.
+
+    a2a-sdk then looks the new task up before its first save; the store
+    answers that from memory instead of asking the database about a UUID
+    that was generated a moment ago.
+    """
+
+    def __init__(self, store: SingleProcessTaskStore) -> None:
+        super().__init__()
+        self._store = store
+
+    async def build(
+        self,
+        context: ServerCallContext,
+        params: SendMessageRequest | None = None,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        task: Task | None = None,
+    ) -> RequestContext:
+        built = await super().build(context, params, task_id, context_id, task)
+        if task_id is None and built.task_id:
+            self._store.note_new(built.task_id, context)
+        return built
 
 
 @dataclass
