@@ -9,6 +9,7 @@ still holds every task whose completion a client saw.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sqlite3
@@ -17,10 +18,12 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from a2a.server.context import ServerCallContext
+from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import ListTasksRequest, Task, TaskState, TaskStatus
 from served_process import (
     get_task,
@@ -174,6 +177,60 @@ async def test_single_process_store_round_trips_and_answers_from_memory(tmp_path
     assert [t.id for t in listed.tasks] == [task.id]
     await again.close()
     await other.close()
+
+
+async def test_remembered_tasks_are_bounded(tmp_path: Path) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    storage = open_storage(spec, owner_resolver=lambda c: "o")
+    await storage.start()
+    assert storage.engine is not None
+    store = SingleProcessTaskStore(storage.engine, capacity=3, max_bytes=8000)
+    context = ServerCallContext()
+    tasks = [_task() for _ in range(5)]
+    big = _task()
+    big.metadata.update({"blob": "x" * 2000})  # over max_bytes / 8: never kept
+    for task in [*tasks, big]:
+        await store.save(task, context)
+    assert len(store._recent) == 3 and store._bytes <= 8000
+    assert (store.owner_resolver(context), big.id) not in store._recent
+    for task in [*tasks, big]:  # evicted ones come from the database
+        assert await store.get(task.id, context) == task
+    await storage.close()
+
+
+async def test_a_read_racing_a_save_is_not_remembered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    context = ServerCallContext()
+    first = open_storage(spec, owner_resolver=lambda c: "o")
+    await first.start()
+    task = _task()
+    await first.task_store.save(task, context)
+    await first.close()
+
+    storage = open_storage(spec, owner_resolver=lambda c: "o")  # a new process: nothing kept
+    await storage.start()
+    store = storage.task_store
+    assert isinstance(store, SingleProcessTaskStore)
+    read_done = asyncio.Event()
+    original = DatabaseTaskStore.get
+
+    async def slow_get(self: DatabaseTaskStore, task_id: str, ctx: ServerCallContext) -> Any:
+        found = await original(self, task_id, ctx)
+        await read_done.wait()  # the row was read; a save lands before the read returns
+        return found
+
+    monkeypatch.setattr(DatabaseTaskStore, "get", slow_get)
+    reader = asyncio.create_task(store.get(task.id, context))
+    await asyncio.sleep(0.05)
+    done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
+    await store.save(done, context)
+    read_done.set()
+    assert (await reader) == task  # the read saw the old row...
+    monkeypatch.setattr(DatabaseTaskStore, "get", original)
+    assert await store.get(task.id, context) == done  # ...and did not replace the saved one
+    await storage.close()
 
 
 async def test_prepare_names_a_missing_directory(tmp_path: Path) -> None:

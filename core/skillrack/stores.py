@@ -209,14 +209,28 @@ class SingleProcessTaskStore(DatabaseTaskStore):
     including those it found absent (a2a-sdk looks a new task up several
     times before its first save).  Every save still commits before it returns
     (write-through), so the durability guarantee is unchanged; the memory is
-    bounded, and a fresh process starts empty and reads from the database.
+    bounded (``capacity`` tasks, ``max_bytes`` in all: it only needs to hold
+    the tasks being worked on), and a fresh process starts empty and reads
+    from the database.
     Not for a file several processes write: that is cluster mode.
     """
 
-    def __init__(self, engine: AsyncEngine, *, capacity: int = 4096, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        capacity: int = 512,
+        max_bytes: int = 16 * 1024 * 1024,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(engine, **kwargs)
-        self._recent: OrderedDict[tuple[str, str], Task] = OrderedDict()
+        # (owner, task id) -> (task, its serialized size); bounded in count and bytes.
+        self._recent: OrderedDict[tuple[str, str], tuple[Task, int]] = OrderedDict()
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        #: Counts the writes this store made; a read that raced one is not remembered.
+        self._writes = 0
         mapper = class_mapper(self.task_model)
         self._table: Table = mapper.local_table  # type: ignore[assignment]
         self._columns = [(prop.key, prop.columns[0].name) for prop in mapper.column_attrs]
@@ -228,14 +242,25 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         )
 
     def _remember(self, key: tuple[str, str], task: Task) -> None:
+        self._forget(key)
+        size = 0
         if task is not _ABSENT:
+            size = task.ByteSize()
+            if size > self._max_bytes // 8:
+                return  # a large task is read from the database when asked for
             kept = Task()
             kept.CopyFrom(task)
             task = kept
-        self._recent[key] = task
-        self._recent.move_to_end(key)
-        while len(self._recent) > self._capacity:
-            self._recent.popitem(last=False)
+        self._recent[key] = (task, size)
+        self._bytes += size
+        while len(self._recent) > self._capacity or self._bytes > self._max_bytes:
+            _, (_, dropped) = self._recent.popitem(last=False)
+            self._bytes -= dropped
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        entry = self._recent.pop(key, None)
+        if entry is not None:
+            self._bytes -= entry[1]
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         await self._ensure_initialized()
@@ -244,25 +269,31 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         values = {column: getattr(model, key) for key, column in self._columns}
         async with self.engine.begin() as connection:
             await connection.execute(self._upsert, values)
+        self._writes += 1
         self._remember((owner, task.id), task)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         key = (self.owner_resolver(context), task_id)
-        kept = self._recent.get(key)
-        if kept is None:
+        entry = self._recent.get(key)
+        if entry is None:
+            writes = self._writes
             found = await super().get(task_id, context)
-            self._remember(key, found if found is not None else _ABSENT)
+            if writes == self._writes:  # no save landed while the row was read
+                self._remember(key, found if found is not None else _ABSENT)
             return found
         self._recent.move_to_end(key)
-        if kept is _ABSENT:
+        if entry[0] is _ABSENT:
             return None
         copy = Task()
-        copy.CopyFrom(kept)
+        copy.CopyFrom(entry[0])
         return copy
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        self._recent.pop((self.owner_resolver(context), task_id), None)
+        key = (self.owner_resolver(context), task_id)
+        self._forget(key)
         await super().delete(task_id, context)
+        self._writes += 1
+        self._forget(key)
 
     def note_new(self, task_id: str, context: ServerCallContext) -> None:
         """``task_id`` was just generated for a new task: it is not in the database."""
