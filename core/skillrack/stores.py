@@ -405,7 +405,8 @@ async def prepare(spec: StoreSpec, *, cluster: bool) -> None:
     except (DBAPIError, OSError) as exc:
         raise ConfigError(
             f"cannot open the task store {spec.describe(cluster=cluster)}: "
-            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+            "(choose another with --store or [server] store)"
         ) from None
     finally:
         await storage.close()
