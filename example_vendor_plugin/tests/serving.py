@@ -46,6 +46,9 @@ def served(logs: Path, config: str | None = None, port: int | None = None) -> It
         skillrack_script(),
         "serve",
         *("--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"),
+        # Each test server keeps its tasks in its own durable file, never in the
+        # working directory where another run could share it.
+        *("--store", f"sqlite:///{logs / 'tasks.db'}"),
     ]
     if config is not None:
         (logs / "skillrack.toml").write_text(config)
