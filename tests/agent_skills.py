@@ -75,7 +75,8 @@ async def ask(arguments: Any, context: Any) -> Any:
 
 
 async def crash(arguments: Any, context: Any) -> Any:
-    raise RuntimeError("secret database password is hunter2")
+    secret = "hunter" + str(2)  # built at run time: only a leak could put it in a log
+    raise RuntimeError(f"secret database password is {secret}")
 
 
 async def bad_output(arguments: Any, context: Any) -> Any:

@@ -427,3 +427,15 @@ def test_unsupported_a2a_versions(base: str, version: str | None) -> None:
     body = {"jsonrpc": "2.0", "id": "1", "method": "GetTask", "params": {"id": "x"}}
     answer = httpx.post(base + "/", json=body, headers=headers).json()
     assert answer["error"]["code"] == -32009  # VersionNotSupportedError
+
+
+def test_logs_keep_no_exception_text_or_arguments(
+    base: str, registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    task = call(base, registry, "crash", {})
+    call(base, registry, "with_secret", {"password": "hunter2-short"})
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert task["id"] in logged and "RuntimeError" in logged  # enough to find the bug
+    assert "hunter2" not in logged  # neither the exception text nor the argument value
