@@ -209,7 +209,8 @@ class BodyGuard:
             if len(body) > self.max_bytes:
                 await self._too_large(scope, send, "the request body is too large")
                 return
-        value, problem = self._parse(bytes(body))
+        data = bytes(body)
+        value, problem = self._parse(data)
         if problem is not None:
             await binding_error(
                 scope,
@@ -229,7 +230,7 @@ class BodyGuard:
             nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": bytes(body), "more_body": False}
+                return {"type": "http.request", "body": data, "more_body": False}
             return await receive()
 
         await self.app(scope, replay, send)
@@ -237,12 +238,7 @@ class BodyGuard:
     def _parse(self, body: bytes) -> tuple[Any, str | None]:
         try:
             text = body.decode("utf-8")
-            value = json.loads(
-                text,
-                parse_constant=_refuse_constant,
-                parse_float=_finite_float,
-                parse_int=_representable_int,
-            )
+            value = _STRICT_JSON.decode(text)
         except UnicodeDecodeError:
             return None, "the request body is not valid UTF-8"
         except RecursionError:
@@ -251,7 +247,11 @@ class BodyGuard:
             return None, str(exc)
         except ValueError:
             return None, "the request body is not JSON"
-        if json_depth(value, self.max_depth) > self.max_depth:
+        # Nesting cannot exceed the number of opening brackets (some may sit in
+        # strings): below the limit, the walk would find nothing.
+        if (text.count("{") + text.count("[") > self.max_depth) and json_depth(
+            value, self.max_depth
+        ) > self.max_depth:
             return None, "the request body nests too deeply"
         if "\\u" in text and _has_lone_surrogate(value):
             return None, "the request body holds an unpaired surrogate (not Unicode text)"
@@ -290,6 +290,14 @@ def _representable_int(text: str) -> int:
     if len(text.lstrip("-")) > 308:
         raise _NotIJson("a number in the request body is out of range")
     return int(text)
+
+
+#: ``json.loads(text, parse_constant=..., parse_float=..., parse_int=...)`` builds a
+#: decoder per call; this one is built once (``decode`` of a ``str`` is what
+#: ``loads`` does with it).
+_STRICT_JSON = json.JSONDecoder(
+    parse_constant=_refuse_constant, parse_float=_finite_float, parse_int=_representable_int
+)
 
 
 def _has_lone_surrogate(value: Any) -> bool:

@@ -12,11 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+import json
+import numbers
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Final
 
 import referencing.exceptions
+import rfc8785
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
+from jsonschema._types import (  # type: ignore[import-untyped, unused-ignore]
+    draft202012_type_checker,
+)
+from jsonschema._utils import equal, uniq  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
 
 from .canonical import CanonicalizationError, canonical_bytes
@@ -139,6 +149,438 @@ def _is_related(path: str, hidden: str) -> bool:
     return path == hidden or path.startswith(hidden + "/") or hidden.startswith(path + "/")
 
 
+# -- the common case, fast --------------------------------------------------------------------
+#
+# Every request validates four instances (the request object, the arguments,
+# each supporting record, the result), and jsonschema spends most of its time
+# building evaluation state for each subschema it descends into.  Two shortcuts
+# keep the outcome exactly what it was:
+#
+# * ``measure_plain_json`` computes the depth and the JCS size of an instance
+#   made only of dict, list, str, int, float, bool and None without building
+#   the JCS bytes; anything else is measured the long way, as before.
+# * ``compile_validity_check`` turns a schema into a predicate that answers
+#   True only when jsonschema would report no error.  It knows the keywords
+#   domain schemas use; a schema with any other validating keyword (or a
+#   ``$ref`` it cannot resolve to a place in the same schema) gets no predicate,
+#   and False or an exception means "ask jsonschema".  Errors and their details
+#   always come from jsonschema.
+
+_INT_RANGE: Final = 2**53 - 1
+#: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``, built once.
+_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_INFINITY: Final = float("inf")
+
+
+def _float_length_delta(value: float) -> int:
+    """JCS length of a finite float minus the length of ``repr`` (what ``json.dumps`` writes)."""
+    text = repr(value)
+    if value == 0:
+        return 1 - len(text)  # "0" for 0.0 and -0.0
+    if "e" in text:
+        return len(rfc8785.dumps(value)) - len(text)
+    return -2 if text.endswith(".0") else 0  # JCS writes 26.0 as 26
+
+
+def _scalar_delta(value: Any) -> int | None:
+    """JCS length minus ``json.dumps`` length of a scalar; None when JCS refuses it or is unsure."""
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return 0
+    if kind is int:
+        return 0 if -_INT_RANGE <= value <= _INT_RANGE else None
+    if kind is float:
+        if value != value or value in (_INFINITY, -_INFINITY):
+            return None
+        return _float_length_delta(value)
+    return None
+
+
+def measure_plain_json(value: Any, limit: int) -> tuple[int | None, int | None]:
+    """``(depth, JCS size)`` of a plain JSON value, or None for what it cannot measure.
+
+    The depth is :func:`skillrack.limits.json_depth`'s (cut off above
+    ``limit``), and when it is above ``limit`` the size is not computed.  The
+    size is ``len(canonical_bytes(value))``: ``json.dumps`` (compact, UTF-8,
+    unsorted: order does not change the length) writes every string, integer
+    and literal exactly as JCS does, and floats differ only in a way
+    :func:`_float_length_delta` corrects.  Depth is None as soon as a value of
+    another type, a non-string key, an integer JCS refuses or a non-finite
+    float is found: the caller then measures the long way.
+    """
+    deepest = 0
+    delta = _scalar_delta(value) if type(value) is not dict and type(value) is not list else 0
+    if delta is None:
+        return None, None
+    stack: list[tuple[Any, int]] = [(value, 1)] if type(value) in (dict, list) else []
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return deepest, None
+        if type(node) is dict:
+            for key in node:
+                if type(key) is not str:
+                    return None, None
+            children: Iterable[Any] = node.values()
+        else:
+            children = node
+        for child in children:
+            kind = type(child)
+            if kind is str:
+                continue
+            if kind is dict or kind is list:
+                stack.append((child, depth + 1))
+                continue
+            more = _scalar_delta(child)
+            if more is None:
+                return None, None
+            delta += more
+    try:
+        return deepest, len(_COMPACT.encode(value).encode("utf-8")) + delta
+    except (ValueError, TypeError, RecursionError):  # e.g. a lone surrogate: JCS refuses it
+        return deepest, None
+
+
+Check = Callable[[Any], bool]
+
+
+class _Unsupported(Exception):
+    """The schema uses something the fast predicate does not implement."""
+
+
+def _always(instance: Any) -> bool:
+    return True
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, numbers.Number)
+
+
+#: jsonschema's draft 2020-12 type checker, type by type (checked to be the one in use).
+_TYPES: Final[Mapping[str, Check]] = {
+    "array": lambda v: isinstance(v, list),
+    "boolean": lambda v: isinstance(v, bool),
+    "integer": lambda v: (
+        (not isinstance(v, bool) and isinstance(v, int))
+        or (isinstance(v, float) and v.is_integer())
+    ),
+    "null": lambda v: v is None,
+    "number": _is_number,
+    "object": lambda v: isinstance(v, dict),
+    "string": lambda v: isinstance(v, str),
+}
+
+#: Keywords that change how references resolve; the predicate does not follow them.
+_SCOPE_KEYWORDS: Final = frozenset(
+    {"$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveAnchor", "$recursiveRef"}
+)
+
+
+class _FastCompiler:
+    """Builds the predicate, keyword by keyword, from jsonschema's own definitions."""
+
+    def __init__(self, validator: Any) -> None:
+        self.validator = validator
+        self.root = validator.schema
+        self.memo: dict[int, Check] = {}
+        formats = validator.format_checker
+        self.formats = formats.checkers if formats is not None else None
+
+    def node(self, schema: Any) -> Check:
+        key = id(schema)
+        known = self.memo.get(key)
+        if known is not None:
+            return known
+        if not isinstance(schema, dict):
+            raise _Unsupported("a subschema that is not an object")
+        cell: list[Check] = []
+        self.memo[key] = lambda instance: cell[0](instance)  # recursion through $ref
+        check = self._build(schema)
+        cell.append(check)
+        self.memo[key] = check
+        return check
+
+    def _build(self, schema: dict[str, Any]) -> Check:
+        checks: list[Check] = []
+        for keyword, value in schema.items():
+            if keyword in _SCOPE_KEYWORDS or (keyword == "$id" and schema is not self.root):
+                raise _Unsupported(keyword)
+            if keyword not in Draft202012Validator.VALIDATORS:
+                continue  # an annotation or a container ($defs): jsonschema ignores it too
+            build = _BUILDERS.get(keyword)
+            if build is None:
+                raise _Unsupported(keyword)
+            check = build(self, value, schema)
+            if check is not _always:
+                checks.append(check)
+        if not checks:
+            return _always
+        if len(checks) == 1:
+            return checks[0]
+        frozen = tuple(checks)
+
+        def all_of_keywords(instance: Any) -> bool:
+            for check in frozen:  # noqa: SIM110 (a loop: no generator per call)
+                if not check(instance):
+                    return False
+            return True
+
+        return all_of_keywords
+
+    # Each builder mirrors the function of the same name in jsonschema._keywords.
+
+    def type_(self, types: Any, schema: Any) -> Check:
+        names = [types] if isinstance(types, str) else list(types)
+        preds = tuple(_TYPES[name] for name in names)
+        if len(preds) == 1:
+            return preds[0]
+        return lambda v: any(pred(v) for pred in preds)
+
+    def properties(self, properties: Any, schema: Any) -> Check:
+        pairs = tuple(
+            (name, sub_check)
+            for name, sub in properties.items()
+            if (sub_check := self.node(sub)) is not _always
+        )
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            for name, sub in pairs:  # noqa: SIM110 (a loop: no generator per call)
+                if name in v and not sub(v[name]):
+                    return False
+            return True
+
+        return check if pairs else _always
+
+    def required(self, names: Any, schema: Any) -> Check:
+        wanted = tuple(names)
+        return lambda v: not isinstance(v, dict) or all(name in v for name in wanted)
+
+    def additional_properties(self, extra: Any, schema: Any) -> Check:
+        known = schema.get("properties", {})
+        joined = "|".join(schema.get("patternProperties", {}))
+        matches = re.compile(joined).search if joined else None
+        if isinstance(extra, dict):
+            sub = self.node(extra)
+            if sub is _always:
+                return _always
+        elif extra:
+            return _always
+        else:
+            sub = None
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            for name in v:
+                if name in known or (matches is not None and matches(name)):
+                    continue
+                if sub is None or not sub(v[name]):
+                    return False
+            return True
+
+        return check
+
+    def pattern_properties(self, patterns: Any, schema: Any) -> Check:
+        pairs = tuple((re.compile(p).search, self.node(sub)) for p, sub in patterns.items())
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            for search, sub in pairs:
+                for name, item in v.items():
+                    if search(name) and not sub(item):
+                        return False
+            return True
+
+        return check
+
+    def property_names(self, names: Any, schema: Any) -> Check:
+        sub = self.node(names)
+        return lambda v: not isinstance(v, dict) or all(sub(name) for name in v)
+
+    def items(self, items: Any, schema: Any) -> Check:
+        prefix = len(schema.get("prefixItems", []))
+        if items is False:
+            return lambda v: not isinstance(v, list) or len(v) <= prefix
+        if not isinstance(items, dict):
+            return _always
+        sub = self.node(items)
+        if sub is _always:
+            return _always
+        return lambda v: not isinstance(v, list) or all(sub(item) for item in v[prefix:])
+
+    def prefix_items(self, subschemas: Any, schema: Any) -> Check:
+        subs = tuple(self.node(sub) for sub in subschemas)
+        return lambda v: (
+            not isinstance(v, list) or all(sub(item) for item, sub in zip(v, subs, strict=False))
+        )
+
+    def enum(self, values: Any, schema: Any) -> Check:
+        options = tuple(values)
+        return lambda v: any(equal(each, v) for each in options)
+
+    def const(self, value: Any, schema: Any) -> Check:
+        return lambda v: equal(v, value)
+
+    def min_length(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not isinstance(v, str) or not len(v) < bound
+
+    def max_length(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not isinstance(v, str) or not len(v) > bound
+
+    def pattern(self, pattern: Any, schema: Any) -> Check:
+        search = re.compile(pattern).search
+        return lambda v: not isinstance(v, str) or search(v) is not None
+
+    def format(self, name: Any, schema: Any) -> Check:
+        if self.formats is None or name not in self.formats:
+            return _always
+        func, raises = self.formats[name]
+
+        def check(v: Any) -> bool:
+            try:
+                return bool(func(v))
+            except raises:
+                return False
+
+        return check
+
+    def minimum(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not _is_number(v) or not v < bound
+
+    def maximum(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not _is_number(v) or not v > bound
+
+    def exclusive_minimum(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not _is_number(v) or not v <= bound
+
+    def exclusive_maximum(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not _is_number(v) or not v >= bound
+
+    def multiple_of(self, divisor: Any, schema: Any) -> Check:
+        def check(v: Any) -> bool:
+            if not _is_number(v):
+                return True
+            if isinstance(divisor, float):
+                quotient = v / divisor
+                try:
+                    failed = int(quotient) != quotient
+                except OverflowError:
+                    failed = (Fraction(v) / Fraction(divisor)).denominator != 1
+            else:
+                failed = v % divisor
+            return not failed
+
+        return check
+
+    def min_items(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not (isinstance(v, list) and len(v) < bound)
+
+    def max_items(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not (isinstance(v, list) and len(v) > bound)
+
+    def unique_items(self, unique: Any, schema: Any) -> Check:
+        if not unique:
+            return _always
+        return lambda v: not isinstance(v, list) or bool(uniq(v))
+
+    def min_properties(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not (isinstance(v, dict) and len(v) < bound)
+
+    def max_properties(self, bound: Any, schema: Any) -> Check:
+        return lambda v: not (isinstance(v, dict) and len(v) > bound)
+
+    def dependent_required(self, dependencies: Any, schema: Any) -> Check:
+        pairs = tuple((name, tuple(needed)) for name, needed in dependencies.items())
+        return lambda v: (
+            not isinstance(v, dict)
+            or all(name not in v or all(each in v for each in needed) for name, needed in pairs)
+        )
+
+    def all_of(self, subschemas: Any, schema: Any) -> Check:
+        subs = tuple(self.node(sub) for sub in subschemas)
+        return lambda v: all(sub(v) for sub in subs)
+
+    def any_of(self, subschemas: Any, schema: Any) -> Check:
+        subs = tuple(self.node(sub) for sub in subschemas)
+        return lambda v: any(sub(v) for sub in subs)
+
+    def one_of(self, subschemas: Any, schema: Any) -> Check:
+        subs = tuple(self.node(sub) for sub in subschemas)
+        return lambda v: sum(1 for sub in subs if sub(v)) == 1
+
+    def not_(self, subschema: Any, schema: Any) -> Check:
+        sub = self.node(subschema)
+        return lambda v: not sub(v)
+
+    def if_(self, condition: Any, schema: Any) -> Check:
+        test = self.node(condition)
+        then = self.node(schema["then"]) if "then" in schema else _always
+        otherwise = self.node(schema["else"]) if "else" in schema else _always
+        return lambda v: then(v) if test(v) else otherwise(v)
+
+    def ref(self, reference: Any, schema: Any) -> Check:
+        if not isinstance(reference, str) or not reference.startswith("#"):
+            raise _Unsupported("$ref outside the schema's own document")
+        resolved = self.validator._resolver.lookup(reference)
+        return self.node(resolved.contents)
+
+
+_BUILDERS: Final[Mapping[str, Callable[[_FastCompiler, Any, Any], Check]]] = {
+    "$ref": _FastCompiler.ref,
+    "additionalProperties": _FastCompiler.additional_properties,
+    "allOf": _FastCompiler.all_of,
+    "anyOf": _FastCompiler.any_of,
+    "const": _FastCompiler.const,
+    "dependentRequired": _FastCompiler.dependent_required,
+    "enum": _FastCompiler.enum,
+    "exclusiveMaximum": _FastCompiler.exclusive_maximum,
+    "exclusiveMinimum": _FastCompiler.exclusive_minimum,
+    "format": _FastCompiler.format,
+    "if": _FastCompiler.if_,
+    "items": _FastCompiler.items,
+    "maxItems": _FastCompiler.max_items,
+    "maxLength": _FastCompiler.max_length,
+    "maxProperties": _FastCompiler.max_properties,
+    "maximum": _FastCompiler.maximum,
+    "minItems": _FastCompiler.min_items,
+    "minLength": _FastCompiler.min_length,
+    "minProperties": _FastCompiler.min_properties,
+    "minimum": _FastCompiler.minimum,
+    "multipleOf": _FastCompiler.multiple_of,
+    "not": _FastCompiler.not_,
+    "oneOf": _FastCompiler.one_of,
+    "pattern": _FastCompiler.pattern,
+    "patternProperties": _FastCompiler.pattern_properties,
+    "prefixItems": _FastCompiler.prefix_items,
+    "properties": _FastCompiler.properties,
+    "propertyNames": _FastCompiler.property_names,
+    "required": _FastCompiler.required,
+    "type": _FastCompiler.type_,
+    "uniqueItems": _FastCompiler.unique_items,
+}
+
+
+def compile_validity_check(validator: Any) -> Check | None:
+    """The predicate for ``validator``'s schema, or None when it would not be exact.
+
+    Only for jsonschema's own draft 2020-12 validator with its stock type
+    checker: the predicate copies their semantics, not anybody else's.
+    """
+    if type(validator) is not Draft202012Validator:
+        return None
+    if validator.TYPE_CHECKER is not draft202012_type_checker:
+        return None
+    try:
+        return _FastCompiler(validator).node(validator.schema)
+    except (_Unsupported, referencing.exceptions.Unresolvable, KeyError, TypeError, re.error):
+        return None
+
+
 @dataclass(frozen=True, eq=False)
 class CompiledSchema:
     """A schema that passed every inline rule, with the validator built from it.
@@ -154,6 +596,13 @@ class CompiledSchema:
     limits: Limits = DEFAULT_LIMITS
     _validator: Any = field(default=None, repr=False)
     _runtime: _Runtime = field(default_factory=lambda: _Runtime({}, {}), repr=False)
+    #: A validity check equivalent to "jsonschema reports no error", for the
+    #: keywords :class:`_FastCompiler` knows; None when the schema uses others.
+    _fast: Callable[[Any], bool] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self._validator is not None:
+            object.__setattr__(self, "_fast", compile_validity_check(self._validator))
 
     def validate(self, instance: Any, *, sensitive: Iterable[str] = ()) -> tuple[ErrorDetail, ...]:
         """Return () if ``instance`` is valid, else at most 20 details in a stable order.
@@ -173,6 +622,8 @@ class CompiledSchema:
         refusal = self._admit(instance)
         if refusal is not None:
             return (refusal,)
+        if self._valid_fast(instance):
+            return ()
         details: dict[tuple[str, str, str], ErrorDetail] = {}
         with _bounded():
             errors = itertools.islice(self._validator.iter_errors(instance), _MAX_RAW_ERRORS)
@@ -189,25 +640,45 @@ class CompiledSchema:
         """True when :meth:`validate` would return no details (same limits, same errors)."""
         if self._admit(instance) is not None:
             return False
+        if self._valid_fast(instance):
+            return True
         with _bounded():
             return next(iter(self._validator.iter_errors(instance)), None) is None
 
     def _admit(self, instance: Any) -> ErrorDetail | None:
         """Apply the instance limits; a non-JSON instance becomes one detail at the root."""
         limits = self.limits
-        if json_depth(instance, limits.max_instance_depth) > limits.max_instance_depth:
+        depth, size = measure_plain_json(instance, limits.max_instance_depth)
+        if depth is None:  # not plain JSON: measured the long way, with the same outcome
+            depth = json_depth(instance, limits.max_instance_depth)
+        if depth > limits.max_instance_depth:
             raise ConditionError(
                 ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the instance is nested more deeply than allowed"
             )
-        try:
-            size = len(canonical_bytes(instance))
-        except (CanonicalizationError, RecursionError):
-            return ErrorDetail(instance_path="", keyword="json", expected="I-JSON value")
+        if size is None:
+            try:
+                size = len(canonical_bytes(instance))
+            except (CanonicalizationError, RecursionError):
+                return ErrorDetail(instance_path="", keyword="json", expected="I-JSON value")
         if size > limits.max_instance_bytes:
             raise ConditionError(
                 ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the instance is larger than allowed"
             )
         return None
+
+    def _valid_fast(self, instance: Any) -> bool:
+        """True only when jsonschema would report no error; False means "ask jsonschema".
+
+        Any exception (a comparison a number type refuses, a deep recursion)
+        also sends the instance to jsonschema, which then fails as it always did.
+        """
+        fast = self._fast
+        if fast is None:
+            return False
+        try:
+            return fast(instance)
+        except Exception:
+            return False
 
     def _schema_pointer(self, error: Any) -> str:
         """Pointer to the failing keyword in the schema value.

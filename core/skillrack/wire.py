@@ -13,6 +13,7 @@ double.  Two consequences are handled here, in one place:
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from a2a.types import Part
@@ -30,8 +31,58 @@ class UnsafeNumber(ValueError):
 
 
 def from_value(value: struct_pb2.Value) -> Any:
-    """Protobuf Value -> JSON value, with integral doubles back to ints."""
-    return _integral(json_format.MessageToDict(value))
+    """Protobuf Value -> JSON value, with integral doubles back to ints.
+
+    The same result as ``json_format.MessageToDict`` followed by the integral
+    conversion, in one pass; a value nested beyond :data:`_FAST_DEPTH` takes
+    that original route (and its recursion limit).
+    """
+    try:
+        return _plain(value, 0)
+    except _TooDeep:
+        return _integral(json_format.MessageToDict(value))
+
+
+#: Nesting the one-pass conversions handle themselves; deeper values go through
+#: json_format, whose own limits then apply exactly as before.
+_FAST_DEPTH = 48
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _plain(value: struct_pb2.Value, depth: int) -> Any:
+    """``MessageToDict`` of a Value (same key order, same errors), integral doubles as ints."""
+    kind = value.WhichOneof("kind")
+    if kind == "struct_value":
+        if depth >= _FAST_DEPTH:
+            raise _TooDeep
+        fields = value.struct_value.fields
+        return {key: _plain(fields[key], depth + 1) for key in fields}
+    if kind == "list_value":
+        if depth >= _FAST_DEPTH:
+            raise _TooDeep
+        return [_plain(item, depth + 1) for item in value.list_value.values]
+    if kind == "string_value":
+        return value.string_value
+    if kind == "number_value":
+        number = value.number_value
+        if math.isinf(number):
+            raise ValueError(
+                "Fail to serialize Infinity for Value.number_value, "
+                "which would parse as string_value"
+            )
+        if math.isnan(number):
+            raise ValueError(
+                "Fail to serialize NaN for Value.number_value, which would parse as string_value"
+            )
+        if number.is_integer() and abs(number) <= SAFE_INTEGER:
+            return int(number)
+        return number
+    if kind == "bool_value":
+        return value.bool_value
+    return None  # null_value, or no kind set
 
 
 def _integral(value: Any) -> Any:
@@ -63,7 +114,51 @@ def check_numbers(value: Any, pointer: str = "") -> None:
 
 
 def data_part(value: Any) -> Part:
-    """A Data Part holding ``value`` (``application/json``)."""
+    """A Data Part holding ``value`` (``application/json``).
+
+    Built as ``json_format.ParseDict`` builds it, call for call, without its
+    per-member bookkeeping; anything unusual (a type it refuses, nesting near
+    its recursion limit) is handed to ``ParseDict`` itself, which then
+    succeeds or fails exactly as before.
+    """
+    built = struct_pb2.Value()
+    try:
+        _fill(value, built, 1)
+    except Exception:
+        built = json_format.ParseDict(value, struct_pb2.Value())
     part = Part(media_type="application/json")
-    part.data.CopyFrom(json_format.ParseDict(value, struct_pb2.Value()))
+    # Copied in, as before: a copy can lay out a Struct's map differently from
+    # the message it came from, and the JSON on the wire follows that layout.
+    part.data.CopyFrom(built)
     return part
+
+
+class _Unusual(Exception):
+    pass
+
+
+def _fill(value: Any, message: struct_pb2.Value, depth: int) -> None:
+    """``json_format._Parser._ConvertValueMessage``, with ``depth`` counted as it counts it."""
+    if depth > _FAST_DEPTH:
+        raise _Unusual
+    if isinstance(value, dict):
+        struct = message.struct_value
+        struct.Clear()
+        fields = struct.fields
+        for key in value:
+            _fill(value[key], fields[key], depth + 2)
+    elif isinstance(value, (list, tuple)):
+        items = message.list_value
+        items.ClearField("values")
+        for item in value:
+            _fill(item, items.values.add(), depth + 2)
+    elif value is None:
+        message.null_value = 0  # type: ignore[assignment]
+    elif isinstance(value, bool):
+        message.bool_value = value
+    elif isinstance(value, str):
+        message.string_value = value
+    elif isinstance(value, (int, float)):
+        message.number_value = value
+    else:
+        raise _Unusual
