@@ -10,6 +10,7 @@ two agents, each with its own id, and B's hop records relate them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -65,6 +66,23 @@ async def test_two_hop_workflow(agents: tuple[str, str]) -> None:
         assert hop["started_at"] <= hop["ended_at"]
 
 
+EVALUATE_ARGS = {
+    "resource_id": "r1",
+    "condition": {"metric": "cpu", "operator": "gt", "threshold": 1, "unit": "percent"},
+}
+
+
+def from_evaluation(observer: str, evaluation: Any) -> dict[str, Any]:
+    """compose() arguments feeding the observer's evaluation into another of its skills."""
+    return {
+        "upstream_agent": observer,
+        "upstream_skill": "evaluate_resource_condition",
+        "upstream_task_id": evaluation.task_id,
+        "instance": evaluation.result,
+        "downstream_agent": observer,
+    }
+
+
 def health_tasks(base: str) -> int:
     """How many collect_interface_health invocations the agent has seen (describe_skill aside)."""
     body = {"jsonrpc": "2.0", "id": "1", "method": "ListTasks", "params": {"pageSize": 100}}
@@ -79,25 +97,14 @@ def health_tasks(base: str) -> int:
 async def test_composition_with_differing_references_is_refused(agents: tuple[str, str]) -> None:
     observer, _ = agents
     async with SkillClient() as client:
-        evaluation = await client.call(
-            observer,
-            "evaluate_resource_condition",
-            {
-                "resource_id": "r1",
-                "condition": {"metric": "cpu", "operator": "gt", "threshold": 1, "unit": "percent"},
-            },
-        )
+        evaluation = await client.call(observer, "evaluate_resource_condition", EVALUATE_ARGS)
         hops = HopLog()
         before = health_tasks(observer)
         with pytest.raises(SkillCallError) as info:
             await compose(
                 client,
                 hops,
-                upstream_agent=observer,
-                upstream_skill="evaluate_resource_condition",
-                upstream_task_id=evaluation.task_id,
-                instance=evaluation.result,
-                downstream_agent=observer,
+                **from_evaluation(observer, evaluation),
                 downstream_skill="collect_interface_health",
             )
         after = health_tasks(observer)
@@ -109,23 +116,12 @@ async def test_composition_with_differing_references_is_refused(agents: tuple[st
 async def test_eligible_composition_by_a_client(agents: tuple[str, str]) -> None:
     observer, _ = agents
     async with SkillClient() as client:
-        evaluation = await client.call(
-            observer,
-            "evaluate_resource_condition",
-            {
-                "resource_id": "r1",
-                "condition": {"metric": "cpu", "operator": "gt", "threshold": 1, "unit": "percent"},
-            },
-        )
+        evaluation = await client.call(observer, "evaluate_resource_condition", EVALUATE_ARGS)
         hops = HopLog()
         summary = await compose(
             client,
             hops,
-            upstream_agent=observer,
-            upstream_skill="evaluate_resource_condition",
-            upstream_task_id=evaluation.task_id,
-            instance=evaluation.result,
-            downstream_agent=observer,
+            **from_evaluation(observer, evaluation),
             downstream_skill="summarize_condition",
             domain_checks={},
         )
@@ -140,11 +136,7 @@ async def test_eligible_composition_by_a_client(agents: tuple[str, str]) -> None
             await compose(
                 client,
                 hops,
-                upstream_agent=observer,
-                upstream_skill="evaluate_resource_condition",
-                upstream_task_id=evaluation.task_id,
-                instance=evaluation.result,
-                downstream_agent=observer,
+                **from_evaluation(observer, evaluation),
                 downstream_skill="summarize_condition",
                 domain_checks={"urn:example:resource-condition:output:1.0": too_old},
             )
