@@ -13,8 +13,8 @@ from the very card skillrack serves (read from ``--card``).
     python benchmarks/bare_agent.py --port 9001 --card card.json --describe describe.json
 
 The OpenTelemetry switch (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED``) is read
-by a2a-sdk at import, so the benchmark sets it in the environment of both
-processes alike.
+by a2a-sdk at import: the benchmark runs this agent at a2a-sdk's default
+(unset) and, for the *tracing off on both sides* row, with it set to false.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ still holds every task whose completion a client saw.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
@@ -37,6 +38,7 @@ from served_process import (
     wait_ready,
     write_config,
 )
+from sqlalchemy import event
 
 from skillrack.cli import main
 from skillrack.config import Config, ConfigError, load_config
@@ -193,6 +195,7 @@ async def test_remembered_tasks_are_bounded(tmp_path: Path) -> None:
         await store.save(task, context)
     assert len(store._recent) == 3 and store._bytes <= 8000
     assert (store.owner_resolver(context), big.id) not in store._recent
+    await store.commit()
     for task in [*tasks, big]:  # evicted ones come from the database
         assert await store.get(task.id, context) == task
     await storage.close()
@@ -230,6 +233,144 @@ async def test_a_read_racing_a_save_is_not_remembered(
     assert (await reader) == task  # the read saw the old row...
     monkeypatch.setattr(DatabaseTaskStore, "get", original)
     assert await store.get(task.id, context) == done  # ...and did not replace the saved one
+    await storage.close()
+
+
+def _rows(database: Path) -> dict[str, str]:
+    """What another connection (another process, after a crash) would read: id -> state."""
+    with sqlite3.connect(database) as connection:
+        rows = connection.execute("SELECT id, status FROM tasks").fetchall()
+    return {task_id: json.loads(status)["state"] for task_id, status in rows}
+
+
+def _count_transactions(storage: Any) -> list[int]:
+    """A list whose length counts the transactions committed on ``storage``'s engine."""
+    commits: list[int] = []
+    event.listen(storage.engine.sync_engine, "commit", lambda connection: commits.append(1))
+    return commits
+
+
+async def test_settled_states_commit_before_save_returns(tmp_path: Path) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    context = ServerCallContext()
+    storage = open_storage(spec, owner_resolver=lambda c: "o")
+    await storage.start()
+    store = storage.task_store
+    assert isinstance(store, SingleProcessTaskStore)
+    settled = {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+        TaskState.TASK_STATE_AUTH_REQUIRED,
+    }
+    for state in settled:
+        task = _task(state)
+        await store.save(task, context)
+        assert _rows(tmp_path / "t.db")[task.id] == TaskState.Name(state)
+    assert store.pending == 0
+    await storage.close()
+
+
+async def test_in_progress_saves_are_written_behind_once(tmp_path: Path) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    context = ServerCallContext()
+    storage = open_storage(spec, owner_resolver=lambda c: "o")
+    await storage.start()
+    store = storage.task_store
+    assert isinstance(store, SingleProcessTaskStore)
+    commits = _count_transactions(storage)
+    task = _task(TaskState.TASK_STATE_SUBMITTED)
+    await store.save(task, context)
+    for state in (TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_WORKING):
+        task.status.state = state
+        task.artifacts.add(artifact_id=str(uuid.uuid4()))
+        await store.save(task, context)
+    assert task.id not in _rows(tmp_path / "t.db")  # not yet written...
+    assert await store.get(task.id, context) == task  # ...but answered from memory
+    assert store.pending == 1 and commits == []
+    deadline = time.monotonic() + 5
+    while store.pending and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert _rows(tmp_path / "t.db") == {task.id: "TASK_STATE_WORKING"}  # the latest state
+    assert len(commits) == 1  # three saves, one write
+
+    # A settled save writes the pending saves of other tasks with it (group commit).
+    others = [_task(TaskState.TASK_STATE_WORKING) for _ in range(3)]
+    for other in others:
+        await store.save(other, context)
+    task.status.state = TaskState.TASK_STATE_COMPLETED
+    await store.save(task, context)
+    assert len(commits) == 2 and store.pending == 0
+    assert {other.id for other in others} <= set(_rows(tmp_path / "t.db"))
+    await storage.close()
+
+
+async def test_concurrent_settled_saves_share_commits(tmp_path: Path) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    context = ServerCallContext()
+    storage = open_storage(spec, owner_resolver=lambda c: "o")
+    await storage.start()
+    store = storage.task_store
+    commits = _count_transactions(storage)
+    tasks = [_task(TaskState.TASK_STATE_COMPLETED) for _ in range(20)]
+    await asyncio.gather(*(store.save(task, context) for task in tasks))
+    assert set(_rows(tmp_path / "t.db")) == {task.id for task in tasks}
+    assert 1 <= len(commits) < len(tasks)
+    await storage.close()
+
+
+async def test_list_close_and_delete_see_pending_saves(tmp_path: Path) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    context = ServerCallContext()
+    storage = open_storage(spec, owner_resolver=lambda c: "o")
+    await storage.start()
+    store = storage.task_store
+    assert isinstance(store, SingleProcessTaskStore)
+    listed_task, closed_task, deleted_task = (_task() for _ in range(3))
+    await store.save(listed_task, context)
+    listed = await store.list(ListTasksRequest(), context)
+    assert [t.id for t in listed.tasks] == [listed_task.id]
+    await store.save(deleted_task, context)
+    await store.delete(deleted_task.id, context)
+    assert await store.get(deleted_task.id, context) is None
+    await store.save(closed_task, context)
+    await storage.close()  # a graceful stop writes what is pending
+    assert _rows(tmp_path / "t.db") == {
+        listed_task.id: "TASK_STATE_WORKING",
+        closed_task.id: "TASK_STATE_WORKING",
+    }
+
+
+async def test_a_failed_commit_keeps_the_saves_and_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    context = ServerCallContext()
+    storage = open_storage(spec, owner_resolver=lambda c: "o")
+    await storage.start()
+    store = storage.task_store
+    assert isinstance(store, SingleProcessTaskStore)
+    working = _task()
+    await store.save(working, context)
+    original = store._to_orm
+
+    def broken(task: Task, owner: str) -> Any:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "_to_orm", broken)
+    done = _task(TaskState.TASK_STATE_COMPLETED)
+    with pytest.raises(OSError, match="disk full"):
+        await store.save(done, context)  # the client is not told it is done
+    assert store.pending == 2
+    assert await store.get(done.id, context) == done
+    monkeypatch.setattr(store, "_to_orm", original)
+    await store.commit()
+    assert _rows(tmp_path / "t.db") == {
+        working.id: "TASK_STATE_WORKING",
+        done.id: "TASK_STATE_COMPLETED",
+    }
     await storage.close()
 
 

@@ -100,6 +100,7 @@ def cmd_digest(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from .serve_defaults import describe_tracing, freeze_startup_heap
     from .server import SERVE_ENV, create_app, with_store
     from .stores import parse_store, prepare
 
@@ -133,6 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if host.development_policy:
         print(f"  WARNING: development policy: {host.development_policy}")
     print(f"  task store: {store.describe(cluster=cluster)}")
+    print(f"  a2a-sdk tracing: {describe_tracing()}")
     if args.workers > 1:
         print(f"  workers: {args.workers}")
     sys.stdout.flush()  # start-up lines reach a piped log before uvicorn's own
@@ -142,6 +144,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "log_level": args.log_level,
         "ssl_certfile": args.ssl_certfile,
         "ssl_keyfile": args.ssl_keyfile,
+        # uvicorn logs access lines at INFO: below it, skip building them at all.
+        "access_log": args.log_level in ("info", "debug"),
     }
     if args.workers > 1:
         # Each worker is a process of its own that builds the app again (same
@@ -164,7 +168,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             **options,
         )
     else:
-        uvicorn.run(create_app(registry, config, base_url, cluster=cluster), **options)
+        app = create_app(registry, config, base_url, cluster=cluster)
+        freeze_startup_heap()
+        uvicorn.run(app, **options)
     return EXIT_OK
 
 

@@ -60,6 +60,7 @@ from .middleware import (
 )
 from .registry import Registry
 from .sanitize import ErrorSanitizer
+from .serve_defaults import freeze_startup_heap
 from .signing import JWKS_PATH, CardSigner
 from .stores import (
     NewTaskNotice,
@@ -299,7 +300,9 @@ def app_from_environment() -> Starlette:
         insecure_allow_all=bool(settings["insecure_allow_all"]),
     )
     base_url = config.public_url(settings["host"], int(settings["port"]), settings["scheme"])
-    return create_app(host.registry, config, base_url, cluster=bool(settings["cluster"]))
+    app = create_app(host.registry, config, base_url, cluster=bool(settings["cluster"]))
+    freeze_startup_heap()  # a worker is a process skillrack serve owns, as the parent is
+    return app
 
 
 def with_store(config: Config, store: str) -> Config:

@@ -36,6 +36,21 @@ SQLite connection with ``journal_mode=WAL`` and ``synchronous=NORMAL``:
   corrupted and always opens to a consistent state;
 - readers do not block the writer, nor the writer readers.
 
+One process on SQLite also writes fewer times than a2a-sdk asks it to
+(``SingleProcessTaskStore``): a2a-sdk saves the whole task after every event
+(about five per invocation).  A save of a state a client can act on
+(completed, failed, canceled, rejected, input-required, auth-required)
+commits before it returns, together with every other pending save (a group
+commit), so a client never sees such a state that a restart would lose.
+A save of an in-progress state (submitted, working, an Artifact added) is
+kept in memory and committed at the next group commit, or at the latest
+``write_behind_s`` later (0.1 s by default), and at shutdown.  The cost: a
+process killed within that window loses the in-progress states saved in it
+(the task is then absent, or in its previous state, after a restart; a task
+that was running when its process died is not resumed either way).  It is
+the same class of trade-off as ``synchronous=NORMAL`` above, made for states
+no client has been told are final.
+
 In cluster mode SQLite transactions start with ``BEGIN IMMEDIATE`` (the
 sqlite3 driver's legacy mode would begin only at the first write, so a
 read-check-write such as the cluster store's cancel would not be atomic
@@ -62,7 +77,7 @@ from a2a.server.cluster import (
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver
 from a2a.server.tasks import DatabaseTaskStore, InMemoryTaskStore, TaskStore
-from a2a.types import SendMessageRequest, Task
+from a2a.types import ListTasksRequest, ListTasksResponse, SendMessageRequest, Task, TaskState
 from sqlalchemy import Table, event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
@@ -200,18 +215,44 @@ def create_engine(spec: StoreSpec, *, cluster: bool = False) -> AsyncEngine:
 _ABSENT = Task()
 
 
+#: States a client may act on: a save of one commits before it returns.
+SETTLED_STATES = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+        TaskState.TASK_STATE_AUTH_REQUIRED,
+    }
+)
+#: How long an in-progress save may wait in memory before it is committed.
+WRITE_BEHIND_S = 0.1
+
+
 class SingleProcessTaskStore(DatabaseTaskStore):
     """a2a-sdk's ``DatabaseTaskStore`` on SQLite, for a file one process writes.
 
-    Two changes, both measured: a save is one ``INSERT ... ON CONFLICT DO
-    UPDATE`` (the base class's ``merge`` reads the row first), and ``get``
-    answers from memory for the tasks this process saved or looked up last,
-    including those it found absent (a2a-sdk looks a new task up several
-    times before its first save).  Every save still commits before it returns
-    (write-through), so the durability guarantee is unchanged; the memory is
-    bounded (``capacity`` tasks, ``max_bytes`` in all: it only needs to hold
-    the tasks being worked on), and a fresh process starts empty and reads
-    from the database.
+    Three changes, all measured:
+
+    - a save of a settled state (``SETTLED_STATES``) commits before it
+      returns, in one transaction with every other pending save; a save of
+      an in-progress state waits in memory for the next commit, at most
+      ``write_behind_s`` (the module docstring gives the trade-off).  Only the
+      latest state of a task is written, so a task that runs to completion
+      within the window costs one write instead of five;
+    - a write is ``INSERT ... ON CONFLICT DO UPDATE`` (the base class's
+      ``merge`` reads the row first);
+    - ``get`` answers from memory for pending saves and for the tasks this
+      process saved or looked up last, including those it found absent
+      (a2a-sdk looks a new task up several times before its first save).
+      That memory is bounded (``capacity`` tasks, ``max_bytes`` in all,
+      pending saves aside: they leave at the next commit), and a fresh
+      process starts empty and reads from the database.
+
+    ``list`` and ``delete`` commit pending saves first, so they see and
+    order against everything saved before them.  ``aclose`` commits what is
+    pending; ``TaskStorage.close`` calls it before the engine is disposed.
     Not for a file several processes write: that is cluster mode.
     """
 
@@ -221,6 +262,7 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         *,
         capacity: int = 512,
         max_bytes: int = 16 * 1024 * 1024,
+        write_behind_s: float = WRITE_BEHIND_S,
         **kwargs: Any,
     ) -> None:
         super().__init__(engine, **kwargs)
@@ -231,6 +273,15 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         self._bytes = 0
         #: Counts the writes this store made; a read that raced one is not remembered.
         self._writes = 0
+        #: Saved but not yet committed: (owner, task id) -> a copy of the task.
+        self._pending: dict[tuple[str, str], Task] = {}
+        #: The saves the commit under way is writing; still answered from here until it lands.
+        self._writing: dict[tuple[str, str], Task] = {}
+        #: One commit at a time, so commits land in the order their saves were made.
+        self._commit_lock = asyncio.Lock()
+        self._write_behind_s = write_behind_s
+        self._timer: asyncio.TimerHandle | None = None
+        self._background: set[asyncio.Task[None]] = set()
         mapper = class_mapper(self.task_model)
         self._table: Table = mapper.local_table  # type: ignore[assignment]
         self._columns = [(prop.key, prop.columns[0].name) for prop in mapper.column_attrs]
@@ -241,6 +292,11 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             set_={column: upsert.excluded[column] for _, column in self._columns if column != "id"},
         )
 
+    @property
+    def pending(self) -> int:
+        """How many tasks have saves not yet committed (waiting, or being written)."""
+        return len(self._pending.keys() | self._writing.keys())
+
     def _remember(self, key: tuple[str, str], task: Task) -> None:
         self._forget(key)
         size = 0
@@ -248,9 +304,6 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             size = task.ByteSize()
             if size > self._max_bytes // 8:
                 return  # a large task is read from the database when asked for
-            kept = Task()
-            kept.CopyFrom(task)
-            task = kept
         self._recent[key] = (task, size)
         self._bytes += size
         while len(self._recent) > self._capacity or self._bytes > self._max_bytes:
@@ -263,41 +316,119 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             self._bytes -= entry[1]
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        await self._ensure_initialized()
         owner = self.owner_resolver(context)
-        model = self._to_orm(task, owner)
-        values = {column: getattr(model, key) for key, column in self._columns}
-        async with self.engine.begin() as connection:
-            await connection.execute(self._upsert, values)
+        key = (owner, task.id)
+        kept = Task()
+        kept.CopyFrom(task)
+        self._pending[key] = kept
         self._writes += 1
-        self._remember((owner, task.id), task)
+        self._remember(key, kept)
+        if task.status.state in SETTLED_STATES:
+            await self.commit()
+        elif self._timer is None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self._write_behind_s, self._commit_in_background)
+
+    def _commit_in_background(self) -> None:
+        self._timer = None
+        background = asyncio.get_running_loop().create_task(self._commit_logged())
+        self._background.add(background)
+        background.add_done_callback(self._background.discard)
+
+    async def _commit_logged(self) -> None:
+        try:
+            await self.commit()
+        except Exception as exc:  # kept pending; the next commit retries them
+            logger.warning(
+                "task store: %d in-progress task saves not yet written (%s); will retry",
+                len(self._pending),
+                type(exc).__name__,
+            )
+            if self._pending and self._timer is None:
+                loop = asyncio.get_running_loop()
+                self._timer = loop.call_later(self._write_behind_s, self._commit_in_background)
+
+    async def commit(self) -> None:
+        """Write every pending save in one transaction (a no-op when none is pending).
+
+        A caller that finds another commit under way waits for it, then
+        writes what is still pending: its own save either went out with that
+        commit or goes out with this one.  If the write fails, the saves stay
+        pending (unless a newer save of the same task replaced them) and the
+        error propagates.
+        """
+        async with self._commit_lock:
+            if not self._pending:
+                return
+            batch, self._pending = self._pending, {}
+            self._writing = batch
+            try:
+                await self._ensure_initialized()
+                rows = []
+                for (owner, _), task in batch.items():
+                    model = self._to_orm(task, owner)
+                    rows.append({column: getattr(model, key) for key, column in self._columns})
+                async with self.engine.begin() as connection:
+                    await connection.execute(self._upsert, rows[0] if len(rows) == 1 else rows)
+            except BaseException:
+                for key, task in batch.items():
+                    self._pending.setdefault(key, task)
+                raise
+            finally:
+                self._writing = {}
+
+    async def aclose(self) -> None:
+        """Commit what is pending; called before the engine is disposed."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        await self.commit()
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         key = (self.owner_resolver(context), task_id)
-        entry = self._recent.get(key)
+        entry = self._pending.get(key)
         if entry is None:
-            writes = self._writes
-            found = await super().get(task_id, context)
-            if writes == self._writes:  # no save landed while the row was read
-                self._remember(key, found if found is not None else _ABSENT)
-            return found
-        self._recent.move_to_end(key)
-        if entry[0] is _ABSENT:
+            entry = self._writing.get(key)
+        if entry is None:
+            remembered = self._recent.get(key)
+            if remembered is None:
+                writes = self._writes
+                found = await super().get(task_id, context)
+                if writes == self._writes:  # no save landed while the row was read
+                    kept = found
+                    if found is not None:
+                        kept = Task()
+                        kept.CopyFrom(found)
+                    self._remember(key, kept if kept is not None else _ABSENT)
+                return found
+            self._recent.move_to_end(key)
+            entry = remembered[0]
+        if entry is _ABSENT:
             return None
         copy = Task()
-        copy.CopyFrom(entry[0])
+        copy.CopyFrom(entry)
         return copy
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        await self.commit()
+        return await super().list(params, context)
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         key = (self.owner_resolver(context), task_id)
-        self._forget(key)
-        await super().delete(task_id, context)
-        self._writes += 1
-        self._forget(key)
+        async with self._commit_lock:
+            self._pending.pop(key, None)
+            self._forget(key)
+            await super().delete(task_id, context)
+            self._writes += 1
+            self._forget(key)
 
     def note_new(self, task_id: str, context: ServerCallContext) -> None:
         """``task_id`` was just generated for a new task: it is not in the database."""
-        self._remember((self.owner_resolver(context), task_id), _ABSENT)
+        key = (self.owner_resolver(context), task_id)
+        if key not in self._pending:
+            self._remember(key, _ABSENT)
 
 
 class NewTaskNotice(SimpleRequestContextBuilder):
@@ -361,8 +492,13 @@ class TaskStorage:
                 await asyncio.sleep(0.2 * attempt)
 
     async def close(self) -> None:
-        if self.engine is not None:
-            await self.engine.dispose()
+        """Commit pending saves, then release the database connections."""
+        try:
+            if isinstance(self.task_store, SingleProcessTaskStore):
+                await self.task_store.aclose()
+        finally:
+            if self.engine is not None:
+                await self.engine.dispose()
 
 
 def open_storage(
