@@ -8,27 +8,17 @@ Its skills: ``echo`` (completes), ``crash`` (fails), ``ask`` (waits for input),
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import signal
-import subprocess
-import sys
-import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
-from agent_harness import free_port
 
 from skillrack.requests import EXTENSION_URI
+from skillrack.testing_serve import CARD_PATH, ServedAgent, invoke, served_agent, start_agent
 
-CARD_PATH = "/.well-known/agent-card.json"
-HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": EXTENSION_URI}
 PLUGIN_MODULE = "skillrack_store_probe"
 PLUGIN_SOURCE = '''
 """Skills for the store and replica tests."""
@@ -98,11 +88,6 @@ def register_skills(register):
 '''
 
 
-def skillrack_command() -> str:
-    beside = Path(sys.executable).parent / "skillrack"
-    return str(beside) if beside.exists() else (shutil.which("skillrack") or "skillrack")
-
-
 def write_plugin(directory: Path) -> Path:
     """The probe module in ``directory`` (put on PYTHONPATH); returns the directory."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -118,86 +103,32 @@ def write_config(directory: Path, server: str = "") -> Path:
     return path
 
 
-@dataclass
-class Served:
-    url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-
-def start(
+def _options(
     workdir: Path,
-    *,
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     config: Path | None = None,
-) -> Served:
-    """Start ``skillrack serve`` with the probe; do not wait for it (see ``wait_ready``)."""
+) -> dict[str, Any]:
+    """``start_agent``'s arguments for a server holding only the probe plugin."""
     plugin_dir = write_plugin(workdir / "plugin")
     config = config or write_config(workdir)
-    port = free_port()
-    log = workdir / f"serve-{port}.log"
     python_path = os.pathsep.join(filter(None, [str(plugin_dir), os.environ.get("PYTHONPATH")]))
-    command = [
-        skillrack_command(),
-        "serve",
-        *("--port", str(port), "--config", str(config), "--log-level", "warning"),
-        *args,
-    ]
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=workdir,
-            env={
-                **os.environ,
-                "SKILLRACK_LOAD_PLUGINS": "",
-                "PYTHONPATH": python_path,
-                **(env or {}),
-            },
-        )
-    return Served(f"http://127.0.0.1:{port}", process, log)
+    return {
+        "plugins": "",
+        "args": ("--config", str(config), *args),
+        "env": {"PYTHONPATH": python_path, **(env or {})},
+    }
 
 
-def wait_ready(served: Served, timeout: float = 30) -> Served:
-    deadline = time.monotonic() + timeout
-    while True:
-        if served.process.poll() is not None:
-            raise AssertionError(
-                f"skillrack serve exited ({served.process.returncode}):\n" + served.output()
-            )
-        try:
-            if httpx.get(served.url + CARD_PATH, timeout=2).status_code == 200:
-                return served
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            stop(served)
-            raise AssertionError("skillrack serve did not answer:\n" + served.output())
-        time.sleep(0.05)
-
-
-def stop(served: Served, sig: int = signal.SIGTERM) -> None:
-    if served.process.poll() is None:
-        served.process.send_signal(sig)
-        try:
-            served.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            served.process.kill()
-            served.process.wait(timeout=10)
+def start(workdir: Path, **kwargs: Any) -> ServedAgent:
+    """Start ``skillrack serve`` with the probe; do not wait (``ServedAgent.wait_ready``)."""
+    return start_agent(workdir, **_options(workdir, **kwargs))
 
 
 @contextmanager
-def serving(workdir: Path, **kwargs: Any) -> Iterator[Served]:
-    served = wait_ready(start(workdir, **kwargs))
-    try:
-        yield served
-    finally:
-        stop(served)
+def serving(workdir: Path, **kwargs: Any) -> Iterator[ServedAgent]:
+    with served_agent(workdir, **_options(workdir, **kwargs)) as agent:
+        yield agent
 
 
 # Requests ----------------------------------------------------------------------------------------
@@ -210,7 +141,8 @@ def digests(url: str) -> dict[str, str]:
     return {s["skill_id"]: s["interface_digest"] for s in extension["params"]["skills"]}
 
 
-def skill_request(url: str, skill: str, arguments: Any) -> dict[str, Any]:
+def probe_request(url: str, skill: str, arguments: Any) -> dict[str, Any]:
+    """A request object for a probe skill, bound to the digest ``url``'s card advertises."""
     return {
         "skill": skill,
         "skill_version": "1.0",
@@ -219,65 +151,7 @@ def skill_request(url: str, skill: str, arguments: Any) -> dict[str, Any]:
     }
 
 
-def message(data: Any, task_id: str | None = None) -> dict[str, Any]:
-    msg: dict[str, Any] = {
-        "messageId": str(uuid.uuid4()),
-        "role": "ROLE_USER",
-        "parts": [{"data": data}],
-        "extensions": [EXTENSION_URI],
-    }
-    if task_id:
-        msg["taskId"] = task_id
-    return msg
-
-
-def rpc(
-    url: str, method: str, params: Any, client: httpx.Client | None = None, timeout: float = 30
-) -> Any:
-    body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
-    poster = client or httpx
-    return poster.post(url + "/", json=body, headers=HEADERS, timeout=timeout).json()
-
-
-def send(
-    url: str,
-    data: Any,
-    *,
-    task_id: str | None = None,
-    immediately: bool = False,
-    client: httpx.Client | None = None,
-) -> Any:
-    """SendMessage; the resulting Task (an assertion error shows any JSON-RPC error)."""
-    params: dict[str, Any] = {"message": message(data, task_id)}
-    if immediately:
-        params["configuration"] = {"returnImmediately": True}
-    answer = rpc(url, "SendMessage", params, client)
-    assert "result" in answer, answer
-    return answer["result"]["task"]
-
-
-def get_task(url: str, task_id: str) -> Any:
-    answer = rpc(url, "GetTask", {"id": task_id})
-    assert "result" in answer, answer
-    return answer["result"]
-
-
-def wait_for_state(url: str, task_id: str, states: set[str], timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        task = get_task(url, task_id)
-        if task["status"]["state"] in states or time.monotonic() > deadline:
-            return task
-        time.sleep(0.05)
-
-
-def stream_events(url: str, method: str, params: Any, timeout: float = 30) -> Iterator[Any]:
-    """The ``result`` objects of a JSON-RPC SSE stream (SendStreamingMessage, SubscribeToTask)."""
-    body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
-    headers = {**HEADERS, "Accept": "text/event-stream"}
-    with httpx.stream("POST", url + "/", json=body, headers=headers, timeout=timeout) as response:
-        for line in response.iter_lines():
-            if line.startswith("data:"):
-                answer = json.loads(line[5:])
-                assert "result" in answer, answer
-                yield answer["result"]
+def send(url: str, data: Any, *, immediately: bool = False, **kwargs: Any) -> Any:
+    """SendMessage; the resulting Task (``immediately``: ``returnImmediately``)."""
+    configuration = {"returnImmediately": True} if immediately else None
+    return invoke(url, data, configuration=configuration, **kwargs)

@@ -40,12 +40,12 @@ from agent_skills import AllowAll, TestSkills
 from builders import registry_of
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from wire_helpers import HEADERS
 
 from skillrack.config import Config, ServerSettings
 from skillrack.errors import ErrorCode
 from skillrack.limits import Limits
 from skillrack.registry import Registry
+from skillrack.testing_serve import HEADERS
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 MAX_BODY = 100_000

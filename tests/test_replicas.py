@@ -23,20 +23,10 @@ from typing import Any
 
 import httpx
 import pytest
-from served_process import (
-    CARD_PATH,
-    get_task,
-    rpc,
-    send,
-    skill_request,
-    start,
-    stop,
-    stream_events,
-    wait_for_state,
-    wait_ready,
-)
+from served_process import probe_request, send, start
 
 from skillrack.requests import EXTENSION_URI
+from skillrack.testing_serve import CARD_PATH, get_task, rpc, stream, wait_for_state
 
 PG_HOST = os.environ.get("SKILLRACK_TEST_PGHOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("SKILLRACK_TEST_PGPORT", "5432"))
@@ -90,14 +80,14 @@ def replicas(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         for name, seed in (("replica-a", "1"), ("replica-b", "2"))
     ]
     try:
-        ready = [wait_ready(served) for served in started]
+        ready = [served.wait_ready() for served in started]
         for served in ready:
             assert "task store: postgresql" in served.output()
             assert "cluster mode" in served.output()
         yield ready[0].url, ready[1].url
     finally:
         for served in started:
-            stop(served)
+            served.stop()
 
 
 def _card(url: str) -> Any:
@@ -135,7 +125,7 @@ def test_replicas_assemble_identically(replicas: tuple[str, str]) -> None:
 
 def test_task_started_on_a_is_streamed_and_cancelled_through_b(replicas: tuple[str, str]) -> None:
     a, b = replicas
-    task = send(a, skill_request(a, "ticker", {"ticks": 300, "interval": 0.1}), immediately=True)
+    task = send(a, probe_request(a, "ticker", {"ticks": 300, "interval": 0.1}), immediately=True)
     wait_for_state(a, task["id"], {"TASK_STATE_WORKING"})
     assert get_task(b, task["id"])["status"]["state"] == "TASK_STATE_WORKING"
 
@@ -146,7 +136,7 @@ def test_task_started_on_a_is_streamed_and_cancelled_through_b(replicas: tuple[s
         canceled.append(rpc(b, "CancelTask", {"id": task["id"]}))
 
     canceller = threading.Thread(target=cancel_through_b)
-    for event in stream_events(b, "SubscribeToTask", {"id": task["id"]}):
+    for event in stream(b, "SubscribeToTask", {"id": task["id"]}):
         seen.append(event)
         ticks = [e for e in seen if "artifactUpdate" in e]
         if len(ticks) == 3 and not canceller.is_alive() and not canceled:
@@ -171,7 +161,7 @@ def test_task_started_on_a_is_streamed_and_cancelled_through_b(replicas: tuple[s
 
 def test_input_asked_on_a_is_answered_through_b(replicas: tuple[str, str]) -> None:
     a, b = replicas
-    task = send(a, skill_request(a, "ask", {}))
+    task = send(a, probe_request(a, "ask", {}))
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     answered = send(b, {"window": "tonight"}, task_id=task["id"])
     assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered

@@ -15,7 +15,6 @@ from agent_harness import running_agent
 from agent_skills import TestSkills
 from builders import VECTOR_DIGEST
 from cryptography.hazmat.primitives.asymmetric import ec
-from wire_helpers import HEADERS, error_of, request, rpc
 
 from skillrack import cli
 from skillrack.approvals import ApprovalStore
@@ -23,6 +22,7 @@ from skillrack.config import Config
 from skillrack.host import first_party_plugins
 from skillrack.plugins import load_plugins
 from skillrack.registry import Registry, build_registry
+from skillrack.testing_serve import HEADERS, error_of, rpc, skill_request
 from skillrack_plugins.api_keys import hash_key
 
 ALICE_KEY, CAROL_KEY = "alice-secret-key-1", "carol-secret-key-2"
@@ -133,7 +133,7 @@ def send(
     **params: Any,
 ) -> Any:
     registered = registry.skills[skill]
-    data = request(skill, args, registered.skill.version, registered.interface_digest)
+    data = skill_request(skill, args, registered.skill.version, registered.interface_digest)
     message: dict[str, Any] = {
         "messageId": str(time.time_ns()),
         "role": "ROLE_USER",

@@ -12,11 +12,11 @@ import pytest
 from agent_harness import running_agent
 from agent_skills import AllowAll, DenyForbidden, TestSkills
 from builders import VECTOR_DIGEST, load_json, registry_of
-from wire_helpers import HEADERS, error_of, invoke, request, rpc, send, task_of
 
 from skillrack.config import Config, ServerSettings
 from skillrack.registry import Registry
 from skillrack.requests import EXTENSION_URI
+from skillrack.testing_serve import HEADERS, error_of, invoke, rpc, send, skill_request, task_of
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 DRAFT_ARGS = {
@@ -43,7 +43,7 @@ def base(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 def call(base: str, registry: Registry, skill: str, arguments: Any, **kwargs: Any) -> Any:
     registered = registry.get(skill)
     assert registered is not None
-    data = request(skill, arguments, registered.skill.version, registered.interface_digest)
+    data = skill_request(skill, arguments, registered.skill.version, registered.interface_digest)
     return invoke(base, data, **kwargs)
 
 
@@ -185,7 +185,7 @@ def test_successful_invocation_with_record(base: str, registry: Registry, bindin
     [("skill_version", "1.1"), ("interface_digest", "sha256:" + "0" * 64)],
 )
 def test_interface_mismatch_before_arguments(base: str, field: str, value: str) -> None:
-    data = request("evaluate_resource_condition", {"garbage": True}, "1.0", VECTOR_DIGEST)
+    data = skill_request("evaluate_resource_condition", {"garbage": True}, "1.0", VECTOR_DIGEST)
     data[field] = value
     task = invoke(base, data)
     assert task["status"]["state"] == "TASK_STATE_REJECTED"
@@ -193,7 +193,7 @@ def test_interface_mismatch_before_arguments(base: str, field: str, value: str) 
 
 
 def test_unknown_skill_is_not_advertised(base: str) -> None:
-    task = invoke(base, request("no_such_skill", {}, "1.0", VECTOR_DIGEST))
+    task = invoke(base, skill_request("no_such_skill", {}, "1.0", VECTOR_DIGEST))
     assert task["status"]["state"] == "TASK_STATE_REJECTED"
     assert error_of(task)["code"] == "skill_not_advertised"
 

@@ -9,11 +9,11 @@ import pytest
 from agent_harness import running_agent
 from agent_skills import AllowAll
 from builders import SkillsPlugin, simple_skill
-from wire_helpers import error_of, invoke, request
 
 from skillrack.limits import Limits
 from skillrack.plugins import load_plugins
 from skillrack.registry import Registry, build_registry
+from skillrack.testing_serve import error_of, invoke, skill_request
 
 
 async def big_result(arguments: Any, context: Any) -> Any:
@@ -38,7 +38,7 @@ def base(registry: Registry) -> Iterator[str]:
 
 def call(base: str, registry: Registry, arguments: Any) -> Any:
     skill = registry.skills["echo_big"]
-    return invoke(base, request("echo_big", arguments, "1.0", skill.interface_digest))
+    return invoke(base, skill_request("echo_big", arguments, "1.0", skill.interface_digest))
 
 
 @pytest.mark.parametrize(

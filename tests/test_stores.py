@@ -26,18 +26,7 @@ import pytest
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import ListTasksRequest, Task, TaskState, TaskStatus
-from served_process import (
-    get_task,
-    rpc,
-    send,
-    serving,
-    skill_request,
-    skillrack_command,
-    start,
-    wait_for_state,
-    wait_ready,
-    write_config,
-)
+from served_process import probe_request, send, serving, start, write_config
 from sqlalchemy import event
 
 from skillrack.cli import main
@@ -49,6 +38,7 @@ from skillrack.stores import (
     parse_store,
     prepare,
 )
+from skillrack.testing_serve import get_task, rpc, skillrack_command, wait_for_state
 
 # The forms of --store ----------------------------------------------------------------------------
 
@@ -399,10 +389,10 @@ def test_tasks_survive_a_restart(tmp_path: Path) -> None:
     with serving(tmp_path, config=config) as served:
         url = served.url
         ids = {
-            "completed": send(url, skill_request(url, "echo", {"text": "hello"}))["id"],
-            "rejected": send(url, skill_request(url, "echo", {"text": 5}))["id"],
-            "failed": send(url, skill_request(url, "crash", {}))["id"],
-            "input_required": send(url, skill_request(url, "ask", {}))["id"],
+            "completed": send(url, probe_request(url, "echo", {"text": "hello"}))["id"],
+            "rejected": send(url, probe_request(url, "echo", {"text": 5}))["id"],
+            "failed": send(url, probe_request(url, "crash", {}))["id"],
+            "input_required": send(url, probe_request(url, "ask", {}))["id"],
         }
         before = _states(url, ids)
         assert "task store: sqlite " + str(tmp_path.resolve() / "state.db") in served.output()
@@ -434,9 +424,9 @@ def test_tasks_survive_a_restart(tmp_path: Path) -> None:
 
 
 def test_sigkill_under_load_leaves_a_readable_store(tmp_path: Path) -> None:
-    served = wait_ready(start(tmp_path, args=("--store", "sqlite:///loaded.db")))
+    served = start(tmp_path, args=("--store", "sqlite:///loaded.db")).wait_ready()
     url = served.url
-    request = skill_request(url, "echo", {"text": "load"})
+    request = probe_request(url, "echo", {"text": "load"})
     completed: list[str] = []
     errors: list[BaseException] = []
     stop_at = time.monotonic() + 20
@@ -481,7 +471,7 @@ def test_sigkill_under_load_leaves_a_readable_store(tmp_path: Path) -> None:
 
 def test_memory_store_runs_and_forgets(tmp_path: Path) -> None:
     with serving(tmp_path, args=("--store", "memory")) as served:
-        task = send(served.url, skill_request(served.url, "echo", {}))
+        task = send(served.url, probe_request(served.url, "echo", {}))
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
         assert "task store: memory" in served.output()
     assert not (tmp_path / "skillrack-tasks.db").exists()
@@ -494,11 +484,11 @@ def test_workers_share_a_sqlite_file(tmp_path: Path) -> None:
         workers = _children(served.process.pid)
         assert len(workers) >= 2, workers
         # Fresh connections land on either worker; every task is visible from both.
-        ids = [send(url, skill_request(url, "echo", {"text": str(n)}))["id"] for n in range(12)]
+        ids = [send(url, probe_request(url, "echo", {"text": str(n)}))["id"] for n in range(12)]
         assert {get_task(url, task_id)["status"]["state"] for task_id in ids} == {
             "TASK_STATE_COMPLETED"
         }
-        ticking = send(url, skill_request(url, "ticker", {"ticks": 200}), immediately=True)
+        ticking = send(url, probe_request(url, "ticker", {"ticks": 200}), immediately=True)
         wait_for_state(url, ticking["id"], {"TASK_STATE_WORKING"})
         canceled = rpc(url, "CancelTask", {"id": ticking["id"]})
         assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED", canceled

@@ -21,10 +21,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from test_config import skillrack_command
-from wire_helpers import error_of, invoke, request
 
 from skillrack.config import Config, ServerSettings
 from skillrack.registry import Registry
+from skillrack.testing_serve import error_of, invoke, skill_request
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def base(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 def slow(registry: Registry, seconds: float) -> dict[str, object]:
     skill = registry.skills["slow_cancellable"]
-    return request("slow_cancellable", {"seconds": seconds}, "1.0", skill.interface_digest)
+    return skill_request("slow_cancellable", {"seconds": seconds}, "1.0", skill.interface_digest)
 
 
 def test_concurrent_tasks_per_caller(base: str, registry: Registry) -> None:

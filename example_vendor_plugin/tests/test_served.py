@@ -14,7 +14,6 @@ import re
 import shlex
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,17 +21,28 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from serving import CARD_PATH, served, skillrack_script
+from serving import served
 
 from skillrack import Skill
 from skillrack.canonical import digest_of
 from skillrack.interface import VerifiedInterface, assemble
 from skillrack.requests import EXTENSION_URI
+from skillrack.testing_serve import (
+    CARD_PATH,
+    error_of,
+    invoke,
+    message,
+    rpc,
+    send,
+    skillrack_command,
+    task_of,
+    wait_for_state,
+)
+from skillrack.testing_serve import stream as stream_events
 from skillrack_example_vendor import SKILLS as ALL_SKILLS
 from skillrack_example_vendor.inventory import interfaces
 
 DRAFT_DIGEST = "sha256:4dedea3f7ddf19e94d9fd0b30886624f50afb5aadc1b407508a05dd3c40f380d"
-HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": EXTENSION_URI}
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -57,55 +67,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-# Raw HTTP helpers --------------------------------------------------------------------------------
-
-
-def message(data: Any, *, task_id: str | None = None) -> dict[str, Any]:
-    msg: dict[str, Any] = {
-        "messageId": str(uuid.uuid4()),
-        "role": "ROLE_USER",
-        "parts": [{"data": data}],
-        "extensions": [EXTENSION_URI],
-    }
-    if task_id:
-        msg["taskId"] = task_id
-    return msg
-
-
-def send(
-    base: str,
-    data: Any,
-    *,
-    binding: str = "JSONRPC",
-    task_id: str | None = None,
-    configuration: dict[str, Any] | None = None,
-) -> httpx.Response:
-    params: dict[str, Any] = {"message": message(data, task_id=task_id)}
-    if configuration:
-        params["configuration"] = configuration
-    if binding == "JSONRPC":
-        body = {"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": params}
-        return httpx.post(base + "/", json=body, headers=HEADERS, timeout=30)
-    return httpx.post(base + "/message:send", json=params, headers=HEADERS, timeout=30)
-
-
-def task_of(response: httpx.Response, binding: str = "JSONRPC") -> Any:
-    assert response.status_code == 200, response.text
-    body = response.json()
-    if binding == "JSONRPC":
-        assert "result" in body, body
-        return body["result"]["task"]
-    assert "task" in body, body
-    return body["task"]
-
-
-def invoke(base: str, data: Any, binding: str = "JSONRPC", **kwargs: Any) -> Any:
-    return task_of(send(base, data, binding=binding, **kwargs), binding)
-
-
-def rpc(base: str, method: str, params: Any) -> Any:
-    body = {"jsonrpc": "2.0", "id": "2", "method": method, "params": params}
-    return httpx.post(base + "/", json=body, headers=HEADERS, timeout=30).json()
+# Raw HTTP helpers (the generic ones come from skillrack.testing_serve) ----------------------
 
 
 def domain(skill_id: str, arguments: Any, *, digest: str | None = None) -> dict[str, Any]:
@@ -120,13 +82,6 @@ def domain(skill_id: str, arguments: Any, *, digest: str | None = None) -> dict[
 
 def describe(skill_id: str) -> dict[str, Any]:
     return {"skill": "describe_skill", "arguments": {"skill_id": skill_id}}
-
-
-def error_of(task: Any) -> Any:
-    """The draft's error object: the final status Message holds exactly one Data Part."""
-    parts = task["status"]["message"]["parts"]
-    assert len(parts) == 1 and "data" in parts[0], parts
-    return parts[0]["data"]["error"]
 
 
 def primary_result(task: Any, skill_id: str) -> Any:
@@ -146,33 +101,9 @@ def record_data(artifact: Any) -> Any:
     return part["data"]
 
 
-def wait_for_state(base: str, task_id: str, states: set[str], timeout: float = 10) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        task = rpc(base, "GetTask", {"id": task_id})["result"]
-        if task["status"]["state"] in states or time.monotonic() > deadline:
-            return task
-        time.sleep(0.05)
-
-
 def stream(base: str, data: Any) -> list[Any]:
     """``SendStreamingMessage`` over JSON-RPC: every SSE ``data:`` event's result, in order."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": "3",
-        "method": "SendStreamingMessage",
-        "params": {"message": message(data)},
-    }
-    events: list[Any] = []
-    with httpx.stream("POST", base + "/", json=body, headers=HEADERS, timeout=30) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"].startswith("text/event-stream")
-        for line in response.iter_lines():
-            if line.startswith("data:"):
-                event = json.loads(line.removeprefix("data:"))
-                assert "result" in event, event
-                events.append(event["result"])
-    return events
+    return list(stream_events(base, "SendStreamingMessage", {"message": message(data)}))
 
 
 # 1. The Agent Card -------------------------------------------------------------------------------
@@ -502,7 +433,7 @@ def test_readme_try_it_walk_through(base: str) -> None:
 
 def test_skillrack_check_passes_against_the_served_plugin(base: str) -> None:
     run = subprocess.run(
-        [skillrack_script(), "check", base, "--json"],
+        [skillrack_command(), "check", base, "--json"],
         capture_output=True,
         text=True,
         check=False,
