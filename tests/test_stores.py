@@ -26,11 +26,13 @@ import pytest
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import ListTasksRequest, Task, TaskState, TaskStatus
+from google.protobuf import json_format
 from served_process import probe_request, send, serving, start, write_config
 from sqlalchemy import event
 
 from skillrack.cli import main
 from skillrack.config import Config, ConfigError, load_config
+from skillrack.recovery import fail_interrupted
 from skillrack.stores import (
     SingleProcessTaskStore,
     StoreSpec,
@@ -160,15 +162,86 @@ async def test_single_process_store_round_trips_and_answers_from_memory(tmp_path
 
     # A fresh process reads what was committed; another owner sees nothing.
     again = open_storage(spec, owner_resolver=lambda c: "alice")
-    other = open_storage(spec, owner_resolver=lambda c: "mallory")
     await again.start()
-    await other.start()
     assert await again.task_store.get(task.id, context) == task
-    assert await other.task_store.get(task.id, context) is None
     listed = await again.task_store.list(ListTasksRequest(), context)
     assert [t.id for t in listed.tasks] == [task.id]
     await again.close()
+    other = open_storage(spec, owner_resolver=lambda c: "mallory")
+    await other.start()
+    assert await other.task_store.get(task.id, context) is None
     await other.close()
+
+
+async def test_one_process_per_sqlite_file_unless_in_cluster_mode(tmp_path: Path) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    first = open_storage(spec, owner_resolver=lambda c: "o")
+    await first.start()
+    second = open_storage(spec, owner_resolver=lambda c: "o")
+    with pytest.raises(ConfigError, match="in use by another skillrack process"):
+        await second.start()
+    cluster = open_storage(spec, owner_resolver=lambda c: "o", cluster=True)
+    with pytest.raises(ConfigError, match="not in cluster mode"):
+        await cluster.start()
+    await first.close()  # released: the file can be claimed again
+    await second.start()
+    await second.close()
+    # Cluster-mode processes share the file with each other, and keep a single one out.
+    shared = [open_storage(spec, owner_resolver=lambda c: "o", cluster=True) for _ in range(2)]
+    for storage in shared:
+        await storage.start()
+    single = open_storage(spec, owner_resolver=lambda c: "o")
+    with pytest.raises(ConfigError, match="in use"):
+        await single.start()
+    for storage in shared:
+        await storage.close()
+
+
+async def test_tasks_left_in_progress_are_failed_at_start(tmp_path: Path) -> None:
+    spec = parse_store("sqlite:///t.db", tmp_path)
+    context = ServerCallContext()
+    before = {
+        state: _task(state)
+        for state in (
+            TaskState.TASK_STATE_SUBMITTED,
+            TaskState.TASK_STATE_WORKING,
+            TaskState.TASK_STATE_INPUT_REQUIRED,
+            TaskState.TASK_STATE_COMPLETED,
+        )
+    }
+    for owner in ("alice", "bob"):  # every owner's tasks, not only one
+        dead = open_storage(spec, owner_resolver=lambda c, owner=owner: owner)
+        await dead.start()
+        for task in before.values():
+            copy = Task()
+            copy.CopyFrom(task)
+            copy.id = f"{owner}-{task.id}"
+            await dead.task_store.save(copy, context)
+        await dead.close()
+
+    storage = open_storage(spec, owner_resolver=lambda c: "alice")
+    await storage.start()
+    settled = await storage.settle_interrupted(fail_interrupted)
+    in_progress = {TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING}
+    assert sorted(settled) == sorted(
+        f"{owner}-{before[state].id}" for owner in ("alice", "bob") for state in in_progress
+    )
+    for state, task in before.items():
+        found = await storage.task_store.get(f"alice-{task.id}", context)
+        assert found is not None
+        if state in in_progress:
+            assert found.status.state == TaskState.TASK_STATE_FAILED
+            [part] = found.status.message.parts
+            error = json_format.MessageToDict(part.data)["error"]
+            assert error["code"] == "output_invalid"
+            assert "stopped while this task was running" in error["message"]
+            assert found.metadata["skillrack_skill"] == "echo"  # the rest of the task is kept
+        else:
+            assert found.status.state == state
+    assert await storage.settle_interrupted(fail_interrupted) == ()  # nothing left to settle
+    await storage.close()
+    rows = _rows(tmp_path / "t.db")
+    assert rows[f"bob-{before[TaskState.TASK_STATE_WORKING].id}"] == "TASK_STATE_FAILED"
 
 
 async def test_remembered_tasks_are_bounded(tmp_path: Path) -> None:
@@ -467,6 +540,37 @@ def test_sigkill_under_load_leaves_a_readable_store(tmp_path: Path) -> None:
     with serving(tmp_path, args=("--store", f"sqlite:///{database}")) as again:
         states = {get_task(again.url, task_id)["status"]["state"] for task_id in completed}
         assert states == {"TASK_STATE_COMPLETED"}
+
+
+def test_a_task_running_when_the_process_died_is_failed_at_restart(tmp_path: Path) -> None:
+    served = start(tmp_path, args=("--store", "sqlite:///killed.db")).wait_ready()
+    url = served.url
+    ticking = send(url, probe_request(url, "ticker", {"ticks": 500}), immediately=True)
+    done = send(url, probe_request(url, "echo", {"text": "kept"}))
+    assert wait_for_state(url, ticking["id"], {"TASK_STATE_WORKING"})["status"]["state"] == (
+        "TASK_STATE_WORKING"
+    )
+    time.sleep(0.5)  # past the write-behind window: WORKING is in the file
+    served.stop(signal.SIGKILL)
+    assert _rows(tmp_path / "killed.db")[ticking["id"]] == "TASK_STATE_WORKING"
+
+    with serving(tmp_path, args=("--store", "sqlite:///killed.db")) as again:
+        failed = get_task(again.url, ticking["id"])
+        assert failed["status"]["state"] == "TASK_STATE_FAILED"
+        error = failed["status"]["message"]["parts"][0]["data"]["error"]
+        assert error["code"] == "output_invalid"
+        assert "stopped while this task was running" in error["message"]
+        assert [a["name"] for a in failed["artifacts"]]  # the progress it had made is kept
+        assert get_task(again.url, done["id"])["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert "1 task(s) left running by a stopped process marked failed" in again.output()
+
+
+def test_a_second_server_on_the_same_file_is_refused(tmp_path: Path) -> None:
+    with serving(tmp_path, args=("--store", "sqlite:///one.db")):
+        second = start(tmp_path, args=("--store", "sqlite:///one.db"))
+        assert second.process.wait(timeout=30) == 1
+        assert "is in use by another skillrack process" in second.output()
+        assert "Traceback" not in second.output()
 
 
 def test_memory_store_runs_and_forgets(tmp_path: Path) -> None:

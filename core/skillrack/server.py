@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
@@ -58,6 +59,7 @@ from .middleware import (
     ExtensionEcho,
     RateLimit,
 )
+from .recovery import fail_interrupted
 from .registry import Registry
 from .sanitize import ErrorSanitizer
 from .serve_defaults import freeze_startup_heap
@@ -70,6 +72,7 @@ from .stores import (
     parse_store,
 )
 
+logger = logging.getLogger(__name__)
 #: Diagnostics: the most recent delegation hops (upstream/downstream agents and task ids).
 HOPS_PATH = "/-/hops"
 
@@ -245,6 +248,14 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if storage is not None:
             await storage.start()
+            settled = await storage.settle_interrupted(fail_interrupted)
+            if settled:
+                logger.warning(
+                    "task store: %d task(s) left running by a stopped process marked failed"
+                    " (output_invalid): %s",
+                    len(settled),
+                    ", ".join(settled[:10]) + (" ..." if len(settled) > 10 else ""),
+                )
         try:
             yield
         finally:

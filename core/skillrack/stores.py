@@ -61,8 +61,11 @@ another writer to finish.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
+import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -78,7 +81,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver
 from a2a.server.tasks import DatabaseTaskStore, InMemoryTaskStore, TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, SendMessageRequest, Task, TaskState
-from sqlalchemy import Table, event
+from sqlalchemy import Table, event, func, select
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError
@@ -226,6 +229,8 @@ SETTLED_STATES = frozenset(
         TaskState.TASK_STATE_AUTH_REQUIRED,
     }
 )
+#: The states of a task some process is working on, as the ``status`` column spells them.
+IN_PROGRESS_STATE_NAMES = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
 #: How long an in-progress save may wait in memory before it is committed.
 WRITE_BEHIND_S = 0.1
 
@@ -424,6 +429,29 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             self._writes += 1
             self._forget(key)
 
+    async def settle_interrupted(self, settle: Callable[[Task], None]) -> tuple[str, ...]:
+        """Apply ``settle`` to every task left submitted or working, and write them back.
+
+        For start-up, before this process accepts a task: whatever is in
+        progress in the file then was left by a process that is gone.
+        Returns the ids of the tasks settled.
+        """
+        await self._ensure_initialized()
+        state = func.json_extract(self._table.c.status, "$.state")
+        query = select(self.task_model).where(state.in_(IN_PROGRESS_STATE_NAMES))
+        async with self.async_session_maker() as session:
+            models = list((await session.execute(query)).scalars())
+        rows = []
+        for model in models:
+            task = self._from_orm(model)
+            settle(task)
+            settled = self._to_orm(task, model.owner or "")
+            rows.append({column: getattr(settled, key) for key, column in self._columns})
+        if rows:
+            async with self._commit_lock, self.engine.begin() as connection:
+                await connection.execute(self._upsert, rows)
+        return tuple(model.id for model in models)
+
     def note_new(self, task_id: str, context: ServerCallContext) -> None:
         """``task_id`` was just generated for a new task: it is not in the database."""
         key = (self.owner_resolver(context), task_id)
@@ -466,18 +494,56 @@ class TaskStorage:
     event_stream: TaskEventStream | None = None
     engine: AsyncEngine | None = None
 
+    #: The open lock file while this process uses a SQLite file (see ``_lock``).
+    _lock_fd: int | None = None
+
     @property
     def cluster(self) -> bool:
         return self.event_stream is not None
 
+    def _lock(self) -> None:
+        """Claim the SQLite file: exclusively for one process, shared in cluster mode.
+
+        The one-process store answers from memory and settles the tasks it
+        finds in progress at start-up, both right only if no other process
+        writes the file; cluster-mode processes may share it with each other.
+        An advisory ``flock`` on ``PATH.lock``, released by the OS when the
+        process dies, so a crashed server never blocks the next one.
+        """
+        assert self.spec.path is not None
+        path = self.spec.path.with_name(self.spec.path.name + ".lock")
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(
+                descriptor, (fcntl.LOCK_SH if self.cluster else fcntl.LOCK_EX) | fcntl.LOCK_NB
+            )
+        except BlockingIOError:
+            os.close(descriptor)
+            raise ConfigError(
+                f"task store {self.spec.path} is in use by another skillrack process "
+                + (
+                    "that is not in cluster mode"
+                    if self.cluster
+                    else "(one process per SQLite file; for several, use --workers N on it)"
+                )
+            ) from None
+        self._lock_fd = descriptor
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
+
     async def start(self, attempts: int = 5) -> None:
-        """Create the tables if needed.
+        """Claim a SQLite file (``_lock``), and create the tables if needed.
 
         Replicas starting together may race to create them; the loser's
         CREATE fails and is retried, and then finds the tables there.
         """
         if self.engine is None:
             return
+        if self.spec.kind == "sqlite" and self._lock_fd is None:
+            self._lock()
         for attempt in range(1, attempts + 1):
             try:
                 if isinstance(self.task_store, VersionedDatabaseTaskStore | DatabaseTaskStore):
@@ -491,14 +557,25 @@ class TaskStorage:
                 logger.info("task store initialization raced another process; retrying")
                 await asyncio.sleep(0.2 * attempt)
 
+    async def settle_interrupted(self, settle: Callable[[Task], None]) -> tuple[str, ...]:
+        """One process on SQLite: settle the tasks a stopped process left in progress.
+
+        Nothing in cluster mode (another replica may be running them) or in
+        memory (a new process starts empty).  Returns the settled task ids.
+        """
+        if isinstance(self.task_store, SingleProcessTaskStore):
+            return await self.task_store.settle_interrupted(settle)
+        return ()
+
     async def close(self) -> None:
-        """Commit pending saves, then release the database connections."""
+        """Commit pending saves, then release the database connections and the file."""
         try:
             if isinstance(self.task_store, SingleProcessTaskStore):
                 await self.task_store.aclose()
         finally:
             if self.engine is not None:
                 await self.engine.dispose()
+            self._unlock()
 
 
 def open_storage(
