@@ -39,9 +39,11 @@ from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unu
 
 from .canonical import CanonicalizationError, canonical_bytes
 from .limits import DEFAULT_LIMITS, Limits, json_depth
+from .patterns import check_pattern
 from .pointers import to_pointer
 from .schemaerror import InlineSchemaError, limit_exceeded, refuse
 from .schemawalk import (
+    Location,
     RefusingRetriever,
     check_ids,
     check_reference_graph,
@@ -51,7 +53,7 @@ from .schemawalk import (
     schema_registry,
     walk,
 )
-from .validation import CompiledSchema, desugar_booleans
+from .validation import BoundedValidator, CompiledSchema, desugar_booleans
 
 __all__ = [
     "DEFINED_FORMATS",
@@ -85,7 +87,8 @@ DEFINED_FORMATS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
-_VALIDATOR_CLASSES: Final[Mapping[str, Any]] = {DRAFT_2020_12: Draft202012Validator}
+#: Draft 2020-12 with its pattern matching under a time limit (``skillrack.patterns``).
+_VALIDATOR_CLASSES: Final[Mapping[str, Any]] = {DRAFT_2020_12: BoundedValidator}
 
 
 def ensure_format_checkers() -> None:
@@ -120,6 +123,48 @@ def _format_checker(validator_class: Any) -> Any:
         if name in DEFINED_FORMATS
     }
     return checker
+
+
+def _check_patterns(locations: list[Location]) -> None:
+    """Every pattern compiles for matching, and none is matched where no time limit applies.
+
+    The meta-schema's ``regex`` format has already read each pattern with
+    Python's ``re``; matching uses the ``regex`` package, under a time limit
+    (``skillrack.patterns``), so a pattern must compile there too.  jsonschema
+    evaluates ``unevaluatedProperties`` by matching ``patternProperties`` with
+    ``re`` itself, out of reach of that limit, so a schema that has both is
+    refused rather than left open to a pattern that never finishes.
+    """
+    unevaluated = next(
+        (
+            loc
+            for loc in locations
+            if isinstance(loc.node, dict) and "unevaluatedProperties" in loc.node
+        ),
+        None,
+    )
+    for loc in locations:
+        node = loc.node
+        if not isinstance(node, dict):
+            continue
+        found: list[tuple[str, Any]] = []
+        if isinstance(node.get("pattern"), str):
+            found.append((f"{loc.pointer}/pattern", node["pattern"]))
+        listed = node.get("patternProperties")
+        if isinstance(listed, dict):
+            if listed and unevaluated is not None:
+                raise refuse(
+                    "pattern_unbounded",
+                    f"{loc.pointer}/patternProperties",
+                    "patternProperties in a schema that uses unevaluatedProperties (at "
+                    f"{unevaluated.pointer or '/'}) cannot be matched under a time limit; "
+                    "use additionalProperties or propertyNames instead",
+                )
+            found += [(f"{loc.pointer}/patternProperties", key) for key in listed]
+        for pointer, pattern in found:
+            problem = check_pattern(pattern)
+            if problem is not None:
+                raise refuse("pattern", pointer, f"pattern {pattern!r} cannot be used: {problem}")
 
 
 def _check_meta_schema(validator_class: Any, schema: Any, dialect: str) -> None:
@@ -220,6 +265,7 @@ def compile_inline_schema(
         raise _too_deep() from None
     check_clock()
 
+    _check_patterns(locations)
     resources = check_ids(locations, root_uri)
     retriever = RefusingRetriever()
     registry = schema_registry(root_uri, private, retriever)

@@ -14,21 +14,26 @@ import contextlib
 import itertools
 import json
 import numbers
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Final
 
 import referencing.exceptions
+import regex
 import rfc8785
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
+from jsonschema import validators as jsonschema_validators
 from jsonschema._types import (  # type: ignore[import-untyped, unused-ignore]
     draft202012_type_checker,
 )
 from jsonschema._utils import equal, uniq  # type: ignore[import-untyped, unused-ignore]
-from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
+from jsonschema.exceptions import (  # type: ignore[import-untyped, unused-ignore]
+    ValidationError,
+    best_match,
+)
 
+from . import patterns
 from .canonical import CanonicalizationError, canonical_bytes
 from .errors import ConditionError, ErrorCode, ErrorDetail
 from .limits import DEFAULT_LIMITS, Limits, json_depth
@@ -147,6 +152,85 @@ def _bounded() -> Iterator[None]:
 def _is_related(path: str, hidden: str) -> bool:
     """True when one pointer is the other or lies below it."""
     return path == hidden or path.startswith(hidden + "/") or hidden.startswith(path + "/")
+
+
+# -- pattern matching under a time limit -----------------------------------------------------
+#
+# jsonschema matches ``pattern``, ``patternProperties`` and the patterns that
+# ``additionalProperties`` skips with Python's ``re``, which cannot be stopped.
+# ``BoundedValidator`` is draft 2020-12 with those three keywords matching
+# through ``patterns.search`` instead (same meaning, a time limit); a match that
+# runs out of time is a failure at the string it was matching.  The schema
+# checks refuse the one remaining path, ``patternProperties`` evaluated for
+# ``unevaluatedProperties`` (see ``skillrack.inline``).
+
+
+def _timed_out(exc: patterns.PatternTimeLimit, **where: Any) -> Any:
+    return ValidationError(f"{exc}; the value is treated as not matching", **where)
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "string"):
+        return
+    try:
+        matched = patterns.search(pattern, instance)
+    except patterns.PatternTimeLimit as exc:
+        yield _timed_out(exc)
+        return
+    if not matched:
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, pattern_properties: Mapping[str, Any], instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in pattern_properties.items():
+        for name, value in instance.items():
+            try:
+                matched = patterns.search(pattern, name)
+            except patterns.PatternTimeLimit as exc:
+                yield _timed_out(exc, path=(name,), instance=value)
+                continue
+            if matched:
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: Any
+) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    known = schema.get("properties", {})
+    listed = tuple(schema.get("patternProperties", {}))
+    extras = []
+    for name in instance:
+        if name in known:
+            continue
+        try:
+            if any(patterns.search(pattern, name) for pattern in listed):
+                continue
+        except patterns.PatternTimeLimit as exc:
+            yield _timed_out(exc, path=(name,), instance=instance[name])
+            continue
+        extras.append(name)
+    if validator.is_type(additional, "object"):
+        for name in extras:
+            yield from validator.descend(instance[name], additional, path=name)
+    elif not additional and extras:
+        names = ", ".join(repr(name) for name in sorted(extras))
+        yield ValidationError(f"Additional properties are not allowed ({names} unexpected)")
+
+
+BoundedValidator: Any = jsonschema_validators.extend(
+    Draft202012Validator,
+    {
+        "pattern": _pattern,
+        "patternProperties": _pattern_properties,
+        "additionalProperties": _additional_properties,
+    },
+)
 
 
 # -- the common case, fast --------------------------------------------------------------------
@@ -361,8 +445,13 @@ class _FastCompiler:
 
     def additional_properties(self, extra: Any, schema: Any) -> Check:
         known = schema.get("properties", {})
-        joined = "|".join(schema.get("patternProperties", {}))
-        matches = re.compile(joined).search if joined else None
+        listed = tuple(schema.get("patternProperties", {}))
+        for listed_pattern in listed:
+            patterns.compiled(listed_pattern)  # an unusable pattern: no predicate
+
+        def matches(name: str) -> bool:
+            return any(patterns.search(pattern, name) for pattern in listed)
+
         if isinstance(extra, dict):
             sub = self.node(extra)
             if sub is _always:
@@ -376,7 +465,7 @@ class _FastCompiler:
             if not isinstance(v, dict):
                 return True
             for name in v:
-                if name in known or (matches is not None and matches(name)):
+                if name in known or (listed and matches(name)):
                     continue
                 if sub is None or not sub(v[name]):
                     return False
@@ -384,15 +473,17 @@ class _FastCompiler:
 
         return check
 
-    def pattern_properties(self, patterns: Any, schema: Any) -> Check:
-        pairs = tuple((re.compile(p).search, self.node(sub)) for p, sub in patterns.items())
+    def pattern_properties(self, patterns_: Any, schema: Any) -> Check:
+        pairs = tuple((p, self.node(sub)) for p, sub in patterns_.items())
+        for pattern, _ in pairs:
+            patterns.compiled(pattern)  # an unusable pattern: no predicate
 
         def check(v: Any) -> bool:
             if not isinstance(v, dict):
                 return True
-            for search, sub in pairs:
+            for pattern, sub in pairs:
                 for name, item in v.items():
-                    if search(name) and not sub(item):
+                    if patterns.search(pattern, name) and not sub(item):
                         return False
             return True
 
@@ -433,8 +524,8 @@ class _FastCompiler:
         return lambda v: not isinstance(v, str) or not len(v) > bound
 
     def pattern(self, pattern: Any, schema: Any) -> Check:
-        search = re.compile(pattern).search
-        return lambda v: not isinstance(v, str) or search(v) is not None
+        patterns.compiled(pattern)  # an unusable pattern: no predicate
+        return lambda v: not isinstance(v, str) or patterns.search(pattern, v)
 
     def format(self, name: Any, schema: Any) -> Check:
         if self.formats is None or name not in self.formats:
@@ -571,13 +662,13 @@ def compile_validity_check(validator: Any) -> Check | None:
     Only for jsonschema's own draft 2020-12 validator with its stock type
     checker: the predicate copies their semantics, not anybody else's.
     """
-    if type(validator) is not Draft202012Validator:
+    if type(validator) not in (Draft202012Validator, BoundedValidator):
         return None
     if validator.TYPE_CHECKER is not draft202012_type_checker:
         return None
     try:
         return _FastCompiler(validator).node(validator.schema)
-    except (_Unsupported, referencing.exceptions.Unresolvable, KeyError, TypeError, re.error):
+    except (_Unsupported, referencing.exceptions.Unresolvable, KeyError, TypeError, regex.error):
         return None
 
 
@@ -618,7 +709,10 @@ class CompiledSchema:
         include the sensitive member) carries no ``actual``; ``expected`` comes
         from the public schema and is kept.
         """
-        hidden = tuple(sensitive)
+        with patterns.pattern_budget():
+            return self._validate(instance, tuple(sensitive))
+
+    def _validate(self, instance: Any, hidden: tuple[str, ...]) -> tuple[ErrorDetail, ...]:
         refusal = self._admit(instance)
         if refusal is not None:
             return (refusal,)
@@ -640,10 +734,11 @@ class CompiledSchema:
         """True when :meth:`validate` would return no details (same limits, same errors)."""
         if self._admit(instance) is not None:
             return False
-        if self._valid_fast(instance):
-            return True
-        with _bounded():
-            return next(iter(self._validator.iter_errors(instance)), None) is None
+        with patterns.pattern_budget():
+            if self._valid_fast(instance):
+                return True
+            with _bounded():
+                return next(iter(self._validator.iter_errors(instance)), None) is None
 
     def _admit(self, instance: Any) -> ErrorDetail | None:
         """Apply the instance limits; a non-JSON instance becomes one detail at the root."""

@@ -1,0 +1,100 @@
+"""The ``pattern`` and ``patternProperties`` of a schema, matched under a time limit.
+
+A schema's regular expressions come from whoever wrote the schema: a vendor's
+plugin on the host, any remote agent on the client.  Python's ``re`` is a
+backtracking engine with no way to stop a match, so a pattern such as
+``^(a|a)*$`` against thirty characters of input holds the process (and, under
+the GIL, every other request) for minutes.  Every match a skillrack validation
+makes therefore goes through the ``regex`` package (a drop-in for ``re``'s
+syntax, maintained since 2010, with fewer catastrophic cases to begin with),
+whose matches take a timeout:
+
+- one match may take at most ``MATCH_SECONDS``;
+- all the matches of one validation share ``BUDGET_SECONDS``
+  (``pattern_budget``), so that many strings that each stay under the first
+  limit cannot add up to a long stall.
+
+A match that runs out of time raises :class:`PatternTimeLimit`; the caller
+reports the instance as not matching (the draft's ``input_invalid`` /
+``output_invalid``, with a pointer to the string), never as matching.
+Legitimate patterns on legitimate strings take microseconds.
+
+``pattern`` in JSON Schema means ECMA-262 syntax; like jsonschema, skillrack
+reads patterns with Python's syntax, which agrees on the constructs domain
+schemas use (classes, anchors, groups, quantifiers, alternation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import time
+from collections.abc import Iterator
+from typing import Any, Final
+
+import regex
+
+#: The longest a single match may run.
+MATCH_SECONDS: Final = 0.05
+#: The longest all the matches of one validation may run together.
+BUDGET_SECONDS: Final = 0.5
+
+#: The monotonic deadline of the validation under way, if any.
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "skillrack_pattern_deadline", default=None
+)
+
+
+class PatternTimeLimit(Exception):
+    """A match ran out of time: the string is treated as not matching."""
+
+    def __init__(self, pattern: str) -> None:
+        super().__init__(f"matching the pattern {pattern!r} took longer than allowed")
+        self.pattern = pattern
+
+
+@functools.lru_cache(maxsize=2048)
+def compiled(pattern: str) -> Any:
+    """``pattern`` compiled once (raises ``regex.error`` when it is not a valid pattern)."""
+    return regex.compile(pattern)
+
+
+def check_pattern(pattern: str) -> str | None:
+    """None when ``pattern`` compiles for matching, else why not (for the schema checks)."""
+    try:
+        compiled(pattern)
+    except (regex.error, TypeError, ValueError, OverflowError, RecursionError) as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+@contextlib.contextmanager
+def pattern_budget(seconds: float = BUDGET_SECONDS) -> Iterator[None]:
+    """Give the matches made inside this block ``seconds`` in all (an outer budget wins)."""
+    if _deadline.get() is not None:
+        yield
+        return
+    token = _deadline.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def search(pattern: str, string: str) -> bool:
+    """``re.search(pattern, string) is not None``, within the time limits.
+
+    Raises :class:`PatternTimeLimit` when the match (or the validation's
+    budget) runs out of time.
+    """
+    timeout = MATCH_SECONDS
+    deadline = _deadline.get()
+    if deadline is not None:
+        timeout = min(timeout, deadline - time.monotonic())
+        if timeout <= 0:
+            raise PatternTimeLimit(pattern)
+    try:
+        return compiled(pattern).search(string, timeout=timeout) is not None
+    except TimeoutError:
+        raise PatternTimeLimit(pattern) from None
