@@ -88,9 +88,11 @@ def test_request_rate_per_caller(base: str) -> None:
 # The safe default ------------------------------------------------------------------------------
 
 
-def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def serve(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``skillrack serve`` in ``cwd``, so its default task store is the test's own file."""
     return subprocess.Popen(
         [skillrack_command(), "serve", *args, "--log-level", "warning"],
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -99,7 +101,7 @@ def serve(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str
 
 
 def test_non_loopback_without_policy_refuses_to_start(tmp_path: Path) -> None:
-    process = serve("--host", "0.0.0.0", "--port", str(free_port()))
+    process = serve("--host", "0.0.0.0", "--port", str(free_port()), cwd=tmp_path)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 1
     assert "no authorization policy is configured" in err and "--insecure-allow-all" in err
@@ -139,7 +141,9 @@ def self_signed(tmp_path: Path) -> tuple[Path, Path]:
 def test_tls(tmp_path: Path) -> None:
     cert, key = self_signed(tmp_path)
     port = free_port()
-    process = serve("--port", str(port), "--ssl-certfile", str(cert), "--ssl-keyfile", str(key))
+    process = serve(
+        "--port", str(port), "--ssl-certfile", str(cert), "--ssl-keyfile", str(key), cwd=tmp_path
+    )
     try:
         deadline = time.monotonic() + 20
         card = None
