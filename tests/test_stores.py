@@ -36,6 +36,7 @@ from skillrack.recovery import fail_interrupted
 from skillrack.stores import (
     SingleProcessTaskStore,
     StoreSpec,
+    TaskStorage,
     open_storage,
     parse_store,
     prepare,
@@ -299,6 +300,14 @@ async def test_a_read_racing_a_save_is_not_remembered(
     await storage.close()
 
 
+async def _open_single(tmp_path: Path) -> tuple[TaskStorage, SingleProcessTaskStore]:
+    """The one-process store on ``tmp_path/t.db``, started, as ``skillrack serve`` opens it."""
+    storage = open_storage(parse_store("sqlite:///t.db", tmp_path), owner_resolver=lambda c: "o")
+    await storage.start()
+    assert isinstance(storage.task_store, SingleProcessTaskStore)
+    return storage, storage.task_store
+
+
 def _rows(database: Path) -> dict[str, str]:
     """What another connection (another process, after a crash) would read: id -> state."""
     with sqlite3.connect(database) as connection:
@@ -314,12 +323,8 @@ def _count_transactions(storage: Any) -> list[int]:
 
 
 async def test_settled_states_commit_before_save_returns(tmp_path: Path) -> None:
-    spec = parse_store("sqlite:///t.db", tmp_path)
     context = ServerCallContext()
-    storage = open_storage(spec, owner_resolver=lambda c: "o")
-    await storage.start()
-    store = storage.task_store
-    assert isinstance(store, SingleProcessTaskStore)
+    storage, store = await _open_single(tmp_path)
     settled = {
         TaskState.TASK_STATE_COMPLETED,
         TaskState.TASK_STATE_FAILED,
@@ -337,12 +342,8 @@ async def test_settled_states_commit_before_save_returns(tmp_path: Path) -> None
 
 
 async def test_in_progress_saves_are_written_behind_once(tmp_path: Path) -> None:
-    spec = parse_store("sqlite:///t.db", tmp_path)
     context = ServerCallContext()
-    storage = open_storage(spec, owner_resolver=lambda c: "o")
-    await storage.start()
-    store = storage.task_store
-    assert isinstance(store, SingleProcessTaskStore)
+    storage, store = await _open_single(tmp_path)
     commits = _count_transactions(storage)
     task = _task(TaskState.TASK_STATE_SUBMITTED)
     await store.save(task, context)
@@ -371,11 +372,8 @@ async def test_in_progress_saves_are_written_behind_once(tmp_path: Path) -> None
 
 
 async def test_concurrent_settled_saves_share_commits(tmp_path: Path) -> None:
-    spec = parse_store("sqlite:///t.db", tmp_path)
     context = ServerCallContext()
-    storage = open_storage(spec, owner_resolver=lambda c: "o")
-    await storage.start()
-    store = storage.task_store
+    storage, store = await _open_single(tmp_path)
     commits = _count_transactions(storage)
     tasks = [_task(TaskState.TASK_STATE_COMPLETED) for _ in range(20)]
     await asyncio.gather(*(store.save(task, context) for task in tasks))
@@ -385,12 +383,8 @@ async def test_concurrent_settled_saves_share_commits(tmp_path: Path) -> None:
 
 
 async def test_list_close_and_delete_see_pending_saves(tmp_path: Path) -> None:
-    spec = parse_store("sqlite:///t.db", tmp_path)
     context = ServerCallContext()
-    storage = open_storage(spec, owner_resolver=lambda c: "o")
-    await storage.start()
-    store = storage.task_store
-    assert isinstance(store, SingleProcessTaskStore)
+    storage, store = await _open_single(tmp_path)
     listed_task, closed_task, deleted_task = (_task() for _ in range(3))
     await store.save(listed_task, context)
     listed = await store.list(ListTasksRequest(), context)
@@ -409,12 +403,8 @@ async def test_list_close_and_delete_see_pending_saves(tmp_path: Path) -> None:
 async def test_a_failed_commit_keeps_the_saves_and_reports(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    spec = parse_store("sqlite:///t.db", tmp_path)
     context = ServerCallContext()
-    storage = open_storage(spec, owner_resolver=lambda c: "o")
-    await storage.start()
-    store = storage.task_store
-    assert isinstance(store, SingleProcessTaskStore)
+    storage, store = await _open_single(tmp_path)
     working = _task()
     await store.save(working, context)
     original = store._to_orm
