@@ -26,6 +26,7 @@ from skillrack.errors import ErrorCode
 from skillrack.inline import DRAFT_2020_12, compile_inline_schema
 from skillrack.schemaerror import InlineSchemaError
 from skillrack.testing_serve import error_of, invoke, skill_request
+from skillrack.validation import TIMED_OUT
 
 EVIL = "^(a|a)*$"
 #: Matches nothing of EVIL's language, and makes a backtracking engine try every split.
@@ -84,8 +85,59 @@ def test_search_outside_and_inside_a_budget() -> None:
     assert patterns.search("^a+$", "b") is False
     with pytest.raises(patterns.PatternTimeLimit):
         patterns.search(EVIL, ATTACK)
-    with patterns.pattern_budget(0.0), pytest.raises(patterns.PatternTimeLimit):
+    with patterns.pattern_budget(0.0) as budget, pytest.raises(patterns.PatternTimeLimit):
         patterns.search("^a+$", "aaa")  # an exhausted budget refuses even a cheap match
+    assert budget.timed_out
+
+
+def test_only_matching_time_counts_against_the_budget() -> None:
+    # A large instance takes jsonschema itself longer than the whole budget; the
+    # budget must still be there for the patterns at its end.
+    with patterns.pattern_budget(0.2) as budget:
+        time.sleep(0.3)
+        assert patterns.search("^a+$", "aaa") is True
+    assert not budget.timed_out and budget.remaining > 0.1
+
+
+def test_a_timeout_never_makes_an_instance_valid() -> None:
+    """Under ``not``, a match that failed by timing out would read as "does not match"."""
+    schema = {"type": "string", "not": {"pattern": EVIL}}
+    compiled = compile_inline_schema(schema, DRAFT_2020_12)
+    started = time.monotonic()
+    [detail] = compiled.validate(ATTACK)
+    assert time.monotonic() - started < HANG_GUARD_S
+    assert (detail.keyword, detail.expected) == ("pattern", TIMED_OUT)
+    assert not compiled.is_valid(ATTACK)
+    assert compiled.is_valid("b")  # an ordinary value that does not match is still fine
+    assert [d.keyword for d in compiled.validate("aaa")] == ["not"]
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {  # the root, reached again through "$ref": "#", names its dialect
+            "$schema": DRAFT_2020_12,
+            "type": "object",
+            "properties": {"s": {"type": "string", "pattern": EVIL}, "child": {"$ref": "#"}},
+        },
+        {  # an embedded resource that repeats the dialect
+            "$schema": DRAFT_2020_12,
+            "type": "object",
+            "properties": {
+                "child": {
+                    "$id": "urn:test:child",
+                    "$schema": DRAFT_2020_12,
+                    "type": "object",
+                    "properties": {"s": {"type": "string", "pattern": EVIL}},
+                }
+            },
+        },
+    ],
+)
+def test_a_dialect_named_again_does_not_escape_the_time_limit(schema: Any) -> None:
+    details, took = _validate(schema, {"child": {"s": ATTACK}})
+    assert took < HANG_GUARD_S
+    assert [d.instance_path for d in details] == ["/child/s"]
 
 
 def test_patterns_evaluated_for_unevaluated_properties_are_refused() -> None:

@@ -254,14 +254,101 @@ async def test_remembered_tasks_are_bounded(tmp_path: Path) -> None:
     context = ServerCallContext()
     tasks = [_task() for _ in range(5)]
     big = _task()
-    big.metadata.update({"blob": "x" * 2000})  # over max_bytes / 8: never kept
+    big.metadata.update({"blob": "x" * 2000})  # over max_bytes / 8: not kept once committed
     for task in [*tasks, big]:
         await store.save(task, context)
-    assert len(store._recent) == 3 and store._bytes <= 8000
-    assert (store.owner_resolver(context), big.id) not in store._recent
+    # Tasks with uncommitted saves stay shown whatever the bounds: the database
+    # does not have them yet.
+    assert len(store._shown) == 6
+    for task in [*tasks, big]:
+        assert await store.get(task.id, context) == task
     await store.commit()
+    assert len(store._shown) == 3 and store._bytes <= 8000
+    assert (store.owner_resolver(context), big.id) not in store._shown
     for task in [*tasks, big]:  # evicted ones come from the database
         assert await store.get(task.id, context) == task
+    await storage.close()
+
+
+async def test_a_settled_state_is_shown_only_once_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GetTask must not show a final state that a failed commit, or a crash, would take back."""
+    context = ServerCallContext()
+    storage, store = await _open_single(tmp_path)
+    task = _task(TaskState.TASK_STATE_WORKING)
+    await store.save(task, context)
+    release = asyncio.Event()
+    entered = asyncio.Event()
+    original = store._rows
+
+    def slow_rows(batch: Any) -> Any:
+        entered.set()
+        return original(batch)
+
+    async def held_commit() -> None:  # the commit under way holds the lock a while
+        async with store._commit_lock:
+            entered.set()
+            await release.wait()
+
+    holder = asyncio.create_task(held_commit())
+    await entered.wait()
+    done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
+    saver = asyncio.create_task(store.save(done, context))
+    await asyncio.sleep(0.05)
+    shown = await store.get(task.id, context)
+    assert shown is not None and shown.status.state == TaskState.TASK_STATE_WORKING
+    assert not saver.done()
+    release.set()
+    await holder
+    await saver
+    shown = await store.get(task.id, context)
+    assert shown is not None and shown.status.state == TaskState.TASK_STATE_COMPLETED
+
+    # A commit that fails leaves the earlier state shown, and is retried.
+    failing = _task(TaskState.TASK_STATE_WORKING)
+    await store.save(failing, context)
+
+    def broken(batch: Any) -> Any:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store, "_rows", broken)
+    failed = _task(TaskState.TASK_STATE_FAILED, task_id=failing.id)
+    with pytest.raises(OSError):
+        await store.save(failed, context)
+    shown = await store.get(failing.id, context)
+    assert shown is not None and shown.status.state == TaskState.TASK_STATE_WORKING
+    monkeypatch.setattr(store, "_rows", slow_rows)
+    deadline = time.monotonic() + 5
+    while store.pending and time.monotonic() < deadline:  # the background retry
+        await asyncio.sleep(0.02)
+    assert _rows(tmp_path / "t.db")[failing.id] == "TASK_STATE_FAILED"
+    shown = await store.get(failing.id, context)
+    assert shown is not None and shown.status.state == TaskState.TASK_STATE_FAILED
+    await storage.close()
+
+
+async def test_a_state_that_cannot_be_converted_does_not_block_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    context = ServerCallContext()
+    storage, store = await _open_single(tmp_path)
+    poison = _task(TaskState.TASK_STATE_WORKING)
+    await store.save(poison, context)
+    original = store._to_orm
+
+    def picky(task: Task, owner: str) -> Any:
+        if task.id == poison.id:
+            raise ValueError("unconvertible")
+        return original(task, owner)
+
+    monkeypatch.setattr(store, "_to_orm", picky)
+    other = _task(TaskState.TASK_STATE_COMPLETED)
+    await store.save(other, context)  # commits, without the poisoned row
+    assert set(_rows(tmp_path / "t.db")) == {other.id}
+    assert store.pending == 0
+    with pytest.raises(ValueError, match="could not be converted"):
+        await store.save(_task(TaskState.TASK_STATE_FAILED, task_id=poison.id), context)
     await storage.close()
 
 
@@ -407,23 +494,24 @@ async def test_a_failed_commit_keeps_the_saves_and_reports(
     storage, store = await _open_single(tmp_path)
     working = _task()
     await store.save(working, context)
-    original = store._to_orm
+    original = store._rows
 
-    def broken(task: Task, owner: str) -> Any:
+    def broken(batch: Any) -> Any:
         raise OSError("disk full")
 
-    monkeypatch.setattr(store, "_to_orm", broken)
+    monkeypatch.setattr(store, "_rows", broken)
     done = _task(TaskState.TASK_STATE_COMPLETED)
     with pytest.raises(OSError, match="disk full"):
         await store.save(done, context)  # the client is not told it is done
     assert store.pending == 2
-    assert await store.get(done.id, context) == done
-    monkeypatch.setattr(store, "_to_orm", original)
+    assert await store.get(done.id, context) is None  # nor can it read it as done
+    monkeypatch.setattr(store, "_rows", original)
     await store.commit()
     assert _rows(tmp_path / "t.db") == {
         working.id: "TASK_STATE_WORKING",
         done.id: "TASK_STATE_COMPLETED",
     }
+    assert await store.get(done.id, context) == done
     await storage.close()
 
 

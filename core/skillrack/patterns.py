@@ -10,14 +10,19 @@ syntax, maintained since 2010, with fewer catastrophic cases to begin with),
 whose matches take a timeout:
 
 - one match may take at most ``MATCH_SECONDS``;
-- all the matches of one validation share ``BUDGET_SECONDS``
-  (``pattern_budget``), so that many strings that each stay under the first
-  limit cannot add up to a long stall.
+- all the matches of one validation share ``BUDGET_SECONDS`` of matching
+  time (``pattern_budget``; only the time spent matching counts, not the
+  rest of the validation), so that many strings that each stay under the
+  first limit cannot add up to a long stall.
 
-A match that runs out of time raises :class:`PatternTimeLimit`; the caller
-reports the instance as not matching (the draft's ``input_invalid`` /
-``output_invalid``, with a pointer to the string), never as matching.
-Legitimate patterns on legitimate strings take microseconds.
+A match that runs out of time raises :class:`PatternTimeLimit` and marks the
+budget as spent.  A timed-out match can never make an instance valid: the
+keywords report the string as not matching, and since a ``not`` or an
+``anyOf`` could turn that failure into a success, ``CompiledSchema`` refuses
+any instance whose validation saw a timeout, whatever else it found (the
+draft's ``input_invalid`` / ``output_invalid``, with a pointer to the string
+where it is known).  Legitimate patterns on legitimate strings take
+microseconds.
 
 ``pattern`` in JSON Schema means ECMA-262 syntax; like jsonschema, skillrack
 reads patterns with Python's syntax, which agrees on the constructs domain
@@ -40,9 +45,20 @@ MATCH_SECONDS: Final = 0.05
 #: The longest all the matches of one validation may run together.
 BUDGET_SECONDS: Final = 0.5
 
-#: The monotonic deadline of the validation under way, if any.
-_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "skillrack_pattern_deadline", default=None
+
+class Budget:
+    """The matching time left to one validation, and whether a match ran out of it."""
+
+    __slots__ = ("remaining", "timed_out")
+
+    def __init__(self, seconds: float) -> None:
+        self.remaining = seconds
+        self.timed_out = False
+
+
+#: The budget of the validation under way, if any.
+_budget: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
+    "skillrack_pattern_budget", default=None
 )
 
 
@@ -70,31 +86,43 @@ def check_pattern(pattern: str) -> str | None:
 
 
 @contextlib.contextmanager
-def pattern_budget(seconds: float = BUDGET_SECONDS) -> Iterator[None]:
-    """Give the matches made inside this block ``seconds`` in all (an outer budget wins)."""
-    if _deadline.get() is not None:
-        yield
+def pattern_budget(seconds: float = BUDGET_SECONDS) -> Iterator[Budget]:
+    """Give the matches made inside this block ``seconds`` of matching time in all.
+
+    Nested blocks share the outermost budget.  The caller reads
+    ``timed_out`` afterwards: True means some match was cut off.
+    """
+    outer = _budget.get()
+    if outer is not None:
+        yield outer
         return
-    token = _deadline.set(time.monotonic() + seconds)
+    budget = Budget(seconds)
+    token = _budget.set(budget)
     try:
-        yield
+        yield budget
     finally:
-        _deadline.reset(token)
+        _budget.reset(token)
 
 
 def search(pattern: str, string: str) -> bool:
     """``re.search(pattern, string) is not None``, within the time limits.
 
     Raises :class:`PatternTimeLimit` when the match (or the validation's
-    budget) runs out of time.
+    budget) runs out of time, and records that in the budget.
     """
-    timeout = MATCH_SECONDS
-    deadline = _deadline.get()
-    if deadline is not None:
-        timeout = min(timeout, deadline - time.monotonic())
-        if timeout <= 0:
-            raise PatternTimeLimit(pattern)
+    budget = _budget.get()
+    timeout = MATCH_SECONDS if budget is None else min(MATCH_SECONDS, budget.remaining)
+    if timeout <= 0:
+        assert budget is not None
+        budget.timed_out = True
+        raise PatternTimeLimit(pattern)
+    started = time.perf_counter()
     try:
         return compiled(pattern).search(string, timeout=timeout) is not None
     except TimeoutError:
+        if budget is not None:
+            budget.timed_out = True
         raise PatternTimeLimit(pattern) from None
+    finally:
+        if budget is not None:
+            budget.remaining -= time.perf_counter() - started

@@ -247,8 +247,12 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if storage is not None:
-            await storage.start()
-            settled = await storage.settle_interrupted(fail_interrupted)
+            try:
+                await storage.start()
+                settled = await storage.settle_interrupted(fail_interrupted)
+            except BaseException:
+                await storage.close()  # the lock and the connections, even on a failed start
+                raise
             if settled:
                 logger.warning(
                     "task store: %d task(s) left running by a stopped process marked failed"

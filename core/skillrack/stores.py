@@ -230,9 +230,24 @@ SETTLED_STATES = frozenset(
     }
 )
 #: The states of a task some process is working on, as the ``status`` column spells them.
-IN_PROGRESS_STATE_NAMES = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+#: (A2A 0.3 rows spell them in lower case; a2a-sdk reads both.)
+IN_PROGRESS_STATE_NAMES = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "submitted", "working")
 #: How long an in-progress save may wait in memory before it is committed.
 WRITE_BEHIND_S = 0.1
+
+
+class _Kept:
+    """One saved (or looked-up) state of a task, numbered in the order of saves."""
+
+    __slots__ = ("dropped", "owner", "seq", "size", "task")
+
+    def __init__(self, seq: int, task: Task, owner: str) -> None:
+        self.seq = seq
+        self.task = task
+        self.owner = owner
+        self.size = 0 if task is _ABSENT else task.ByteSize()
+        #: Set when the commit could not convert this state for the database.
+        self.dropped = False
 
 
 class SingleProcessTaskStore(DatabaseTaskStore):
@@ -248,12 +263,18 @@ class SingleProcessTaskStore(DatabaseTaskStore):
       within the window costs one write instead of five;
     - a write is ``INSERT ... ON CONFLICT DO UPDATE`` (the base class's
       ``merge`` reads the row first);
-    - ``get`` answers from memory for pending saves and for the tasks this
-      process saved or looked up last, including those it found absent
-      (a2a-sdk looks a new task up several times before its first save).
-      That memory is bounded (``capacity`` tasks, ``max_bytes`` in all,
-      pending saves aside: they leave at the next commit), and a fresh
-      process starts empty and reads from the database.
+    - ``get`` answers from memory (``_shown``) for the tasks this process
+      saved or looked up last, including those it found absent (a2a-sdk
+      looks a new task up several times before its first save).
+
+    What ``get`` shows: an in-progress state as soon as it is saved, a
+    settled state only once it is committed, so no reader (``GetTask``,
+    ``ListTasks``, a follow-up message) ever sees a final state that a crash
+    could take back; until then it shows the state before.  The memory is
+    bounded (``capacity`` tasks, ``max_bytes`` in all), except for the
+    states of tasks with uncommitted saves, which stay until their commit
+    (they are the tasks being worked on); a fresh process starts empty and
+    reads from the database.
 
     ``list`` and ``delete`` commit pending saves first, so they see and
     order against everything saved before them.  ``aclose`` commits what is
@@ -271,17 +292,17 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         **kwargs: Any,
     ) -> None:
         super().__init__(engine, **kwargs)
-        # (owner, task id) -> (task, its serialized size); bounded in count and bytes.
-        self._recent: OrderedDict[tuple[str, str], tuple[Task, int]] = OrderedDict()
+        #: What ``get`` answers, by (owner, task id); least recently used first.
+        self._shown: OrderedDict[tuple[str, str], _Kept] = OrderedDict()
         self._capacity = capacity
         self._max_bytes = max_bytes
         self._bytes = 0
-        #: Counts the writes this store made; a read that raced one is not remembered.
-        self._writes = 0
-        #: Saved but not yet committed: (owner, task id) -> a copy of the task.
-        self._pending: dict[tuple[str, str], Task] = {}
-        #: The saves the commit under way is writing; still answered from here until it lands.
-        self._writing: dict[tuple[str, str], Task] = {}
+        #: Numbers every save; a read that raced one is not remembered.
+        self._seq = 0
+        #: Saved but not yet committed: the latest state of each task.
+        self._pending: dict[tuple[str, str], _Kept] = {}
+        #: The saves the commit under way is writing.
+        self._writing: dict[tuple[str, str], _Kept] = {}
         #: One commit at a time, so commits land in the order their saves were made.
         self._commit_lock = asyncio.Lock()
         self._write_behind_s = write_behind_s
@@ -302,37 +323,64 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         """How many tasks have saves not yet committed (waiting, or being written)."""
         return len(self._pending.keys() | self._writing.keys())
 
-    def _remember(self, key: tuple[str, str], task: Task) -> None:
-        self._forget(key)
-        size = 0
-        if task is not _ABSENT:
-            size = task.ByteSize()
-            if size > self._max_bytes // 8:
-                return  # a large task is read from the database when asked for
-        self._recent[key] = (task, size)
-        self._bytes += size
-        while len(self._recent) > self._capacity or self._bytes > self._max_bytes:
-            _, (_, dropped) = self._recent.popitem(last=False)
-            self._bytes -= dropped
+    # -- what get() shows ---------------------------------------------------------------------
+
+    def _uncommitted(self, key: tuple[str, str]) -> bool:
+        return key in self._pending or key in self._writing
+
+    def _show(self, key: tuple[str, str], kept: _Kept) -> None:
+        """Make ``kept`` what ``get`` answers for ``key``, unless a newer state is shown."""
+        current = self._shown.get(key)
+        if current is not None:
+            if current.seq > kept.seq:
+                return
+            self._bytes -= current.size
+            del self._shown[key]
+        if kept.size > self._max_bytes // 8 and not self._uncommitted(key):
+            return  # a large committed task is read from the database when asked for
+        self._shown[key] = kept
+        self._bytes += kept.size
+        self._evict()
+
+    def _evict(self) -> None:
+        while len(self._shown) > self._capacity or self._bytes > self._max_bytes:
+            # The least recently used task without uncommitted saves.
+            victim = next((key for key in self._shown if not self._uncommitted(key)), None)
+            if victim is None:
+                return  # only tasks being worked on: they leave at their commit
+            self._bytes -= self._shown.pop(victim).size
 
     def _forget(self, key: tuple[str, str]) -> None:
-        entry = self._recent.pop(key, None)
-        if entry is not None:
-            self._bytes -= entry[1]
+        gone = self._shown.pop(key, None)
+        if gone is not None:
+            self._bytes -= gone.size
+
+    # -- saving and committing ----------------------------------------------------------------
+
+    def _arm_timer(self) -> None:
+        if self._timer is None and self._pending:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self._write_behind_s, self._commit_in_background)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         owner = self.owner_resolver(context)
         key = (owner, task.id)
-        kept = Task()
-        kept.CopyFrom(task)
+        copy = Task()
+        copy.CopyFrom(task)
+        self._seq += 1
+        kept = _Kept(self._seq, copy, owner)
         self._pending[key] = kept
-        self._writes += 1
-        self._remember(key, kept)
-        if task.status.state in SETTLED_STATES:
+        if task.status.state not in SETTLED_STATES:
+            self._show(key, kept)
+            self._arm_timer()
+            return
+        try:
             await self.commit()
-        elif self._timer is None:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self._write_behind_s, self._commit_in_background)
+        except BaseException:
+            self._arm_timer()  # retried in the background as well as by the next commit
+            raise
+        if kept.dropped:
+            raise ValueError(f"task {task.id} could not be converted for the task store")
 
     def _commit_in_background(self) -> None:
         self._timer = None
@@ -345,13 +393,32 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             await self.commit()
         except Exception as exc:  # kept pending; the next commit retries them
             logger.warning(
-                "task store: %d in-progress task saves not yet written (%s); will retry",
+                "task store: %d task saves not yet written (%s); will retry",
                 len(self._pending),
                 type(exc).__name__,
             )
-            if self._pending and self._timer is None:
-                loop = asyncio.get_running_loop()
-                self._timer = loop.call_later(self._write_behind_s, self._commit_in_background)
+            self._arm_timer()
+
+    def _rows(self, batch: dict[tuple[str, str], _Kept]) -> list[dict[str, Any]]:
+        """The batch's database rows; a state that cannot be converted is dropped and logged.
+
+        Dropped rather than kept pending: it would fail every later commit,
+        and with it every other task's save.
+        """
+        rows = []
+        for kept in batch.values():
+            try:
+                model = self._to_orm(kept.task, kept.owner)
+            except Exception as exc:
+                kept.dropped = True
+                logger.error(
+                    "task store: task %s cannot be written (%s); this save is dropped",
+                    kept.task.id,
+                    type(exc).__name__,
+                )
+                continue
+            rows.append({column: getattr(model, key) for key, column in self._columns})
+        return rows
 
     async def commit(self) -> None:
         """Write every pending save in one transaction (a no-op when none is pending).
@@ -360,7 +427,8 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         writes what is still pending: its own save either went out with that
         commit or goes out with this one.  If the write fails, the saves stay
         pending (unless a newer save of the same task replaced them) and the
-        error propagates.
+        error propagates.  Once committed, a settled state becomes what
+        ``get`` shows.
         """
         async with self._commit_lock:
             if not self._pending:
@@ -369,18 +437,21 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             self._writing = batch
             try:
                 await self._ensure_initialized()
-                rows = []
-                for (owner, _), task in batch.items():
-                    model = self._to_orm(task, owner)
-                    rows.append({column: getattr(model, key) for key, column in self._columns})
-                async with self.engine.begin() as connection:
-                    await connection.execute(self._upsert, rows[0] if len(rows) == 1 else rows)
+                rows = self._rows(batch)
+                if rows:
+                    async with self.engine.begin() as connection:
+                        await connection.execute(self._upsert, rows[0] if len(rows) == 1 else rows)
             except BaseException:
-                for key, task in batch.items():
-                    self._pending.setdefault(key, task)
+                for key, kept in batch.items():
+                    if not kept.dropped:
+                        self._pending.setdefault(key, kept)
                 raise
             finally:
                 self._writing = {}
+            for key, kept in batch.items():
+                if not kept.dropped:
+                    self._show(key, kept)
+            self._evict()
 
     async def aclose(self) -> None:
         """Commit what is pending; called before the engine is disposed."""
@@ -391,29 +462,25 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             await asyncio.gather(*self._background, return_exceptions=True)
         await self.commit()
 
+    # -- reading ------------------------------------------------------------------------------
+
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         key = (self.owner_resolver(context), task_id)
-        entry = self._pending.get(key)
-        if entry is None:
-            entry = self._writing.get(key)
-        if entry is None:
-            remembered = self._recent.get(key)
-            if remembered is None:
-                writes = self._writes
-                found = await super().get(task_id, context)
-                if writes == self._writes:  # no save landed while the row was read
-                    kept = found
-                    if found is not None:
-                        kept = Task()
-                        kept.CopyFrom(found)
-                    self._remember(key, kept if kept is not None else _ABSENT)
-                return found
-            self._recent.move_to_end(key)
-            entry = remembered[0]
-        if entry is _ABSENT:
+        kept = self._shown.get(key)
+        if kept is None:
+            seq = self._seq
+            found = await super().get(task_id, context)
+            if seq == self._seq:  # no save landed while the row was read
+                stored = Task()
+                if found is not None:
+                    stored.CopyFrom(found)
+                self._show(key, _Kept(seq, stored if found is not None else _ABSENT, key[0]))
+            return found
+        self._shown.move_to_end(key)
+        if kept.task is _ABSENT:
             return None
         copy = Task()
-        copy.CopyFrom(entry)
+        copy.CopyFrom(kept.task)
         return copy
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
@@ -425,38 +492,49 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         async with self._commit_lock:
             self._pending.pop(key, None)
             self._forget(key)
+            self._seq += 1
             await super().delete(task_id, context)
-            self._writes += 1
             self._forget(key)
 
     async def settle_interrupted(self, settle: Callable[[Task], None]) -> tuple[str, ...]:
         """Apply ``settle`` to every task left submitted or working, and write them back.
 
         For start-up, before this process accepts a task: whatever is in
-        progress in the file then was left by a process that is gone.
-        Returns the ids of the tasks settled.
+        progress in the file then was left by a process that is gone.  A row
+        that cannot be read is logged and left as it is.  Returns the ids of
+        the tasks settled.
         """
         await self._ensure_initialized()
         state = func.json_extract(self._table.c.status, "$.state")
         query = select(self.task_model).where(state.in_(IN_PROGRESS_STATE_NAMES))
         async with self.async_session_maker() as session:
             models = list((await session.execute(query)).scalars())
-        rows = []
+        rows, settled = [], []
         for model in models:
-            task = self._from_orm(model)
-            settle(task)
-            settled = self._to_orm(task, model.owner or "")
-            rows.append({column: getattr(settled, key) for key, column in self._columns})
+            try:
+                task = self._from_orm(model)
+                settle(task)
+                converted = self._to_orm(task, model.owner or "")
+            except Exception as exc:
+                logger.error(
+                    "task store: task %s left in progress cannot be read (%s); left as it is",
+                    model.id,
+                    type(exc).__name__,
+                )
+                continue
+            rows.append({column: getattr(converted, key) for key, column in self._columns})
+            settled.append(model.id)
+            self._forget((model.owner or "", model.id))
         if rows:
             async with self._commit_lock, self.engine.begin() as connection:
                 await connection.execute(self._upsert, rows)
-        return tuple(model.id for model in models)
+        return tuple(settled)
 
     def note_new(self, task_id: str, context: ServerCallContext) -> None:
         """``task_id`` was just generated for a new task: it is not in the database."""
         key = (self.owner_resolver(context), task_id)
-        if key not in self._pending:
-            self._remember(key, _ABSENT)
+        if key not in self._shown and not self._uncommitted(key):
+            self._show(key, _Kept(self._seq, _ABSENT, key[0]))
 
 
 class NewTaskNotice(SimpleRequestContextBuilder):
@@ -512,7 +590,13 @@ class TaskStorage:
         """
         assert self.spec.path is not None
         path = self.spec.path.with_name(self.spec.path.name + ".lock")
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:  # flock needs no write access: another user's lock file can be shared
+            descriptor = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise ConfigError(
+                f"task store {self.spec.path}: cannot open its lock file {path}: "
+                f"{exc.strerror or type(exc).__name__}"
+            ) from None
         try:
             fcntl.flock(
                 descriptor, (fcntl.LOCK_SH if self.cluster else fcntl.LOCK_EX) | fcntl.LOCK_NB

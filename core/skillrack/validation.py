@@ -165,6 +165,10 @@ def _is_related(path: str, hidden: str) -> bool:
 # ``unevaluatedProperties`` (see ``skillrack.inline``).
 
 
+#: ``expected`` of the detail for an instance refused because a match was cut off.
+TIMED_OUT: Final = "a pattern match within the time limit"
+
+
 def _timed_out(exc: patterns.PatternTimeLimit, **where: Any) -> Any:
     return ValidationError(f"{exc}; the value is treated as not matching", **where)
 
@@ -709,8 +713,13 @@ class CompiledSchema:
         include the sensitive member) carries no ``actual``; ``expected`` comes
         from the public schema and is kept.
         """
-        with patterns.pattern_budget():
-            return self._validate(instance, tuple(sensitive))
+        with patterns.pattern_budget() as budget:
+            details = self._validate(instance, tuple(sensitive))
+        if budget.timed_out and not details:
+            # A match was cut off and the failure it reported was absorbed (a
+            # ``not``, an ``anyOf``): an instance never passes on a timeout.
+            return (ErrorDetail(instance_path="", keyword="pattern", expected=TIMED_OUT),)
+        return details
 
     def _validate(self, instance: Any, hidden: tuple[str, ...]) -> tuple[ErrorDetail, ...]:
         refusal = self._admit(instance)
@@ -734,11 +743,12 @@ class CompiledSchema:
         """True when :meth:`validate` would return no details (same limits, same errors)."""
         if self._admit(instance) is not None:
             return False
-        with patterns.pattern_budget():
-            if self._valid_fast(instance):
+        with patterns.pattern_budget() as budget:
+            if self._valid_fast(instance) and not budget.timed_out:
                 return True
             with _bounded():
-                return next(iter(self._validator.iter_errors(instance)), None) is None
+                valid = next(iter(self._validator.iter_errors(instance)), None) is None
+        return valid and not budget.timed_out
 
     def _admit(self, instance: Any) -> ErrorDetail | None:
         """Apply the instance limits; a non-JSON instance becomes one detail at the root."""
