@@ -191,3 +191,12 @@ def test_a_plugins_hostile_pattern_does_not_stall_the_agent() -> None:
         # Located within the arguments, as the draft locates input_invalid details.
         assert [d["instance_path"] for d in error["details"]] == ["/name"]
         assert httpx.get(base + "/.well-known/agent-card.json", timeout=5).status_code == 200
+
+
+def test_details_show_the_schema_as_published_with_its_dialect() -> None:
+    """The runtime copy drops ``$schema``; ``expected`` must not."""
+    embedded = {"$id": "urn:test:number", "$schema": DRAFT_2020_12, "type": "integer"}
+    schema = {"$schema": DRAFT_2020_12, "anyOf": [{"type": "string"}, embedded]}
+    [detail] = _validate(schema, [])[0]
+    assert detail.keyword == "anyOf"
+    assert detail.expected == [{"type": "string"}, embedded]

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.server.cluster import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import ListTasksRequest, Task, TaskState, TaskStatus
@@ -325,6 +326,52 @@ async def test_a_settled_state_is_shown_only_once_committed(
     assert _rows(tmp_path / "t.db")[failing.id] == "TASK_STATE_FAILED"
     shown = await store.get(failing.id, context)
     assert shown is not None and shown.status.state == TaskState.TASK_STATE_FAILED
+    await storage.close()
+
+
+async def test_a_row_read_while_a_final_state_commits_is_not_remembered(tmp_path: Path) -> None:
+    """A GetTask that reads the database while a completion is being committed reads the
+    state before it; remembering that row would hide the completion for good."""
+    context = ServerCallContext()
+    storage, store = await _open_single(tmp_path)
+    task = _task(TaskState.TASK_STATE_WORKING)
+    await store.save(task, context)
+    await storage.close()
+
+    storage, store = await _open_single(tmp_path)  # a new process: nothing shown yet
+    release = asyncio.Event()
+
+    async def held_commit() -> None:
+        async with store._commit_lock:
+            await release.wait()
+
+    holder = asyncio.create_task(held_commit())
+    await asyncio.sleep(0)
+    done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
+    saver = asyncio.create_task(store.save(done, context))
+    await asyncio.sleep(0.01)
+    await store.save(_task(TaskState.TASK_STATE_WORKING), context)  # another task moves on
+    before = await store.get(task.id, context)
+    assert before is not None and before.status.state == TaskState.TASK_STATE_WORKING
+    release.set()
+    await holder
+    await saver
+    after = await store.get(task.id, context)
+    assert after is not None and after.status.state == TaskState.TASK_STATE_COMPLETED
+    await storage.close()
+
+
+async def test_a_final_state_is_never_overwritten(tmp_path: Path) -> None:
+    """E.g. a cancel that read the task just before its completion was committed."""
+    context = ServerCallContext()
+    storage, store = await _open_single(tmp_path)
+    task = _task(TaskState.TASK_STATE_COMPLETED)
+    await store.save(task, context)
+    await store.save(task, context)  # the same final state again is harmless
+    canceled = _task(TaskState.TASK_STATE_CANCELED, task_id=task.id)
+    with pytest.raises(ConcurrentTaskModificationError):
+        await store.save(canceled, context)
+    assert _rows(tmp_path / "t.db")[task.id] == "TASK_STATE_COMPLETED"
     await storage.close()
 
 

@@ -275,12 +275,6 @@ def compile_inline_schema(
     check_reference_graph(locations, edges, limits)
 
     runtime_root, runtime = desugar_booleans(private, locations)
-    for loc in locations:
-        # Every subschema was checked to be of this dialect.  Without ``$schema``
-        # jsonschema cannot switch a ``$ref`` target, or an embedded resource,
-        # to its stock validator class, whose patterns have no time limit.
-        if isinstance(loc.node, dict):
-            loc.node.pop("$schema", None)
     validator = validator_class(
         runtime_root,
         registry=schema_registry(root_uri, runtime_root, retriever),

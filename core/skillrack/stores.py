@@ -72,6 +72,7 @@ from typing import Any, Literal
 
 from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from a2a.server.cluster import (
+    ConcurrentTaskModificationError,
     DatabaseTaskEventStream,
     TaskEventStream,
     VersionedDatabaseTaskStore,
@@ -229,6 +230,15 @@ SETTLED_STATES = frozenset(
         TaskState.TASK_STATE_AUTH_REQUIRED,
     }
 )
+#: States after which a task never changes again.
+TERMINAL_STATES = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
 #: The states of a task some process is working on, as the ``status`` column spells them.
 #: (A2A 0.3 rows spell them in lower case; a2a-sdk reads both.)
 IN_PROGRESS_STATE_NAMES = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "submitted", "working")
@@ -308,6 +318,10 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         self._write_behind_s = write_behind_s
         self._timer: asyncio.TimerHandle | None = None
         self._background: set[asyncio.Task[None]] = set()
+        #: Set by ``aclose``: nothing is scheduled after it.
+        self._closed = False
+        #: Tasks being deleted: a read racing the delete is not remembered.
+        self._deleting: set[tuple[str, str]] = set()
         mapper = class_mapper(self.task_model)
         self._table: Table = mapper.local_table  # type: ignore[assignment]
         self._columns = [(prop.key, prop.columns[0].name) for prop in mapper.column_attrs]
@@ -358,13 +372,23 @@ class SingleProcessTaskStore(DatabaseTaskStore):
     # -- saving and committing ----------------------------------------------------------------
 
     def _arm_timer(self) -> None:
-        if self._timer is None and self._pending:
+        if self._timer is None and self._pending and not self._closed:
             loop = asyncio.get_running_loop()
             self._timer = loop.call_later(self._write_behind_s, self._commit_in_background)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         owner = self.owner_resolver(context)
         key = (owner, task.id)
+        latest = self._pending.get(key) or self._writing.get(key) or self._shown.get(key)
+        if (
+            latest is not None
+            and latest.task is not _ABSENT
+            and latest.task.status.state in TERMINAL_STATES
+            and task.status.state != latest.task.status.state
+        ):
+            # A final state is final: e.g. a cancel racing the commit of a
+            # completion must not overwrite it (a2a-sdk answers "not cancelable").
+            raise ConcurrentTaskModificationError(task.id)
         copy = Task()
         copy.CopyFrom(task)
         self._seq += 1
@@ -451,10 +475,13 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             for key, kept in batch.items():
                 if not kept.dropped:
                     self._show(key, kept)
+                elif self._shown.get(key) is kept:
+                    self._forget(key)  # never written: not to be shown either
             self._evict()
 
     async def aclose(self) -> None:
         """Commit what is pending; called before the engine is disposed."""
+        self._closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -469,8 +496,17 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         kept = self._shown.get(key)
         if kept is None:
             seq = self._seq
+            unsettled = self._uncommitted(key) or key in self._deleting
             found = await super().get(task_id, context)
-            if seq == self._seq:  # no save landed while the row was read
+            # Remember the row only if it is the latest word on the task: no save
+            # landed while it was read, and none was waiting for its commit (the
+            # row would then be older than a settled state about to be shown).
+            if (
+                seq == self._seq
+                and not unsettled
+                and not self._uncommitted(key)
+                and key not in self._deleting
+            ):
                 stored = Task()
                 if found is not None:
                     stored.CopyFrom(found)
@@ -490,11 +526,15 @@ class SingleProcessTaskStore(DatabaseTaskStore):
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         key = (self.owner_resolver(context), task_id)
         async with self._commit_lock:
-            self._pending.pop(key, None)
-            self._forget(key)
-            self._seq += 1
-            await super().delete(task_id, context)
-            self._forget(key)
+            self._deleting.add(key)
+            try:
+                self._pending.pop(key, None)
+                self._forget(key)
+                self._seq += 1
+                await super().delete(task_id, context)
+            finally:
+                self._deleting.discard(key)
+                self._forget(key)
 
     async def settle_interrupted(self, settle: Callable[[Task], None]) -> tuple[str, ...]:
         """Apply ``settle`` to every task left submitted or working, and write them back.

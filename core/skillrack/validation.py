@@ -53,15 +53,20 @@ class _Runtime:
 
     ``pointers`` maps ``id()`` of every schema object of the runtime copy to its
     pointer; ``booleans`` maps the stand-ins for ``true``/``false`` subschemas to
-    the boolean and the keyword that held it.
+    the boolean and the keyword that held it; ``dialects`` maps the schema
+    objects whose ``$schema`` the runtime copy dropped to that value.
     """
 
     pointers: Mapping[int, str]
     booleans: Mapping[int, tuple[bool, str]]
+    dialects: Mapping[int, Any] = field(default_factory=dict)
 
 
 def desugar_booleans(root: Any, locations: list[Location]) -> tuple[Any, _Runtime]:
     """Replace boolean subschemas by their object equivalents, in place; return the new root.
+
+    Also drops ``$schema`` from every schema object (kept in the runtime's
+    ``dialects`` for the details), for the reason given where it is done.
 
     JSON Schema defines ``true`` as ``{}`` and ``false`` as ``{"not": {}}``.
     The rewrite exists because jsonschema loses the location of a failure
@@ -75,9 +80,16 @@ def desugar_booleans(root: Any, locations: list[Location]) -> tuple[Any, _Runtim
     """
     pointers: dict[int, str] = {}
     booleans: dict[int, tuple[bool, str]] = {}
+    dialects: dict[int, Any] = {}
     for loc in locations:
         if not isinstance(loc.node, bool):
             pointers[id(loc.node)] = loc.pointer
+            if isinstance(loc.node, dict) and "$schema" in loc.node:
+                # Every subschema was checked to be of the one dialect.  Without
+                # ``$schema`` jsonschema cannot switch a ``$ref`` target or an
+                # embedded resource to its stock validator class, whose
+                # pattern matching has no time limit (``BoundedValidator``).
+                dialects[id(loc.node)] = loc.node.pop("$schema")
             continue
         stand_in: dict[str, Any] = {} if loc.node else {"not": {}}
         pointers[id(stand_in)] = loc.pointer
@@ -91,21 +103,25 @@ def desugar_booleans(root: Any, locations: list[Location]) -> tuple[Any, _Runtim
             parent[int(last)] = stand_in
         else:
             parent[unescape(last)] = stand_in
-    return root, _Runtime(pointers=pointers, booleans=booleans)
+    return root, _Runtime(pointers=pointers, booleans=booleans, dialects=dialects)
 
 
-def _resugar(value: Any, booleans: Mapping[int, tuple[bool, str]]) -> Any:
-    """``value`` with the stand-ins of :func:`desugar_booleans` turned back into booleans.
+def _resugar(value: Any, runtime: _Runtime) -> Any:
+    """``value`` as published: the rewrites of :func:`desugar_booleans` undone.
 
     ``expected`` values come from the runtime copy (``anyOf`` reports its whole
-    list of subschemas); a caller must see the schema as published.
+    list of subschemas); a caller must see the schema as published, with its
+    booleans and its ``$schema``.
     """
-    if id(value) in booleans:
-        return booleans[id(value)][0]
+    if id(value) in runtime.booleans:
+        return runtime.booleans[id(value)][0]
     if isinstance(value, dict):
-        return {key: _resugar(item, booleans) for key, item in value.items()}
+        published = {key: _resugar(item, runtime) for key, item in value.items()}
+        if id(value) in runtime.dialects:
+            published = {"$schema": runtime.dialects[id(value)], **published}
+        return published
     if isinstance(value, list):
-        return [_resugar(item, booleans) for item in value]
+        return [_resugar(item, runtime) for item in value]
     return value
 
 
@@ -810,7 +826,7 @@ class CompiledSchema:
         instance = error.instance
         booleans = self._runtime.booleans
         # Stand-ins back to booleans, e.g. for ``unevaluatedProperties: false``.
-        expected = _resugar(error.validator_value, booleans)
+        expected = _resugar(error.validator_value, self._runtime)
         stand_in = booleans.get(id(error.schema))
         if stand_in is not None:
             # A ``false`` subschema failed: name the keyword that held it.
