@@ -10,6 +10,7 @@ still holds every task whose completion a client saw.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import threading
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -279,29 +281,13 @@ async def test_a_settled_state_is_shown_only_once_committed(
     storage, store = await _open_single(tmp_path)
     task = _task(TaskState.TASK_STATE_WORKING)
     await store.save(task, context)
-    release = asyncio.Event()
-    entered = asyncio.Event()
-    original = store._rows
-
-    def slow_rows(batch: Any) -> Any:
-        entered.set()
-        return original(batch)
-
-    async def held_commit() -> None:  # the commit under way holds the lock a while
-        async with store._commit_lock:
-            entered.set()
-            await release.wait()
-
-    holder = asyncio.create_task(held_commit())
-    await entered.wait()
-    done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
-    saver = asyncio.create_task(store.save(done, context))
-    await asyncio.sleep(0.05)
-    shown = await store.get(task.id, context)
-    assert shown is not None and shown.status.state == TaskState.TASK_STATE_WORKING
-    assert not saver.done()
-    release.set()
-    await holder
+    async with _commits_held(store):
+        done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
+        saver = asyncio.create_task(store.save(done, context))
+        await asyncio.sleep(0.05)
+        shown = await store.get(task.id, context)
+        assert shown is not None and shown.status.state == TaskState.TASK_STATE_WORKING
+        assert not saver.done()
     await saver
     shown = await store.get(task.id, context)
     assert shown is not None and shown.status.state == TaskState.TASK_STATE_COMPLETED
@@ -313,13 +299,14 @@ async def test_a_settled_state_is_shown_only_once_committed(
     def broken(batch: Any) -> Any:
         raise OSError("disk full")
 
+    original = store._rows
     monkeypatch.setattr(store, "_rows", broken)
     failed = _task(TaskState.TASK_STATE_FAILED, task_id=failing.id)
     with pytest.raises(OSError):
         await store.save(failed, context)
     shown = await store.get(failing.id, context)
     assert shown is not None and shown.status.state == TaskState.TASK_STATE_WORKING
-    monkeypatch.setattr(store, "_rows", slow_rows)
+    monkeypatch.setattr(store, "_rows", original)
     deadline = time.monotonic() + 5
     while store.pending and time.monotonic() < deadline:  # the background retry
         await asyncio.sleep(0.02)
@@ -339,22 +326,13 @@ async def test_a_row_read_while_a_final_state_commits_is_not_remembered(tmp_path
     await storage.close()
 
     storage, store = await _open_single(tmp_path)  # a new process: nothing shown yet
-    release = asyncio.Event()
-
-    async def held_commit() -> None:
-        async with store._commit_lock:
-            await release.wait()
-
-    holder = asyncio.create_task(held_commit())
-    await asyncio.sleep(0)
-    done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
-    saver = asyncio.create_task(store.save(done, context))
-    await asyncio.sleep(0.01)
-    await store.save(_task(TaskState.TASK_STATE_WORKING), context)  # another task moves on
-    before = await store.get(task.id, context)
-    assert before is not None and before.status.state == TaskState.TASK_STATE_WORKING
-    release.set()
-    await holder
+    async with _commits_held(store):
+        done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
+        saver = asyncio.create_task(store.save(done, context))
+        await asyncio.sleep(0.01)
+        await store.save(_task(TaskState.TASK_STATE_WORKING), context)  # another task moves on
+        before = await store.get(task.id, context)
+        assert before is not None and before.status.state == TaskState.TASK_STATE_WORKING
     await saver
     after = await store.get(task.id, context)
     assert after is not None and after.status.state == TaskState.TASK_STATE_COMPLETED
@@ -440,6 +418,25 @@ async def _open_single(tmp_path: Path) -> tuple[TaskStorage, SingleProcessTaskSt
     await storage.start()
     assert isinstance(storage.task_store, SingleProcessTaskStore)
     return storage, storage.task_store
+
+
+@contextlib.asynccontextmanager
+async def _commits_held(store: SingleProcessTaskStore) -> AsyncIterator[None]:
+    """Hold the store's commit lock for the block, as a slow commit under way would."""
+    release, entered = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with store._commit_lock:
+            entered.set()
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await entered.wait()
+    try:
+        yield
+    finally:
+        release.set()
+        await holder
 
 
 def _rows(database: Path) -> dict[str, str]:

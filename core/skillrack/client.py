@@ -61,9 +61,10 @@ from .client_errors import (
 from .errors import ErrorCode
 from .interface import DESCRIBE_SKILL, InterfaceError, VerifiedInterface, verify_document
 from .limits import DEFAULT_LIMITS, Limits
-from .outcome import INTERRUPTED, TERMINAL, SkillResult, TaskAssembler, outcome
+from .outcome import SkillResult, TaskAssembler, outcome
 from .requests import EXTENSION_URI
 from .signing import CardKeys, CardSignatureError, verify_card_signature
+from .states import INTERRUPTED, TERMINAL
 from .versions import INTERFACE_VERSION
 from .wire import UnsafeNumber, check_numbers, data_part, from_value
 

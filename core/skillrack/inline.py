@@ -40,7 +40,7 @@ from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unu
 from .canonical import CanonicalizationError, canonical_bytes
 from .limits import DEFAULT_LIMITS, Limits, json_depth
 from .patterns import check_pattern
-from .pointers import to_pointer
+from .pointers import escape, to_pointer
 from .schemaerror import InlineSchemaError, limit_exceeded, refuse
 from .schemawalk import (
     Location,
@@ -160,7 +160,7 @@ def _check_patterns(locations: list[Location]) -> None:
                     f"{unevaluated.pointer or '/'}) cannot be matched under a time limit; "
                     "use additionalProperties or propertyNames instead",
                 )
-            found += [(f"{loc.pointer}/patternProperties", key) for key in listed]
+            found += [(f"{loc.pointer}/patternProperties/{escape(key)}", key) for key in listed]
         for pointer, pattern in found:
             problem = check_pattern(pattern)
             if problem is not None:

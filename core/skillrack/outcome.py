@@ -24,14 +24,6 @@ from .errors import ConditionError, ErrorCode, parse_error_object
 from .interface import VerifiedInterface
 from .wire import from_value
 
-TERMINAL = {
-    TaskState.TASK_STATE_COMPLETED,
-    TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_CANCELED,
-    TaskState.TASK_STATE_REJECTED,
-}
-INTERRUPTED = {TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED}
-
 
 def state_name(state: int) -> str:
     return TaskState.Name(state)

@@ -16,7 +16,6 @@ may be running those tasks right now.
 
 from __future__ import annotations
 
-import logging
 import uuid
 
 from a2a.types import Message, Role, Task, TaskState
@@ -24,8 +23,6 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from .errors import ConditionError, ErrorCode
 from .wire import data_part
-
-logger = logging.getLogger(__name__)
 
 INTERRUPTED = (
     "the agent stopped while this task was running, so the skill did not finish; "

@@ -81,7 +81,7 @@ from a2a.server.cluster import (
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver
 from a2a.server.tasks import DatabaseTaskStore, InMemoryTaskStore, TaskStore
-from a2a.types import ListTasksRequest, ListTasksResponse, SendMessageRequest, Task, TaskState
+from a2a.types import ListTasksRequest, ListTasksResponse, SendMessageRequest, Task
 from sqlalchemy import Table, event, func, select
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
@@ -90,6 +90,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import class_mapper
 
 from .config import ConfigError
+from .states import INTERRUPTED, TERMINAL
 
 logger = logging.getLogger(__name__)
 
@@ -220,25 +221,7 @@ _ABSENT = Task()
 
 
 #: States a client may act on: a save of one commits before it returns.
-SETTLED_STATES = frozenset(
-    {
-        TaskState.TASK_STATE_COMPLETED,
-        TaskState.TASK_STATE_FAILED,
-        TaskState.TASK_STATE_CANCELED,
-        TaskState.TASK_STATE_REJECTED,
-        TaskState.TASK_STATE_INPUT_REQUIRED,
-        TaskState.TASK_STATE_AUTH_REQUIRED,
-    }
-)
-#: States after which a task never changes again.
-TERMINAL_STATES = frozenset(
-    {
-        TaskState.TASK_STATE_COMPLETED,
-        TaskState.TASK_STATE_FAILED,
-        TaskState.TASK_STATE_CANCELED,
-        TaskState.TASK_STATE_REJECTED,
-    }
-)
+SETTLED_STATES = TERMINAL | INTERRUPTED
 #: The states of a task some process is working on, as the ``status`` column spells them.
 #: (A2A 0.3 rows spell them in lower case; a2a-sdk reads both.)
 IN_PROGRESS_STATE_NAMES = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "submitted", "working")
@@ -383,7 +366,7 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         if (
             latest is not None
             and latest.task is not _ABSENT
-            and latest.task.status.state in TERMINAL_STATES
+            and latest.task.status.state in TERMINAL
             and task.status.state != latest.task.status.state
         ):
             # A final state is final: e.g. a cancel racing the commit of a
