@@ -29,12 +29,12 @@ from importlib import resources
 from typing import Any
 
 from skillrack import DomainSchema, Skill, SupportingRecord, hookimpl
-from skillrack.canonical import canonical_bytes
-from skillrack.inline import DRAFT_2020_12, compile_inline_schema, ensure_format_checkers
-from skillrack.interface_schema import skill_interface_schema
-from skillrack.plugins import load_plugins
-from skillrack.registry import build_registry
-from skillrack.wire import check_numbers, data_part
+from skillrack.host.plugins import load_plugins
+from skillrack.host.registry import build_registry
+from skillrack.interface.canonical import canonical_bytes
+from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema, ensure_format_checkers
+from skillrack.interface.standard_schema import skill_interface_schema
+from skillrack.protocol.wire import check_numbers, data_part
 
 EXAMPLE = "skillrack_example_vendor"
 

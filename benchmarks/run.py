@@ -278,7 +278,7 @@ def label(group: list[Server]) -> str:
 def serve_options() -> set[str]:
     """Which ``skillrack serve`` options this checkout has (``--store``, ``--workers``)."""
     text = subprocess.run(
-        [PYTHON, "-m", "skillrack.cli", "serve", "--help"],
+        [PYTHON, "-m", "skillrack.cli.main", "serve", "--help"],
         capture_output=True,
         text=True,
         check=True,

@@ -14,9 +14,9 @@ from pathlib import Path
 import uvicorn
 from starlette.types import ASGIApp
 
-from skillrack.config import Config
-from skillrack.registry import Registry
-from skillrack.server import create_app
+from skillrack.host.config import Config
+from skillrack.host.registry import Registry
+from skillrack.serve.app import create_app
 
 
 def free_port() -> int:

@@ -19,7 +19,7 @@ from skillrack import (
     SupportingRecord,
     hookimpl,
 )
-from skillrack.authz import AuthorizationRequest, Decision
+from skillrack.serve.security.authz import AuthorizationRequest, Decision
 
 OBJECT = {"type": "object"}
 WAIT_INPUT = {

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from skillrack import Authority, DomainSchema, Interaction, Skill, SupportingRecord, hookimpl
-from skillrack.plugins import load_plugins
-from skillrack.registry import Registry, build_registry
+from skillrack.host.plugins import load_plugins
+from skillrack.host.registry import Registry, build_registry
 
 DATA = Path(__file__).parent / "data"
 VECTOR_DIGEST = "sha256:4dedea3f7ddf19e94d9fd0b30886624f50afb5aadc1b407508a05dd3c40f380d"

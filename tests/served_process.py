@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 
-from skillrack.requests import EXTENSION_URI
-from skillrack.testing_serve import CARD_PATH, ServedAgent, invoke, served_agent, start_agent
+from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.testing.serve import CARD_PATH, ServedAgent, invoke, served_agent, start_agent
 
 PLUGIN_MODULE = "skillrack_store_probe"
 PLUGIN_SOURCE = '''

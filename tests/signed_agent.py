@@ -16,11 +16,11 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from starlette.types import ASGIApp
 from tamper import Tamper
 
-from skillrack.config import AgentIdentity, Config, SigningSettings
-from skillrack.host import first_party_plugins
-from skillrack.plugins import load_plugins
-from skillrack.registry import Registry, build_registry
-from skillrack.signing import CardSigner
+from skillrack.host.compose import first_party_plugins
+from skillrack.host.config import AgentIdentity, Config, SigningSettings
+from skillrack.host.plugins import load_plugins
+from skillrack.host.registry import Registry, build_registry
+from skillrack.protocol.signing import CardSigner
 from skillrack_plugins.api_keys import hash_key
 
 API_KEY = "signing-tests-key-1"

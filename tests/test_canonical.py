@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from builders import VECTOR_DIGEST
 
-from skillrack.canonical import (
+from skillrack.interface.canonical import (
     CanonicalizationError,
     canonical_bytes,
     digest_of,

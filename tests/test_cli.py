@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from builders import DATA, VECTOR_DIGEST, SkillsPlugin, draft_skill, registry_of, simple_skill
 
-from skillrack import cli
-from skillrack.registry import Registry, StartupError
+from skillrack.cli import main as cli
+from skillrack.host.registry import Registry, StartupError
 
 
 @pytest.fixture

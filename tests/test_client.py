@@ -13,11 +13,11 @@ from builders import VECTOR_DIGEST, registry_of
 from starlette.types import ASGIApp
 from tamper import Tamper
 
-from skillrack.client import SkillClient
-from skillrack.client_errors import NOT_SCHEMA_INTERFACE_AGENT, TRANSPORT_ERROR, SkillCallError
-from skillrack.limits import Limits
-from skillrack.registry import Registry
-from skillrack.requests import EXTENSION_URI
+from skillrack.client.errors import NOT_SCHEMA_INTERFACE_AGENT, TRANSPORT_ERROR, SkillCallError
+from skillrack.client.skill_client import SkillClient
+from skillrack.host.registry import Registry
+from skillrack.interface.limits import Limits
+from skillrack.protocol.messages import EXTENSION_URI
 
 ARGS = {
     "resource_id": "network-resource-123",

@@ -14,7 +14,7 @@ from builders import VECTOR_DIGEST, registry_of
 from starlette.types import ASGIApp
 from tamper import Tamper
 
-from skillrack import cli
+from skillrack.cli import main as cli
 
 ARGS = {
     "resource_id": "network-resource-123",

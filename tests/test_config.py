@@ -13,7 +13,7 @@ import httpx
 import pytest
 from agent_harness import free_port
 
-from skillrack.config import Config, ConfigError, load_config
+from skillrack.host.config import Config, ConfigError, load_config
 
 
 def test_default_config_is_embedded() -> None:

@@ -15,8 +15,9 @@ from builders import VECTOR_DIGEST, registry_of
 from starlette.types import ASGIApp
 from tamper import Tamper
 
-from skillrack import cli, doctor
-from skillrack.registry import Registry
+from skillrack.cli import main as cli
+from skillrack.host.registry import Registry
+from skillrack.ops import doctor
 
 GOOD = """
 from builders import draft_skill, simple_skill

@@ -1,14 +1,14 @@
 """The per-request fast paths give exactly the answers of the slow ones they stand in for.
 
-:func:`skillrack.validation.compile_validity_check` answers "valid" without
+:func:`skillrack.interface.validation.compile_validity_check` answers "valid" without
 jsonschema for the keywords domain schemas use, and
-:func:`skillrack.validation.measure_plain_json` measures an instance's JCS size
+:func:`skillrack.interface.validation.measure_plain_json` measures an instance's JCS size
 without building the bytes.  Both are shortcuts only: every error, every detail
 and every refusal still comes from jsonschema and ``canonical_bytes``.  These
 tests hold them to that, schema by schema and instance by instance, including
 the corners where Python and JSON Schema disagree (``True == 1``, ``1.0`` as an
 integer, ``-0.0``, floats JCS writes differently from ``repr``).  Likewise
-:func:`skillrack.wire.data_part` and :func:`skillrack.wire.from_value` build and
+:func:`skillrack.protocol.wire.data_part` and :func:`skillrack.protocol.wire.from_value` build and
 read protobuf Values without ``json_format``'s per-member bookkeeping and must
 give the same messages, the same JSON (key order and int/float included) and
 the same errors.
@@ -27,12 +27,12 @@ from google.protobuf import json_format, struct_pb2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skillrack.canonical import CanonicalizationError, canonical_bytes
 from skillrack.errors import ConditionError
-from skillrack.inline import DRAFT_2020_12, compile_inline_schema
-from skillrack.limits import Limits, json_depth
-from skillrack.validation import CompiledSchema, measure_plain_json
-from skillrack.wire import _integral, data_part, from_value
+from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
+from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
+from skillrack.interface.limits import Limits, json_depth
+from skillrack.interface.validation import CompiledSchema, measure_plain_json
+from skillrack.protocol.wire import _integral, data_part, from_value
 
 SCALARS = (
     st.none()

@@ -41,11 +41,11 @@ from builders import registry_of
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from skillrack.config import Config, ServerSettings
 from skillrack.errors import ErrorCode
-from skillrack.limits import Limits
-from skillrack.registry import Registry
-from skillrack.testing_serve import HEADERS
+from skillrack.host.config import Config, ServerSettings
+from skillrack.host.registry import Registry
+from skillrack.interface.limits import Limits
+from skillrack.testing.serve import HEADERS
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 MAX_BODY = 100_000
@@ -114,7 +114,7 @@ class NonJsonAnswer(AssertionError):
 
 
 # Cases that once failed here, kept named by what they guard against: a2a-sdk's
-# parse-error text in answers (now rewritten by skillrack.sanitize), Starlette's
+# parse-error text in answers (now rewritten by skillrack.serve.sanitize), Starlette's
 # plain-text 404/405/307 (now JSON, no slash redirects), and NaN/Infinity or
 # out-of-range numbers (now refused by the body guard before any task exists).
 

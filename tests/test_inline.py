@@ -20,9 +20,9 @@ import pytest
 import referencing.exceptions
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 
-from skillrack.canonical import canonical_bytes
 from skillrack.errors import ConditionError, ErrorCode
-from skillrack.inline import (
+from skillrack.interface.canonical import canonical_bytes
+from skillrack.interface.inline import (
     DEFINED_FORMATS,
     DRAFT_2020_12,
     SUPPORTED_DIALECTS,
@@ -31,7 +31,7 @@ from skillrack.inline import (
     compile_inline_schema,
     ensure_format_checkers,
 )
-from skillrack.limits import DEFAULT_LIMITS, Limits
+from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 
 INVALID = ErrorCode.INTERFACE_INVALID
 LIMIT = ErrorCode.RESOURCE_LIMIT_EXCEEDED

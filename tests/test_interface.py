@@ -10,8 +10,8 @@ from builders import VECTOR_DIGEST, draft_skill, simple_skill
 
 from skillrack import Authority, DomainSchema, Operation, SupportingRecord
 from skillrack.errors import ErrorCode
-from skillrack.interface import InterfaceError, assemble, build_document, verify_document
-from skillrack.limits import Limits
+from skillrack.interface.document import InterfaceError, assemble, build_document, verify_document
+from skillrack.interface.limits import Limits
 
 
 def test_vendor_api_reproduces_the_draft_document(draft_document: dict[str, Any]) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import skillrack
-from skillrack import interface_schema
-from skillrack.interface_schema import (
+from skillrack.interface import standard_schema as interface_schema
+from skillrack.interface.standard_schema import (
     FILE_NAME,
     PINNED_DIGEST,
     InterfaceSchemaIntegrityError,

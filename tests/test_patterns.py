@@ -6,7 +6,7 @@ Such a schema may come from a vendor's plugin (the host validates requests
 against it) or from a remote agent (the client validates that agent's answers
 against it); either way the match is cut off and the value treated as not
 matching, with a detail that points at it.  Each test below would hang
-without ``skillrack.patterns``; the time bound asserted is far above the
+without ``skillrack.interface.patterns``; the time bound asserted is far above the
 limits (0.05 s per match, 0.5 s per validation) and far below a hang.
 """
 
@@ -21,12 +21,12 @@ from agent_harness import running_agent
 from agent_skills import AllowAll
 from builders import SkillsPlugin, registry_of, simple_skill
 
-from skillrack import patterns
 from skillrack.errors import ErrorCode
-from skillrack.inline import DRAFT_2020_12, compile_inline_schema
-from skillrack.schemaerror import InlineSchemaError
-from skillrack.testing_serve import error_of, invoke, skill_request
-from skillrack.validation import TIMED_OUT
+from skillrack.interface import patterns
+from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
+from skillrack.interface.schemaerror import InlineSchemaError
+from skillrack.interface.validation import TIMED_OUT
+from skillrack.testing.serve import error_of, invoke, skill_request
 
 EVIL = "^(a|a)*$"
 #: Matches nothing of EVIL's language, and makes a backtracking engine try every split.

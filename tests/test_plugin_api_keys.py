@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from skillrack.authn import AuthenticationFailed, RequestCredentials, authenticate
-from skillrack.authz import AuthorizationRequest, Decision
-from skillrack.config import ConfigError
-from skillrack.context import Caller
-from skillrack.plugins import new_manager
+from skillrack.host.config import ConfigError
+from skillrack.host.plugins import new_manager
+from skillrack.serve.context import Caller
+from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials, authenticate
+from skillrack.serve.security.authz import AuthorizationRequest, Decision
 from skillrack_plugins import api_keys
 from skillrack_plugins.api_keys import hash_key
 

@@ -16,10 +16,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 
-from skillrack.authn import AuthenticationFailed, RequestCredentials, authenticate
-from skillrack.config import ConfigError
-from skillrack.context import Caller
-from skillrack.plugins import new_manager
+from skillrack.host.config import ConfigError
+from skillrack.host.plugins import new_manager
+from skillrack.serve.context import Caller
+from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials, authenticate
 from skillrack_plugins import jwt_bearer
 
 ISSUER = "https://idp.example.net"

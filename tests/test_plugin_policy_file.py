@@ -12,9 +12,9 @@ import pluggy
 import pytest
 
 from skillrack import hookspecs
-from skillrack.authz import AuthorizationRequest, Decision, authorize
-from skillrack.config import ConfigError
-from skillrack.context import ANONYMOUS, Caller
+from skillrack.host.config import ConfigError
+from skillrack.serve.context import ANONYMOUS, Caller
+from skillrack.serve.security.authz import AuthorizationRequest, Decision, authorize
 from skillrack_plugins import policy_file
 from skillrack_plugins.policy_file import PolicyFile
 

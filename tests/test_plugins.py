@@ -9,8 +9,8 @@ import pytest
 from builders import SkillsPlugin, registry_of, simple_skill
 
 from skillrack import hookimpl
-from skillrack.plugins import load_plugins, selected_distributions
-from skillrack.registry import StartupError, build_registry
+from skillrack.host.plugins import load_plugins, selected_distributions
+from skillrack.host.registry import StartupError, build_registry
 
 
 def test_skills_are_attributed_to_their_plugin() -> None:

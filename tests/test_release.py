@@ -20,10 +20,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from skillrack import cli
-from skillrack.canonical import canonical_bytes, digest_of
-from skillrack.release import PROBLEM_CLASSES, ReleaseReport, check_release
-from skillrack.release_bundle import (
+from skillrack.cli import main as cli
+from skillrack.interface.canonical import canonical_bytes, digest_of
+from skillrack.release.bundle import (
     BundleError,
     load_public_keys,
     public_jwk,
@@ -31,11 +30,12 @@ from skillrack.release_bundle import (
     verify_bundle,
     write_bundle,
 )
-from skillrack.release_compat import breaking_changes, family_of, uri_version
-from skillrack.release_examples import classify
-from skillrack.release_manifest import ManifestError, check_manifest
-from skillrack.release_report import Problem
-from skillrack.release_target import ReleaseUsageError
+from skillrack.release.check import PROBLEM_CLASSES, ReleaseReport, check_release
+from skillrack.release.compat import breaking_changes, family_of, uri_version
+from skillrack.release.examples import classify
+from skillrack.release.manifest import ManifestError, check_manifest
+from skillrack.release.report import Problem
+from skillrack.release.target import ReleaseUsageError
 
 PACKAGE = "acme_release_skills"
 INIT = """\

@@ -25,8 +25,8 @@ import httpx
 import pytest
 from served_process import probe_request, send, start
 
-from skillrack.requests import EXTENSION_URI
-from skillrack.testing_serve import CARD_PATH, get_task, rpc, stream, wait_for_state
+from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.testing.serve import CARD_PATH, get_task, rpc, stream, wait_for_state
 
 PG_HOST = os.environ.get("SKILLRACK_TEST_PGHOST", "127.0.0.1")
 PG_PORT = int(os.environ.get("SKILLRACK_TEST_PGPORT", "5432"))

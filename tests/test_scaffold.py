@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from fake_dist import pythonpath
 
-from skillrack import cli
-from skillrack.scaffold import (
+from skillrack.cli import main as cli
+from skillrack.ops.scaffold import (
     UNSET_PATH,
     ScaffoldError,
     names_for,
@@ -109,7 +109,7 @@ def test_the_generated_tests_pass(generated: Path, tmp_path: Path) -> None:
 def test_the_generated_package_passes_plugin_check(generated: Path) -> None:
     """The release pipeline's check: schemas, identities, declaration, shipped examples."""
     completed = subprocess.run(
-        [sys.executable, "-m", "skillrack.cli", "plugin", "check", str(generated), "--json"],
+        [sys.executable, "-m", "skillrack.cli.main", "plugin", "check", str(generated), "--json"],
         env=clean_env(),
         capture_output=True,
         text=True,
@@ -127,7 +127,7 @@ def test_the_generated_plugin_is_listed_by_skillrack_plugins(
     site = tmp_path / "site"
     install_metadata(generated, site)
     completed = subprocess.run(
-        [sys.executable, "-m", "skillrack.cli", "plugins", "--json"],
+        [sys.executable, "-m", "skillrack.cli.main", "plugins", "--json"],
         env=clean_env(
             PYTHONPATH=pythonpath(generated / "src", site),
             SKILLRACK_LOAD_PLUGINS="acme-reach",
@@ -213,7 +213,7 @@ def test_another_skill_name(tmp_path: Path) -> None:
 
 
 def test_templates_ship_with_the_package() -> None:
-    """They are package data under skillrack/templates, so the wheel carries them."""
+    """They are package data under skillrack/ops/templates, so the wheel carries them."""
     names = {"/".join(parts) for parts, _ in template_files()}
     assert "pyproject.toml.tmpl" in names and "tox.ini.tmpl" in names
     assert any(name.startswith("src/{{package}}/examples/{{skill}}/") for name in names)

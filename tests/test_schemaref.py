@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from skillrack.canonical import digest_of
-from skillrack.schemaref import SchemaReference, SchemaReferenceError
+from skillrack.interface.canonical import digest_of
+from skillrack.interface.schemaref import SchemaReference, SchemaReferenceError
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

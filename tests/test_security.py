@@ -16,13 +16,13 @@ from agent_skills import TestSkills
 from builders import VECTOR_DIGEST
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from skillrack import cli
-from skillrack.approvals import ApprovalStore
-from skillrack.config import Config
-from skillrack.host import first_party_plugins
-from skillrack.plugins import load_plugins
-from skillrack.registry import Registry, build_registry
-from skillrack.testing_serve import HEADERS, error_of, rpc, skill_request
+from skillrack.cli import main as cli
+from skillrack.host.compose import first_party_plugins
+from skillrack.host.config import Config
+from skillrack.host.plugins import load_plugins
+from skillrack.host.registry import Registry, build_registry
+from skillrack.serve.security.approvals import ApprovalStore
+from skillrack.testing.serve import HEADERS, error_of, rpc, skill_request
 from skillrack_plugins.api_keys import hash_key
 
 ALICE_KEY, CAROL_KEY = "alice-secret-key-1", "carol-secret-key-2"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from served_process import serving
 
-from skillrack.serve_defaults import A2A_TRACING, default_tracing, freeze_startup_heap
+from skillrack.serve.process import A2A_TRACING, default_tracing, freeze_startup_heap
 
 
 def test_tracing_is_switched_off_when_nobody_asked_for_it() -> None:

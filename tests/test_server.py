@@ -13,10 +13,10 @@ from agent_harness import running_agent
 from agent_skills import AllowAll, DenyForbidden, TestSkills
 from builders import VECTOR_DIGEST, load_json, registry_of
 
-from skillrack.config import Config, ServerSettings
-from skillrack.registry import Registry
-from skillrack.requests import EXTENSION_URI
-from skillrack.testing_serve import HEADERS, error_of, invoke, rpc, send, skill_request, task_of
+from skillrack.host.config import Config, ServerSettings
+from skillrack.host.registry import Registry
+from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.testing.serve import HEADERS, error_of, invoke, rpc, send, skill_request, task_of
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 DRAFT_ARGS = {

@@ -10,10 +10,10 @@ from agent_harness import running_agent
 from agent_skills import AllowAll
 from builders import SkillsPlugin, simple_skill
 
-from skillrack.limits import Limits
-from skillrack.plugins import load_plugins
-from skillrack.registry import Registry, build_registry
-from skillrack.testing_serve import error_of, invoke, skill_request
+from skillrack.host.plugins import load_plugins
+from skillrack.host.registry import Registry, build_registry
+from skillrack.interface.limits import Limits
+from skillrack.testing.serve import error_of, invoke, skill_request
 
 
 async def big_result(arguments: Any, context: Any) -> Any:

@@ -30,9 +30,9 @@ from agent_skills import AllowAll, TestSkills
 from builders import VECTOR_DIGEST, registry_of
 from google.protobuf import json_format
 
-from skillrack.registry import Registry
-from skillrack.requests import EXTENSION_URI
-from skillrack.wire import data_part, from_value
+from skillrack.host.registry import Registry
+from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.protocol.wire import data_part, from_value
 
 BINDINGS = [TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON]
 

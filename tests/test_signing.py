@@ -32,11 +32,10 @@ from signed_agent import (
     write_pem,
 )
 
-from skillrack.card import CARD_PATH, CardEndpoint, build_card
-from skillrack.client import SkillClient
-from skillrack.client_errors import CARD_SIGNATURE_INVALID, CLIENT_CODES, SkillCallError
-from skillrack.config import Config, ConfigError, SigningSettings, load_config
-from skillrack.signing import (
+from skillrack.client.errors import CARD_SIGNATURE_INVALID, CLIENT_CODES, SkillCallError
+from skillrack.client.skill_client import SkillClient
+from skillrack.host.config import Config, ConfigError, SigningSettings, load_config
+from skillrack.protocol.signing import (
     JWKS_PATH,
     PRIVATE_MEMBERS,
     CardKeys,
@@ -45,6 +44,7 @@ from skillrack.signing import (
     canonical_card,
     verify_card_signature,
 )
+from skillrack.serve.card import CARD_PATH, CardEndpoint, build_card
 
 SKILL = "evaluate_resource_condition"
 ARGS = {
@@ -364,7 +364,7 @@ def test_unknown_fields_and_key_order_do_not_matter(
 
 
 def test_thumbprint_matches_rfc_7638_example() -> None:
-    from skillrack.signing import thumbprint
+    from skillrack.protocol.signing import thumbprint
 
     jwk = {
         "kty": "RSA",

@@ -28,8 +28,8 @@ import httpx
 import pytest
 from signed_agent import DESCRIPTION, SignedAgent, signed_agent, write_json
 
-from skillrack.card import CARD_PATH
-from skillrack.signing import JWKS_PATH, canonical_card
+from skillrack.protocol.signing import JWKS_PATH, canonical_card
+from skillrack.serve.card import CARD_PATH
 
 PACKAGE = "@a2a-js/sdk@^1.3"
 JS_DIR_ENV = "SKILLRACK_A2A_JS_DIR"

@@ -20,12 +20,12 @@ from agent_harness import running_agent
 from agent_skills import AllowAll, TestSkills
 from builders import DATA, VECTOR_DIGEST, registry_of
 
-from skillrack import cli
-from skillrack.card import CARD_PATH
-from skillrack.config import AgentIdentity, Config
-from skillrack.registry import Registry
-from skillrack.spec import FAIL, NOT_APPLICABLE, NOT_OBSERVED, PASS, Spec, build_spec
-from skillrack.spec_evidence import gather_evidence
+from skillrack.cli import main as cli
+from skillrack.host.config import AgentIdentity, Config
+from skillrack.host.registry import Registry
+from skillrack.ops.spec import FAIL, NOT_APPLICABLE, NOT_OBSERVED, PASS, Spec, build_spec
+from skillrack.ops.spec_evidence import gather_evidence
+from skillrack.serve.card import CARD_PATH
 
 TEMPLATE = DATA / "a2a-agent-card-template.md"
 SHARED_TEMPLATE = Path(__file__).resolve().parents[2] / "shared/spec/a2a-agent-card-template.md"

@@ -33,10 +33,10 @@ from google.protobuf import json_format
 from served_process import probe_request, send, serving, start, write_config
 from sqlalchemy import event
 
-from skillrack.cli import main
-from skillrack.config import Config, ConfigError, load_config
-from skillrack.recovery import fail_interrupted
-from skillrack.stores import (
+from skillrack.cli.main import main
+from skillrack.host.config import Config, ConfigError, load_config
+from skillrack.serve.stores.recovery import fail_interrupted
+from skillrack.serve.stores.storage import (
     SingleProcessTaskStore,
     StoreSpec,
     TaskStorage,
@@ -44,7 +44,7 @@ from skillrack.stores import (
     parse_store,
     prepare,
 )
-from skillrack.testing_serve import get_task, rpc, skillrack_command, wait_for_state
+from skillrack.testing.serve import get_task, rpc, skillrack_command, wait_for_state
 
 # The forms of --store ----------------------------------------------------------------------------
 

@@ -15,13 +15,13 @@ from builders import SkillsPlugin, draft_skill, registry_of
 from fake_dist import PLUGIN_MODULE, fake_distribution, pythonpath
 
 from skillrack import hookimpl
-from skillrack.authn import AuthenticationFailed, RequestCredentials, authenticate
-from skillrack.authz import AuthorizationRequest, Decision, authorize
-from skillrack.card import build_card
-from skillrack.config import Config
-from skillrack.context import ANONYMOUS
-from skillrack.plugins import new_manager
-from skillrack.tracing import TRACE_PLUGINS_ENV, TracingPluginManager, enabled
+from skillrack.host.config import Config
+from skillrack.host.plugins import new_manager
+from skillrack.host.tracing import TRACE_PLUGINS_ENV, TracingPluginManager, enabled
+from skillrack.serve.card import build_card
+from skillrack.serve.context import ANONYMOUS
+from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials, authenticate
+from skillrack.serve.security.authz import AuthorizationRequest, Decision, authorize
 
 
 class AsyncPolicy:
@@ -119,7 +119,7 @@ def test_argument_values_are_never_logged(traced: None, capsys: pytest.CaptureFi
 def test_the_command_line_traces_to_stderr(tmp_path: Path) -> None:
     fake_distribution(tmp_path, "acme-ping", "acme_ping", PLUGIN_MODULE)
     completed = subprocess.run(
-        [sys.executable, "-m", "skillrack.cli", "plugins", "--json"],
+        [sys.executable, "-m", "skillrack.cli.main", "plugins", "--json"],
         env={
             **os.environ,
             TRACE_PLUGINS_ENV: "1",

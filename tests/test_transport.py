@@ -22,9 +22,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from test_config import skillrack_command
 
-from skillrack.config import Config, ServerSettings
-from skillrack.registry import Registry
-from skillrack.testing_serve import error_of, invoke, skill_request
+from skillrack.host.config import Config, ServerSettings
+from skillrack.host.registry import Registry
+from skillrack.testing.serve import error_of, invoke, skill_request
 
 
 @pytest.fixture(scope="module")

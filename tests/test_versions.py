@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skillrack.versions import Version, VersionError, is_version
+from skillrack.interface.versions import Version, VersionError, is_version
 
 
 @pytest.mark.parametrize("text", ["0.0", "1.0", "1.10", "10.2", "123456.7"])

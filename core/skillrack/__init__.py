@@ -8,8 +8,9 @@ conditions.
 
 from __future__ import annotations
 
-from .context import Caller, SkillContext
-from .declare import (
+from skillrack.errors import ConditionError, ErrorCode
+from skillrack.hookspecs import hookimpl
+from skillrack.interface.declare import (
     Authority,
     DomainSchema,
     Interaction,
@@ -17,8 +18,7 @@ from .declare import (
     Skill,
     SupportingRecord,
 )
-from .errors import ConditionError, ErrorCode
-from .hookspecs import hookimpl
+from skillrack.serve.context import Caller, SkillContext
 
 __all__ = [
     "Authority",

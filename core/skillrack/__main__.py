@@ -2,6 +2,6 @@
 
 import sys
 
-from .launch import main
+from skillrack.cli.launch import main
 
 sys.exit(main())

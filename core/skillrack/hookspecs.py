@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from .authn import RequestCredentials
-    from .authz import AuthorizationRequest, Decision
-    from .context import Caller
-    from .declare import Skill
+    from skillrack.interface.declare import Skill
+    from skillrack.serve.context import Caller
+    from skillrack.serve.security.authn import RequestCredentials
+    from skillrack.serve.security.authz import AuthorizationRequest, Decision
 
 PROJECT = "skillrack"
 
@@ -59,10 +59,10 @@ def authorize_invocation(request: AuthorizationRequest) -> Decision | None:
 def authenticate(request: RequestCredentials) -> Caller | None:
     """Turn a request into a caller, or refuse it.
 
-    Return a :class:`~skillrack.context.Caller` (identity, tenant, attributes
+    Return a :class:`~skillrack.serve.context.Caller` (identity, tenant, attributes
     such as roles) for a credential this plugin owns and accepts; return
     ``None`` when the request carries no credential of this plugin's kind; raise
-    :class:`~skillrack.authn.AuthenticationFailed` when it carries one that
+    :class:`~skillrack.serve.security.authn.AuthenticationFailed` when it carries one that
     cannot be accepted (unknown key, bad signature, expired).  Every plugin is
     asked; one refusal refuses the request.  May be ``async``.
     """

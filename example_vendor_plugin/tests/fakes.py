@@ -15,8 +15,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from skillrack.context import InputRequired
-from skillrack.interface import VerifiedInterface
+from skillrack.interface.document import VerifiedInterface
+from skillrack.serve.context import InputRequired
 
 __all__ = ["FakeContext", "InputRequired"]
 

@@ -21,8 +21,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from skillrack.release import ReleaseReport, check_release
-from skillrack.release_bundle import write_bundle
+from skillrack.release.bundle import write_bundle
+from skillrack.release.check import ReleaseReport, check_release
 from skillrack_example_vendor import SKILLS
 
 ROOT = Path(__file__).resolve().parents[1]

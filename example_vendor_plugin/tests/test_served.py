@@ -24,10 +24,10 @@ import pytest
 from serving import served
 
 from skillrack import Skill
-from skillrack.canonical import digest_of
-from skillrack.interface import VerifiedInterface, assemble
-from skillrack.requests import EXTENSION_URI
-from skillrack.testing_serve import (
+from skillrack.interface.canonical import digest_of
+from skillrack.interface.document import VerifiedInterface, assemble
+from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.testing.serve import (
     CARD_PATH,
     error_of,
     invoke,
@@ -38,7 +38,7 @@ from skillrack.testing_serve import (
     task_of,
     wait_for_state,
 )
-from skillrack.testing_serve import stream as stream_events
+from skillrack.testing.serve import stream as stream_events
 from skillrack_example_vendor import SKILLS as ALL_SKILLS
 from skillrack_example_vendor.inventory import interfaces
 
@@ -67,7 +67,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-# Raw HTTP helpers (the generic ones come from skillrack.testing_serve) ----------------------
+# Raw HTTP helpers (the generic ones come from skillrack.testing.serve) ----------------------
 
 
 def domain(skill_id: str, arguments: Any, *, digest: str | None = None) -> dict[str, Any]:

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from serving import served
 
-from skillrack.client import SkillClient
-from skillrack.client_errors import SkillCallError
-from skillrack.compose import COMPOSITION_INELIGIBLE, HopLog, compose
+from skillrack.client.composition import COMPOSITION_INELIGIBLE, HopLog, compose
+from skillrack.client.errors import SkillCallError
+from skillrack.client.skill_client import SkillClient
 
 HEADERS = {"A2A-Version": "1.0"}
 ARGS = {"resource_id": "core-router-1", "metric": "cpu", "threshold": 10, "unit": "percent"}

@@ -55,10 +55,10 @@ from pathlib import Path
 from typing import Any
 
 from skillrack import hookimpl
-from skillrack.authn import AuthenticationFailed, RequestCredentials
-from skillrack.authz import AuthorizationRequest, Decision
-from skillrack.config import ConfigError
-from skillrack.context import Caller
+from skillrack.host.config import ConfigError
+from skillrack.serve.context import Caller
+from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
+from skillrack.serve.security.authz import AuthorizationRequest, Decision
 
 NAME = "api-keys"
 AUTH = "api_key"

@@ -9,7 +9,7 @@ is configured and says so at start-up.
 from __future__ import annotations
 
 from skillrack import hookimpl
-from skillrack.authz import AuthorizationRequest, Decision
+from skillrack.serve.security.authz import AuthorizationRequest, Decision
 
 NAME = "development-allow-all"
 

@@ -45,9 +45,9 @@ import jwt
 from jwt.algorithms import get_default_algorithms
 
 from skillrack import hookimpl
-from skillrack.authn import AuthenticationFailed, RequestCredentials
-from skillrack.config import ConfigError
-from skillrack.context import Caller
+from skillrack.host.config import ConfigError
+from skillrack.serve.context import Caller
+from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
 
 NAME = "jwt-bearer"
 AUTH = "jwt"

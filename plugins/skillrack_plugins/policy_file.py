@@ -44,7 +44,7 @@ Reloading and failing closed: on every call the file's identity (inode, size,
 ``mtime_ns``, ``ctime_ns``) is checked and the file is re-read when it
 changed, so an edit takes effect on the next call, without a restart.  A
 problem at start-up (missing file, bad TOML, bad rule) stops start-up with a
-:class:`~skillrack.config.ConfigError`.  A problem found on reload (the file
+:class:`~skillrack.host.config.ConfigError`.  A problem found on reload (the file
 became invalid, unreadable or was removed) is logged as an error once and
 **every call is denied** until the file is fixed; the previous policy is never
 kept in service silently.
@@ -63,8 +63,8 @@ from pathlib import Path
 from typing import Any
 
 from skillrack import hookimpl
-from skillrack.authz import AuthorizationRequest, Decision
-from skillrack.config import ConfigError
+from skillrack.host.config import ConfigError
+from skillrack.serve.security.authz import AuthorizationRequest, Decision
 
 NAME = "policy-file"
 

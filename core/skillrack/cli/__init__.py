@@ -1,0 +1,1 @@
+"""The ``skillrack`` command line, one module per command group."""

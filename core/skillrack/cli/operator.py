@@ -1,0 +1,181 @@
+"""Command line for vendors and operators: ``new-plugin``, ``spec``, ``doctor``.
+
+Registered by ``cli.build_parser`` with :func:`add_commands`; errors and exit
+statuses follow ``cli``: 0 success, 1 refused input or a failed diagnosis, 2
+usage.  ``spec`` and ``doctor`` load the composition the way ``skillrack
+serve`` does (the configuration's first-party and built-in plugins, the
+installed vendor plugins selected by ``SKILLRACK_LOAD_PLUGINS``) and serve
+nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from skillrack.host.compose import first_party_plugins, is_loopback
+from skillrack.host.config import Config, ConfigError, load_config
+from skillrack.host.plugins import load_env_from_environment, load_plugins
+from skillrack.host.registry import Registry, StartupError, build_registry
+from skillrack.ops.scaffold import DEFAULT_SKILL, scaffold, source_checkout
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+
+
+def compose(config: Config) -> Registry:
+    """The registry ``skillrack serve --config`` would build (without the development policy)."""
+    from skillrack.interface.inline import ensure_format_checkers
+    from skillrack.interface.standard_schema import skill_interface_schema
+
+    ensure_format_checkers()
+    skill_interface_schema()
+    loaded = load_plugins(
+        builtin=config.builtin_plugins,
+        load_env=load_env_from_environment(),
+        extra=first_party_plugins(config),
+    )
+    return build_registry(loaded, config.limits)
+
+
+def development_policy_note(registry: Registry, host: str) -> str | None:
+    """What ``skillrack serve`` would do about authorization when no policy is configured."""
+    if registry.manager is not None and registry.manager.hook.authorize_invocation.get_hookimpls():
+        return None
+    if is_loopback(host):
+        return f"no policy is configured; `skillrack serve` on {host} allows every call"
+    return (
+        f"no policy is configured; `skillrack serve` refuses to start on {host} "
+        "(configure [plugins.policy] or pass --insecure-allow-all)"
+    )
+
+
+def _config(args: argparse.Namespace) -> Config:
+    return load_config(Path(args.config) if args.config else None)
+
+
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    checkout = source_checkout()
+    path = args.skillrack_path or (str(checkout) if checkout else None)
+    root = scaffold(args.name, Path(args.dir), skill=args.skill, skillrack_path=path)
+    print(f"created {root}")
+    for file in sorted(p for p in root.rglob("*") if p.is_file()):
+        print(f"  {file.relative_to(root)}")
+    print(f"next: cd {root} && pip install -e '.[test]' && pytest")
+    if not path:
+        print("      tox needs SKILLRACK_PATH: a skillrack source tree or wheel")
+    return EXIT_OK
+
+
+def cmd_spec(args: argparse.Namespace) -> int:
+    from skillrack.ops.spec import build_spec
+    from skillrack.ops.spec_evidence import gather_evidence
+
+    config = _config(args)
+    registry = compose(config)
+    base_url = config.public_url(args.host, args.port, "https" if args.https else "http")
+    evidence = asyncio.run(
+        gather_evidence(registry, config, base_url, args.headers, probes=not args.no_probes)
+    )
+    spec = build_spec(
+        registry,
+        config,
+        base_url,
+        evidence,
+        development_policy=development_policy_note(registry, args.host),
+    )
+    text = (
+        spec.markdown()
+        if args.format == "md"
+        else json.dumps(spec.to_json(), indent=2, ensure_ascii=False) + "\n"
+    )
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from skillrack.ops.doctor import diagnose_agent, diagnose_configuration
+
+    if args.url:
+        diagnosis = asyncio.run(diagnose_agent(args.url, args.headers))
+    else:
+        config = _config(args)
+        where = f"configuration {args.config}" if args.config else "embedded configuration"
+        registry: Registry | None = None
+        error: str | None = None
+        try:
+            registry = compose(config)
+        except (StartupError, ConfigError, RuntimeError) as exc:
+            error = str(exc)
+        diagnosis = diagnose_configuration(config, registry, error, where)
+    if args.json:
+        print(json.dumps(diagnosis.to_json(), indent=2))
+    else:
+        print(diagnosis.text())
+    return EXIT_OK if diagnosis.ok else EXIT_REFUSED
+
+
+HEADER: dict[str, Any] = {
+    "action": "append",
+    "dest": "headers",
+    "metavar": "'NAME: VALUE'",
+    "help": "HTTP header sent to the agent (repeatable), e.g. Authorization",
+}
+
+
+def add_commands(sub: Any) -> None:
+    """Add this module's commands to the ``skillrack`` sub-command parser."""
+    p = sub.add_parser(
+        "new-plugin",
+        help="scaffold a vendor plugin package (skill, schemas, examples, tests, tox.ini)",
+    )
+    p.add_argument("name", help="distribution name, e.g. acme-skills")
+    p.add_argument("--dir", default=".", help="where to create NAME/ (default: here)")
+    p.add_argument(
+        "--skill", default=DEFAULT_SKILL, help=f"the skill id (default: {DEFAULT_SKILL})"
+    )
+    p.add_argument(
+        "--skillrack-path",
+        metavar="PATH",
+        help="skillrack source tree or wheel the package's tox.ini installs when SKILLRACK_PATH "
+        "is not set (default: this skillrack's checkout, if it runs from one)",
+    )
+    p.set_defaults(func=cmd_new_plugin)
+
+    p = sub.add_parser(
+        "spec",
+        help="write the A2A Agent Card and Interface Specification of the composed agent",
+    )
+    p.add_argument("--format", choices=["md", "json"], default="md")
+    p.add_argument("--config", help="TOML configuration (default: embedded defaults)")
+    p.add_argument("--host", default="127.0.0.1", help="where serve would listen (card URLs)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--https", action="store_true", help="the card advertises https interfaces")
+    p.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
+    p.add_argument(
+        "--no-probes",
+        action="store_true",
+        help="do not observe the agent's behaviour (the card is still fetched from it)",
+    )
+    p.add_argument("--header", **HEADER)
+    p.set_defaults(func=cmd_spec)
+
+    p = sub.add_parser(
+        "doctor",
+        help="diagnose a configured or running agent: schema, skills, digests, policy, stores",
+    )
+    p.add_argument("--config", help="TOML configuration (default: embedded defaults)")
+    p.add_argument("--url", help="diagnose the running agent at URL instead")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--header", **HEADER)
+    p.set_defaults(func=cmd_doctor)
+
+
+__all__ = ["add_commands", "compose", "development_policy_note"]

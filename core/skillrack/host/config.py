@@ -1,0 +1,243 @@
+"""Operator configuration: the agent's identity, where it listens, its limits, its policies.
+
+Read from a TOML file (``skillrack serve --config skillrack.toml``); without a
+file, an embedded default serves the installed plugins on loopback with
+sensible identity values.  Unknown keys are refused: a misspelt limit that is
+silently ignored is a limit that is not enforced.
+
+```toml
+[agent]
+name = "Acme network assurance agent"
+description = "..."
+version = "1.4"
+public_url = "https://agents.example.net/assurance"
+documentation_url = "https://docs.example.net/assurance"
+
+[agent.provider]
+organization = "Acme Networks"
+url = "https://acme.example"
+
+[limits]            # any field of skillrack.interface.limits.Limits
+max_instance_bytes = 1000000
+
+[server]
+max_body_bytes = 4000000
+card_max_age = 300
+store = "sqlite:///skillrack-tasks.db"   # or "memory", or "postgresql+asyncpg://..."
+
+[plugins]
+builtin = []        # extra module names registered as plugins
+
+[plugins.api_keys]  # first-party plugins, enabled by their table
+file = "keys.toml"
+
+[plugins.jwt]
+jwks = "jwks.json"
+issuer = "https://idp.example.net"
+audience = "skillrack"
+
+[plugins.policy]
+file = "policy.toml"
+
+[peers]             # agents that skills may delegate to, by name
+observer = "http://127.0.0.1:8001"
+
+[signing]           # sign the Agent Card (JWS, A2A 1.0 section 8.4); see skillrack.protocol.signing
+key = "card-signing-ec.pem"   # unencrypted PEM private key: EC P-256/P-384/P-521 or RSA
+kid = "card-2025"             # optional; default: the key's RFC 7638 thumbprint
+```
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillrack.errors import SkillrackError
+from skillrack.interface.limits import Limits
+
+DEVELOPMENT_POLICY = "skillrack_plugins.development_policy"
+#: Where tasks are kept without a ``store`` setting (see ``skillrack.serve.stores.storage``).
+DEFAULT_STORE = "sqlite:///skillrack-tasks.db"
+
+#: First-party plugins an operator enables with a ``[plugins.<name>]`` table; each
+#: module has ``create(settings, base_dir) -> plugin``.
+FIRST_PARTY: Mapping[str, str] = {
+    "api_keys": "skillrack_plugins.api_keys",
+    "jwt": "skillrack_plugins.jwt_bearer",
+    "policy": "skillrack_plugins.policy_file",
+}
+
+
+class ConfigError(SkillrackError):
+    """A configuration file that cannot be used; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Provider:
+    organization: str = "skillrack"
+    url: str = "https://github.com/skillrack/skillrack"
+
+
+@dataclass(frozen=True)
+class AgentIdentity:
+    name: str = "skillrack agent"
+    description: str = (
+        "Schema-governed network-management skills served by skillrack "
+        "(Schema Interfaces for Network Management Agents, interface version 1.0)."
+    )
+    version: str = "0.1.0"
+    public_url: str | None = None
+    documentation_url: str | None = None
+    provider: Provider = field(default_factory=Provider)
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    max_body_bytes: int = 4_000_000
+    max_json_depth: int = 128
+    #: Parts in one Message (the draft's requests need exactly one).
+    max_parts: int = 16
+    card_max_age: int = 300
+    #: Requests per minute per caller (authenticated identity, else client address).
+    rate_per_minute: int = 600
+    #: Tasks one caller may have running at once.
+    max_concurrent_tasks: int = 32
+    #: Where approvals wait for an operator (SQLite file, shared with `skillrack approvals`).
+    approvals_store: str = "skillrack-approvals.db"
+    #: Where tasks are kept: ``sqlite:///PATH`` (relative to the configuration's
+    #: directory), ``memory``, or ``postgresql+asyncpg://...`` (see ``serve.stores``).
+    store: str = DEFAULT_STORE
+
+
+@dataclass(frozen=True)
+class SigningSettings:
+    """``[signing]``: the Agent Card's signing key (relative to the config's directory)."""
+
+    key: str
+    kid: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    agent: AgentIdentity = field(default_factory=AgentIdentity)
+    limits: Limits = field(default_factory=Limits)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    #: Module names registered as plugins (module-level hook implementations).
+    builtin_plugins: tuple[str, ...] = ()
+    #: First-party plugins enabled by configuration: short name -> its settings table.
+    first_party: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Directory relative paths in plugin settings resolve against (the config file's).
+    base_dir: Path = field(default_factory=Path.cwd)
+    #: Agents that skills may delegate to, by name (``context.delegate(name, ...)``).
+    peers: Mapping[str, str] = field(default_factory=dict)
+    #: Sign the Agent Card with this key (``[signing]``); unsigned when None.
+    signing: SigningSettings | None = None
+
+    def public_url(self, host: str, port: int, scheme: str = "http") -> str:
+        """Base URL the card advertises: configured, else where uvicorn listens."""
+        if self.agent.public_url:
+            return self.agent.public_url.rstrip("/")
+        shown = f"[{host}]" if ":" in host else host
+        return f"{scheme}://{shown}:{port}"
+
+
+def _build(cls: type[Any], table: Any, where: str) -> Any:
+    """Instantiate ``cls`` from a TOML table, checking each value against the field's default.
+
+    Every configurable field has a default, and its type is the type the
+    operator must give (a float limit also accepts an integer).
+    """
+    if not isinstance(table, dict):
+        raise ConfigError(f"[{where}] must be a table")
+    defaults = cls()
+    known = {f.name for f in dataclasses.fields(cls)}
+    for key, value in table.items():
+        if key not in known:
+            raise ConfigError(f"unknown key {where}.{key} (known: {', '.join(sorted(known))})")
+        default = getattr(defaults, key)
+        if isinstance(default, bool) or isinstance(value, bool):
+            raise ConfigError(f"{where}.{key} cannot be set from the configuration file")
+        if isinstance(default, int | float):
+            number = isinstance(value, int) or (
+                isinstance(value, float) and isinstance(default, float)
+            )
+            if not number or not value > 0:
+                raise ConfigError(f"{where}.{key} must be a positive number")
+        elif not isinstance(value, str):
+            raise ConfigError(f"{where}.{key} must be a string")
+    return cls(**table)
+
+
+def _signing(table: Any) -> SigningSettings | None:
+    """The ``[signing]`` table: ``key`` (a path) and an optional ``kid``, nothing else."""
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError("[signing] must be a table")
+    unknown = set(table) - {"key", "kid"}
+    if unknown:
+        raise ConfigError(f"unknown key(s) signing.{', signing.'.join(sorted(unknown))}")
+    key, kid = table.get("key"), table.get("kid")
+    if not isinstance(key, str) or not key:
+        raise ConfigError("signing.key must be the path of a PEM private key")
+    if kid is not None and (not isinstance(kid, str) or not kid):
+        raise ConfigError("signing.kid must be a non-empty string")
+    return SigningSettings(key=key, kid=kid)
+
+
+def load_config(path: Path | None) -> Config:
+    """The configuration in ``path``, or the embedded default when ``path`` is None."""
+    if path is None:
+        return Config()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    unknown = set(raw) - {"agent", "limits", "server", "plugins", "peers", "signing"}
+    if unknown:
+        raise ConfigError(f"unknown table(s) in {path}: {', '.join(sorted(unknown))}")
+    agent_table = dict(raw.get("agent", {}))
+    provider = _build(Provider, agent_table.pop("provider", {}), "agent.provider")
+    agent = _build(AgentIdentity, agent_table, "agent")
+    agent = dataclasses.replace(agent, provider=provider)
+    plugins = dict(raw.get("plugins", {}))
+    builtin = plugins.pop("builtin", [])
+    if not isinstance(builtin, list) or not all(isinstance(m, str) for m in builtin):
+        raise ConfigError("plugins.builtin must be a list of module names")
+    for name, settings in plugins.items():
+        if name not in FIRST_PARTY:
+            raise ConfigError(
+                f"unknown first-party plugin [plugins.{name}] (known: {', '.join(FIRST_PARTY)})"
+            )
+        if not isinstance(settings, dict):
+            raise ConfigError(f"[plugins.{name}] must be a table of settings")
+    peers = raw.get("peers", {})
+    if not isinstance(peers, dict) or not all(
+        isinstance(url, str) and url.startswith(("http://", "https://")) for url in peers.values()
+    ):
+        raise ConfigError("[peers] maps names to http(s) URLs of other agents")
+    server = _build(ServerSettings, raw.get("server", {}), "server")
+    base_dir = path.resolve().parent
+    from skillrack.serve.stores.storage import parse_store  # stores imports this module
+
+    try:
+        parse_store(server.store, base_dir)
+    except ConfigError as exc:
+        raise ConfigError(f"server.store: {exc}") from None
+    return Config(
+        peers=dict(peers),
+        signing=_signing(raw.get("signing")),
+        agent=agent,
+        limits=_build(Limits, raw.get("limits", {}), "limits"),
+        server=server,
+        builtin_plugins=tuple(builtin),
+        first_party=plugins,
+        base_dir=base_dir,
+    )

@@ -1,0 +1,213 @@
+"""The registry: every skill the plugins declared, assembled once, or refused with its reason.
+
+This is the hand-over point of the pipeline.  Everything after it (the Agent
+Card, ``describe_skill``, dispatch) reads immutable, verified interfaces from
+here and never assembles or digests anything per request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from skillrack.errors import SkillrackError
+from skillrack.host.plugins import (
+    LoadedPlugins,
+    PluginFailure,
+    PluginInfo,
+    load_env_from_environment,
+    load_plugins,
+)
+from skillrack.interface.declare import Skill
+from skillrack.interface.document import InterfaceError, VerifiedInterface, assemble
+from skillrack.interface.limits import DEFAULT_LIMITS, Limits
+
+
+class StartupError(SkillrackError):
+    """A composition that must not start; the message is one line an operator can act on."""
+
+
+@dataclass(frozen=True)
+class RegisteredSkill:
+    """An advertised skill: its declaration, the plugin that made it, its verified interface."""
+
+    plugin: str
+    skill: Skill
+    interface: VerifiedInterface
+
+    @property
+    def skill_id(self) -> str:
+        return self.skill.id
+
+    @property
+    def interface_digest(self) -> str:
+        return self.interface.interface_digest
+
+
+@dataclass(frozen=True)
+class RefusedSkill:
+    """A declared skill that is not advertised, and the rule it broke."""
+
+    plugin: str
+    skill_id: str
+    rule: str
+    pointer: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "plugin": self.plugin,
+            "skill_id": self.skill_id,
+            "rule": self.rule,
+            "pointer": self.pointer,
+            "message": self.message,
+        }
+
+    def __str__(self) -> str:
+        where = f" at {self.pointer}" if self.pointer else ""
+        return (
+            f"{self.plugin}: skill {self.skill_id!r} refused ({self.rule}{where}): {self.message}"
+        )
+
+
+@dataclass(frozen=True)
+class Registry:
+    skills: Mapping[str, RegisteredSkill]
+    refused: Sequence[RefusedSkill]
+    plugins: Sequence[PluginInfo]
+    failures: Sequence[PluginFailure] = ()
+    unknown_plugins: Sequence[str] = ()
+    limits: Limits = field(default=DEFAULT_LIMITS)
+    #: The plugin manager the skills came from; its other hooks (policies) run at dispatch.
+    manager: pluggy.PluginManager | None = field(default=None, compare=False, repr=False)
+
+    def __iter__(self) -> Iterator[RegisteredSkill]:
+        return iter(self.skills.values())
+
+    def get(self, skill_id: str) -> RegisteredSkill | None:
+        return self.skills.get(skill_id)
+
+    def skills_of(self, plugin: str) -> list[RegisteredSkill]:
+        return [s for s in self.skills.values() if s.plugin == plugin]
+
+    def refused_of(self, plugin: str) -> list[RefusedSkill]:
+        return [r for r in self.refused if r.plugin == plugin]
+
+    def to_json(self) -> dict[str, Any]:
+        """The shape ``skillrack plugins --json`` prints."""
+        return {
+            "plugins": [
+                {
+                    "name": info.distribution or info.name,
+                    "version": info.version,
+                    "skills": [
+                        {
+                            "skill_id": s.skill_id,
+                            "skill_version": s.skill.version,
+                            "interface_digest": s.interface_digest,
+                        }
+                        for s in self.skills_of(info.name)
+                    ],
+                }
+                for info in self.plugins
+            ],
+            "refused": [r.to_json() for r in self.refused],
+            "failed": [
+                {"plugin": f.name, "distribution": f.distribution, "reason": f.reason}
+                for f in self.failures
+            ],
+        }
+
+
+def collect_declarations(loaded: LoadedPlugins) -> list[tuple[str, object]]:
+    """Call every ``register_skills`` implementation on its own and attribute what it registers.
+
+    Calling each implementation (rather than the hook as a whole) is what lets
+    the host know which plugin registered which skill, in a deterministic
+    order.  A plugin whose implementation raises is dropped whole: half of a
+    plugin's skills would be a composition nobody asked for.
+    """
+    declared: list[tuple[str, object]] = []
+    for impl in list(loaded.manager.hook.register_skills.get_hookimpls()):
+        mine: list[tuple[str, object]] = []
+
+        def register(
+            skill: object, _plugin: str = impl.plugin_name, _mine: list[tuple[str, object]] = mine
+        ) -> None:
+            _mine.append((_plugin, skill))
+
+        try:
+            impl.function(register=register)
+        except Exception as exc:
+            loaded.drop(
+                impl.plugin_name,
+                f"register_skills raised {type(exc).__name__}: " + " ".join(str(exc).split()),
+            )
+            continue
+        declared.extend(mine)
+    return declared
+
+
+def _check_duplicates(declared: list[tuple[str, object]]) -> None:
+    owner: dict[str, str] = {}
+    for plugin, skill in declared:
+        skill_id = getattr(skill, "id", None)
+        if not isinstance(skill_id, str):
+            continue
+        if skill_id in owner:
+            first = owner[skill_id]
+            if first == plugin:
+                raise StartupError(
+                    f"skill id {skill_id!r} is registered twice by plugin {plugin!r}; "
+                    "a skill id is the agent's public name and must be unique"
+                )
+            raise StartupError(
+                f"skill id {skill_id!r} is declared by plugins {first!r} and {plugin!r}; "
+                "a skill id is the agent's public name, so choose one: uninstall the other "
+                "or list only one in SKILLRACK_LOAD_PLUGINS"
+            )
+        owner[skill_id] = plugin
+
+
+def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Registry:
+    """Assemble every declared skill; refuse what breaks a rule; stop on duplicate ids."""
+    declared = collect_declarations(loaded)
+    _check_duplicates(declared)
+    skills: dict[str, RegisteredSkill] = {}
+    refused: list[RefusedSkill] = []
+    for plugin, skill in declared:
+        if not isinstance(skill, Skill):
+            refused.append(
+                RefusedSkill(
+                    plugin,
+                    str(getattr(skill, "id", "?")),
+                    "not_a_skill",
+                    "",
+                    f"register() was given a {type(skill).__name__}, not a skillrack.Skill",
+                )
+            )
+            continue
+        try:
+            interface = assemble(skill, limits)
+        except InterfaceError as exc:
+            refused.append(RefusedSkill(plugin, skill.id, exc.rule, exc.pointer, exc.message))
+            continue
+        skills[skill.id] = RegisteredSkill(plugin, skill, interface)
+    return Registry(
+        skills=dict(sorted(skills.items())),
+        refused=tuple(refused),
+        plugins=tuple(loaded.plugins),
+        failures=tuple(loaded.failures),
+        unknown_plugins=tuple(loaded.unknown),
+        limits=limits,
+        manager=loaded.manager,
+    )
+
+
+def load_registry(*, builtin: Sequence[str] = (), limits: Limits = DEFAULT_LIMITS) -> Registry:
+    """Discover installed plugins (honouring SKILLRACK_LOAD_PLUGINS) and build the registry."""
+    loaded = load_plugins(builtin=builtin, load_env=load_env_from_environment())
+    return build_registry(loaded, limits)

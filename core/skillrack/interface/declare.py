@@ -1,0 +1,152 @@
+"""What a vendor writes: the typed declaration of one skill.
+
+A vendor never writes a digest or a Skill Interface Document by hand.  It
+names its schemas (shipped as package data) with the ``schema_uri`` and
+``version`` it publishes them under, says how the skill interacts and what
+authority posture it advertises, and gives an async handler.  The host turns
+this into a validated, digested document (``interface.py``); a declaration
+that breaks a rule is refused there, with the plugin, the skill and the field
+named, rather than here, so that one bad skill never stops the others from
+loading.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Literal
+
+from skillrack.interface.canonical import loads_strict
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+
+ResponseMode = Literal["sync", "stream", "poll"]
+AuthorityMode = Literal["observe_only", "recommend_only", "execute"]
+
+#: ``async def handler(arguments, context) -> result``.  The context type lives in
+#: the dispatch layer; vendors import it from ``skillrack`` for annotations.
+Handler = Callable[[Any, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class DomainSchema:
+    """A domain schema and the portable identity its publisher gives it.
+
+    ``source`` is either the schema value itself or a ``(package, path)`` pair
+    naming package data; package data is read at assembly time so that a
+    missing or malformed file refuses this skill instead of crashing the host.
+    """
+
+    schema_uri: str
+    version: str
+    source: Any
+    dialect: str = DRAFT_2020_12
+
+    @classmethod
+    def from_package(
+        cls, package: str, path: str, *, schema_uri: str, version: str, dialect: str = DRAFT_2020_12
+    ) -> DomainSchema:
+        """Declare a schema shipped as package data, e.g. ``("acme_skills", "schemas/in.json")``."""
+        return cls(
+            schema_uri=schema_uri,
+            version=version,
+            source=_PackageFile(package, path),
+            dialect=dialect,
+        )
+
+    @classmethod
+    def inline(
+        cls, schema: Any, *, schema_uri: str, version: str, dialect: str = DRAFT_2020_12
+    ) -> DomainSchema:
+        """Declare a schema given as a Python value (tests, generated schemas)."""
+        return cls(schema_uri=schema_uri, version=version, source=schema, dialect=dialect)
+
+    def load(self) -> Any:
+        """The schema value; raises ``OSError`` or ``ValueError`` when it cannot be read."""
+        if isinstance(self.source, _PackageFile):
+            return self.source.read()
+        # Round-trip through strict JSON: the document must hold JSON, not Python objects.
+        return loads_strict(json.dumps(self.source, allow_nan=True))
+
+
+@dataclass(frozen=True)
+class _PackageFile:
+    package: str
+    path: str
+
+    def read(self) -> Any:
+        resource = resources.files(self.package).joinpath(self.path)
+        return loads_strict(resource.read_bytes())
+
+    def __str__(self) -> str:
+        return f"{self.package}:{self.path}"
+
+
+@dataclass(frozen=True)
+class SupportingRecord:
+    """One supporting-record kind: the Artifact name its records carry, and their schema."""
+
+    kind: str
+    schema: DomainSchema
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """How results are delivered; this reflects the implementation, so the vendor says it."""
+
+    supported_response_modes: Sequence[ResponseMode] = ("sync", "stream", "poll")
+    cancellable: bool = False
+
+
+@dataclass(frozen=True)
+class Authority:
+    """The advertised operating posture.  Descriptive only: never a permission grant."""
+
+    default_mode: AuthorityMode = "observe_only"
+    approval_may_be_required: bool = False
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of a multi-operation skill (the draft prefers one skill per operation)."""
+
+    name: str
+    description: str = ""
+    may_require_approval: bool = False
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A skill a plugin registers with ``register(Skill(...))``.
+
+    ``resources`` and ``constraints`` are JSON Pointers into the arguments that
+    locate what authorization policies must decide on; ``sensitive`` are JSON
+    Pointers whose values never appear in error details or logs.
+
+    ``examples_path`` is a ``(package, directory)`` pair naming the package data
+    that holds the skill's representative examples for ``skillrack plugin
+    check``; by default they are in ``examples/<skill id>`` of the plugin's
+    own package.  It is not part of the Skill Interface Document.
+    """
+
+    id: str
+    version: str
+    name: str
+    description: str
+    input_schema: DomainSchema
+    output_schema: DomainSchema
+    handler: Handler
+    supporting_records: Sequence[SupportingRecord] = ()
+    interaction: Interaction = field(default_factory=Interaction)
+    authority: Authority = field(default_factory=Authority)
+    tags: Sequence[str] = ()
+    examples: Sequence[str] = ()
+    operations: Sequence[Operation] = ()
+    operation_selector: str = "operation"
+    resources: Sequence[str] = ()
+    constraints: Sequence[str] = ()
+    sensitive: Sequence[str] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    examples_path: tuple[str, str] | None = None

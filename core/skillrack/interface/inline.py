@@ -1,0 +1,286 @@
+"""Inline domain schemas: every rule the draft puts on ``resolution.schema``, then a validator.
+
+Interface version 1.0 carries each domain schema inline, and the draft ("Deliver
+schemas inline in version 1.0") turns that into hard rules: every ``$ref`` and
+``$dynamicRef`` must land inside the same schema value, embedded resources need
+an absolute ``$id`` and the same dialect, nothing may be fetched from the network
+or the filesystem (the only outside content is a trusted local copy of the
+dialect's meta-schema), and every ``format`` JSON Schema Validation defines is an
+assertion.  "Resource limits" adds size, nesting, reference depth, reference
+cycles and compilation time.
+
+All of those are checked here, once, by :func:`compile_inline_schema`, so that
+the assembler (checking its own documents) and the client (checking a document
+it retrieved) cannot disagree.  A failure is an :class:`InlineSchemaError`
+carrying a short machine ``rule`` and a JSON Pointer into the schema; the
+document layer adds the prefix that locates the schema in the document.
+
+This module decides which checks run and in which order; the structural ones
+(locations, ``$id`` values, references, the reference graph) live in
+:mod:`skillrack.interface.schemawalk`.  The validator that comes out,
+:class:`~skillrack.interface.validation.CompiledSchema`, resolves references through a
+registry that refuses retrieval exactly as the checks' registry did, so
+instance validation cannot fetch anything either, and it reports failures as
+the draft's ``details`` entries (see :mod:`skillrack.interface.validation`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+from jsonschema import (  # type: ignore[import-untyped, unused-ignore]
+    Draft202012Validator,
+    FormatChecker,
+)
+from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
+
+from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
+from skillrack.interface.limits import DEFAULT_LIMITS, Limits, json_depth
+from skillrack.interface.patterns import check_pattern
+from skillrack.interface.pointers import escape, to_pointer
+from skillrack.interface.schemaerror import InlineSchemaError, limit_exceeded, refuse
+from skillrack.interface.schemawalk import (
+    Location,
+    RefusingRetriever,
+    check_ids,
+    check_reference_graph,
+    offline_registry,
+    reference_edges,
+    root_base,
+    schema_registry,
+    walk,
+)
+from skillrack.interface.validation import BoundedValidator, CompiledSchema, desugar_booleans
+
+__all__ = [
+    "DEFINED_FORMATS",
+    "DRAFT_2020_12",
+    "SUPPORTED_DIALECTS",
+    "CompiledSchema",
+    "InlineSchemaError",
+    "compile_inline_schema",
+    "ensure_format_checkers",
+]
+
+DRAFT_2020_12: Final = "https://json-schema.org/draft/2020-12/schema"
+
+#: Dialects a Schema Reference may name.  Only 2020-12: 2019-09 would need
+#: ``$recursiveRef`` and array-form ``items`` in every walk of
+#: :mod:`skillrack.interface.schemawalk`, for a dialect the draft's examples do not use.
+SUPPORTED_DIALECTS: frozenset[str] = frozenset({DRAFT_2020_12})
+
+#: The formats JSON Schema Validation 2020-12 (section 7.3) defines.  The draft
+#: makes exactly these assertions; any other ``format`` value stays an annotation.
+DEFINED_FORMATS: frozenset[str] = frozenset(
+    {
+        "date-time", "date", "time", "duration",
+        "email", "idn-email",
+        "hostname", "idn-hostname",
+        "ipv4", "ipv6",
+        "uri", "uri-reference", "iri", "iri-reference", "uuid",
+        "uri-template",
+        "json-pointer", "relative-json-pointer",
+        "regex",
+    }
+)  # fmt: skip
+
+#: Draft 2020-12 with its pattern matching under a time limit (``skillrack.interface.patterns``).
+_VALIDATOR_CLASSES: Final[Mapping[str, Any]] = {DRAFT_2020_12: BoundedValidator}
+
+
+def ensure_format_checkers() -> None:
+    """Refuse to run when a defined format has no checker.
+
+    jsonschema passes any ``format`` it has no checker for, and it only has
+    checkers for several formats when its ``format-nongpl`` extra is installed.
+    Without this check a broken install would silently stop asserting formats,
+    which the draft forbids, so the host calls it at start-up (and every
+    compilation calls it again, which costs a set difference).
+    """
+    missing = DEFINED_FORMATS - set(Draft202012Validator.FORMAT_CHECKER.checkers)
+    if missing:
+        raise RuntimeError(
+            "jsonschema cannot check the format(s) "
+            + ", ".join(sorted(missing))
+            + "; the draft makes them assertions: install jsonschema[format-nongpl]"
+        )
+
+
+def _format_checker(validator_class: Any) -> Any:
+    """The dialect's checker, narrowed to the defined formats.
+
+    Narrowed so that a checker some other library registers globally for a
+    vendor format cannot turn that format into an assertion: only the formats
+    the draft names are asserted.
+    """
+    checker = FormatChecker(formats=())
+    checker.checkers = {
+        name: check
+        for name, check in validator_class.FORMAT_CHECKER.checkers.items()
+        if name in DEFINED_FORMATS
+    }
+    return checker
+
+
+def _check_patterns(locations: list[Location]) -> None:
+    """Every pattern compiles for matching, and none is matched where no time limit applies.
+
+    The meta-schema's ``regex`` format has already read each pattern with
+    Python's ``re``; matching uses the ``regex`` package, under a time limit
+    (``skillrack.interface.patterns``), so a pattern must compile there too.  jsonschema
+    evaluates ``unevaluatedProperties`` by matching ``patternProperties`` with
+    ``re`` itself, out of reach of that limit, so a schema that has both is
+    refused rather than left open to a pattern that never finishes.
+    """
+    unevaluated = next(
+        (
+            loc
+            for loc in locations
+            if isinstance(loc.node, dict) and "unevaluatedProperties" in loc.node
+        ),
+        None,
+    )
+    for loc in locations:
+        node = loc.node
+        if not isinstance(node, dict):
+            continue
+        found: list[tuple[str, Any]] = []
+        if isinstance(node.get("pattern"), str):
+            found.append((f"{loc.pointer}/pattern", node["pattern"]))
+        listed = node.get("patternProperties")
+        if isinstance(listed, dict):
+            if listed and unevaluated is not None:
+                raise refuse(
+                    "pattern_unbounded",
+                    f"{loc.pointer}/patternProperties",
+                    "patternProperties in a schema that uses unevaluatedProperties (at "
+                    f"{unevaluated.pointer or '/'}) cannot be matched under a time limit; "
+                    "use additionalProperties or propertyNames instead",
+                )
+            found += [(f"{loc.pointer}/patternProperties/{escape(key)}", key) for key in listed]
+        for pointer, pattern in found:
+            problem = check_pattern(pattern)
+            if problem is not None:
+                raise refuse("pattern", pointer, f"pattern {pattern!r} cannot be used: {problem}")
+
+
+def _check_meta_schema(validator_class: Any, schema: Any, dialect: str) -> None:
+    """Validate the schema against the dialect's bundled meta-schema, offline.
+
+    jsonschema's ``check_schema`` would use a registry that falls back to
+    fetching unknown URIs; the meta-schemas only reference each other, but the
+    refusing registry makes "never fetched" a property of the code rather than of
+    the meta-schemas' content.  Formats are checked here too (``pattern`` must be
+    a regex, ``$ref`` a URI reference), as ``check_schema`` would.
+    """
+    meta = validator_class(
+        validator_class.META_SCHEMA,
+        registry=offline_registry(RefusingRetriever()),
+        format_checker=_format_checker(validator_class),
+    )
+    error = best_match(meta.iter_errors(schema))
+    if error is not None:
+        text = str(error.message)
+        if len(text) > 200:
+            text = text[:197] + "..."
+        raise refuse(
+            "meta_schema",
+            to_pointer(error.absolute_path),
+            f"the schema is not valid against the {dialect} meta-schema: {text}",
+        )
+
+
+def _too_deep() -> InlineSchemaError:
+    return limit_exceeded("schema_too_deep", "", "the schema is nested more deeply than allowed")
+
+
+def _check_size(schema: Any, limits: Limits) -> bytes:
+    """Depth, then JCS form and size; returns the JCS bytes.
+
+    Depth comes first because it is measured iteratively with a cut-off, which
+    also guards the recursive JCS serializer against a hostile nesting or a
+    cyclic Python value.
+    """
+    if json_depth(schema, limits.max_schema_depth) > limits.max_schema_depth:
+        raise _too_deep()
+    try:
+        encoded = canonical_bytes(schema)
+    except (CanonicalizationError, RecursionError) as exc:
+        text = str(exc) if isinstance(exc, CanonicalizationError) else "nesting too deep"
+        raise refuse("not_json", "", f"the schema is not an I-JSON value: {text}") from None
+    if len(encoded) > limits.max_schema_bytes:
+        raise limit_exceeded("schema_too_large", "", "the schema is larger than allowed")
+    return encoded
+
+
+def compile_inline_schema(
+    schema: Any, dialect: str, limits: Limits = DEFAULT_LIMITS
+) -> CompiledSchema:
+    """Apply every inline-schema rule of the draft and return a reusable validator.
+
+    The checks run cheapest and most fundamental first (dialect, resource
+    limits, dialect of every subschema, meta-schema, ``$id`` values, references,
+    reference graph), so the first violation reported is the most basic one;
+    the whole run is timed against ``max_compile_seconds``.
+
+    The validator works on a private copy decoded from the schema's JCS bytes:
+    the caller cannot change it afterwards, shared Python sub-objects cannot
+    confuse the identity-based bookkeeping, and two schemas with one digest
+    validate identically.
+
+    Raises :class:`InlineSchemaError` on the first violation, and RuntimeError
+    when jsonschema cannot assert every defined format (a broken install).
+    """
+    started = time.perf_counter()
+
+    def check_clock() -> None:
+        # Measured, not interrupted: the limit refuses a compilation that overran.
+        if time.perf_counter() - started > limits.max_compile_seconds:
+            raise limit_exceeded(
+                "compile_time", "", "checking and compiling the schema took too long"
+            )
+
+    if not isinstance(dialect, str) or dialect not in SUPPORTED_DIALECTS:
+        raise refuse(
+            "dialect",
+            "",
+            f"dialect {dialect!r} is not supported; supported: "
+            + ", ".join(sorted(SUPPORTED_DIALECTS)),
+        )
+    ensure_format_checkers()
+    validator_class = _VALIDATOR_CLASSES[dialect]
+
+    private = json.loads(_check_size(schema, limits))
+    root_uri = root_base(private)
+    locations = walk(private, root_uri, dialect)
+    check_clock()
+
+    try:
+        _check_meta_schema(validator_class, private, dialect)
+    except RecursionError:
+        # Only reachable with a schema-depth limit raised far above the default.
+        raise _too_deep() from None
+    check_clock()
+
+    _check_patterns(locations)
+    resources = check_ids(locations, root_uri)
+    retriever = RefusingRetriever()
+    registry = schema_registry(root_uri, private, retriever)
+    edges = reference_edges(locations, registry, retriever, resources)
+    check_clock()
+
+    check_reference_graph(locations, edges, limits)
+
+    runtime_root, runtime = desugar_booleans(private, locations)
+    validator = validator_class(
+        runtime_root,
+        registry=schema_registry(root_uri, runtime_root, retriever),
+        format_checker=_format_checker(validator_class),
+    )
+    check_clock()
+    return CompiledSchema(
+        schema=schema, dialect=dialect, limits=limits, _validator=validator, _runtime=runtime
+    )

@@ -1,0 +1,1 @@
+"""The vendor release pipeline: ``skillrack plugin check|bundle|verify``."""

@@ -1,0 +1,330 @@
+"""The ASGI application: the Agent Card, both A2A bindings, and the middleware around them.
+
+Routes come from a2a-sdk's factories (JSON-RPC at ``/``, HTTP+JSON after it,
+last, because its ``/{tenant}`` mount shadows anything added later); the card
+route is skillrack's own so that its bytes are built once.  The middleware
+(``middleware.py``), outermost first: extension echo, authentication, rate
+limit, body guard.  Tasks are stored per tenant of the authenticated caller,
+so another tenant's task answers as if it did not exist.  Where they are
+stored (memory, a SQLite file, PostgreSQL shared by replicas) is
+``config.server.store`` (``stores.py``); ``app_from_environment`` is the app
+factory ``skillrack serve --workers N`` gives uvicorn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+from collections.abc import AsyncGenerator, AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from a2a.auth.user import User
+from a2a.server.cluster.task_store import StoredTask
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import (
+    DefaultServerCallContextBuilder,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.server.tasks import TaskStore
+from a2a.types import CancelTaskRequest, Message, SendMessageRequest, Task
+from a2a.utils.errors import TaskNotCancelableError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+from skillrack.client.composition import Peers
+from skillrack.client.skill_client import SkillClient
+from skillrack.host.compose import load_host
+from skillrack.host.config import Config, load_config
+from skillrack.host.registry import Registry
+from skillrack.interface.inline import ensure_format_checkers
+from skillrack.interface.standard_schema import skill_interface_schema
+from skillrack.protocol.signing import JWKS_PATH, CardSigner
+from skillrack.serve.card import CARD_PATH, CardEndpoint, build_card, jwks_endpoint
+from skillrack.serve.context import ANONYMOUS, Caller
+from skillrack.serve.executor import (
+    ACTIVATED_STATE_KEY,
+    CALLER_STATE_KEY,
+    SKILL_METADATA_KEY,
+    SkillExecutor,
+)
+from skillrack.serve.middleware import (
+    ACTIVATED_SCOPE_KEY,
+    CALLER_SCOPE_KEY,
+    JSONRPC_PATH,
+    AuthenticationGate,
+    BodyGuard,
+    ExtensionEcho,
+    RateLimit,
+)
+from skillrack.serve.process import freeze_startup_heap
+from skillrack.serve.sanitize import ErrorSanitizer
+from skillrack.serve.security.approvals import ApprovalStore
+from skillrack.serve.stores.recovery import fail_interrupted
+from skillrack.serve.stores.storage import (
+    NewTaskNotice,
+    SingleProcessTaskStore,
+    TaskStorage,
+    open_storage,
+    parse_store,
+)
+
+logger = logging.getLogger(__name__)
+#: Diagnostics: the most recent delegation hops (upstream/downstream agents and task ids).
+HOPS_PATH = "/-/hops"
+
+
+class CallerUser(User):
+    """The authenticated caller as a2a-sdk's ``User``."""
+
+    def __init__(self, caller: Caller) -> None:
+        self.caller = caller
+
+    @property
+    def is_authenticated(self) -> bool:
+        return self.caller.authenticated
+
+    @property
+    def user_name(self) -> str:
+        return self.caller.identity
+
+
+def tenant_scope(context: ServerCallContext) -> str:
+    """The owner of a task: the caller's tenant, else the caller's own identity.
+
+    Taken from the credential (via authentication), never from message content
+    or the A2A ``tenant`` field.
+    """
+    caller = context.state.get(CALLER_STATE_KEY, ANONYMOUS)
+    return f"tenant:{caller.tenant}" if caller.tenant else f"identity:{caller.identity}"
+
+
+class ContextBuilder(DefaultServerCallContextBuilder):
+    """Keeps a2a-sdk's state (headers: the A2A-Version check needs them) and adds ours."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        caller = request.scope.get(CALLER_SCOPE_KEY, ANONYMOUS)
+        context.user = CallerUser(caller)
+        context.state[CALLER_STATE_KEY] = caller
+        context.state[ACTIVATED_STATE_KEY] = request.scope.setdefault(ACTIVATED_SCOPE_KEY, set())
+        return context
+
+
+class SkillrackRequestHandler(DefaultRequestHandler):
+    """Refuses CancelTask for non-cancellable skills before a2a-sdk touches the task.
+
+    a2a-sdk cancels the executor and marks the task FAILED even when the
+    executor refuses to cancel; refusing here leaves the task running to its
+    normal end, as A2A's TaskNotCancelableError promises.
+    """
+
+    def __init__(self, *args: Any, registry: Registry, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._registry = registry
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        stored = await self.task_store.get(params.id, context)
+        task = stored.task if isinstance(stored, StoredTask) else stored
+        if task is not None:
+            value = task.metadata.fields.get(SKILL_METADATA_KEY)
+            skill = self._registry.get(value.string_value) if value is not None else None
+            if skill is not None and not skill.skill.interaction.cancellable:
+                raise TaskNotCancelableError(message=f"skill {skill.skill_id!r} is not cancellable")
+        result: Task | None = await super().on_cancel_task(params, context)
+        return result
+
+    async def _continue_context(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> None:
+        """A follow-up Message that names its task but no context continues the task's context.
+
+        a2a-sdk binds a task it loads from the store (after a restart, or on
+        another replica than the one that started it) to a freshly generated
+        context id when the Message names none, then refuses the executor's
+        events, which carry the task's own context id.
+        """
+        message = params.message
+        if message.task_id and not message.context_id:
+            stored = await self.task_store.get(message.task_id, context)
+            task = stored.task if isinstance(stored, StoredTask) else stored
+            if task is not None:
+                message.context_id = task.context_id
+
+    async def on_message_send(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Message | Task:
+        await self._continue_context(params, context)
+        result: Message | Task = await super().on_message_send(params, context)
+        return result
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        await self._continue_context(params, context)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+
+async def _json_http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Unknown routes and methods answer in the REST error form, not plain text."""
+    status = getattr(exc, "status_code", 404)
+    reason = "not found" if status == 404 else "method not allowed"
+    names = {404: "NOT_FOUND", 405: "UNIMPLEMENTED"}
+    return JSONResponse(
+        {"error": {"code": status, "status": names.get(status, "NOT_FOUND"), "message": reason}},
+        status_code=status,
+    )
+
+
+def _hops_view(peers: Peers) -> Any:
+    async def hops(request: Request) -> JSONResponse:
+        return JSONResponse({"hops": [hop.to_json() for hop in peers.hops.recent()]})
+
+    return hops
+
+
+def create_app(
+    registry: Registry,
+    config: Config,
+    base_url: str,
+    task_store: TaskStore | None = None,
+    *,
+    cluster: bool = False,
+) -> Starlette:
+    """The composed agent as an ASGI app.
+
+    Tasks go to ``task_store`` when one is given (the caller owns it), else to
+    the store ``config.server.store`` names, opened here, initialized in the
+    lifespan and disposed of at shutdown.  ``cluster`` runs a SQLite store in
+    a2a-sdk's cluster mode, for several processes on one file; PostgreSQL
+    always runs in it.
+    """
+    manager = registry.manager
+    assert manager is not None, "a registry built from plugins carries its manager"
+    signer = CardSigner.from_settings(config.signing, config.base_dir) if config.signing else None
+    card = build_card(registry, config, base_url, signer)
+    peers = Peers(config.peers, base_url, lambda: SkillClient(limits=config.limits))
+    storage: TaskStorage | None = None
+    if task_store is None:
+        spec = parse_store(config.server.store, config.base_dir)
+        storage = open_storage(spec, owner_resolver=tenant_scope, cluster=cluster)
+    handler = SkillrackRequestHandler(
+        agent_executor=SkillExecutor(
+            registry,
+            manager,
+            peers,
+            max_concurrent=config.server.max_concurrent_tasks,
+            approvals=ApprovalStore(config.base_dir / config.server.approvals_store),
+        ),
+        task_store=storage.task_store if storage is not None else task_store,
+        event_stream=storage.event_stream if storage is not None else None,
+        request_context_builder=(
+            NewTaskNotice(storage.task_store)
+            if storage is not None and isinstance(storage.task_store, SingleProcessTaskStore)
+            else None
+        ),
+        agent_card=card,
+        registry=registry,
+    )
+    builder = ContextBuilder()
+    card_endpoint = CardEndpoint.of(card, config.server.card_max_age)
+    routes: list[BaseRoute] = [
+        Route(CARD_PATH, card_endpoint.respond, methods=["GET"]),
+        Route(HOPS_PATH, _hops_view(peers), methods=["GET"]),
+    ]
+    if signer is not None:  # the card's jku: public, like the card
+        jwks = jwks_endpoint(signer, config.server.card_max_age)
+        routes.append(Route(JWKS_PATH, jwks.respond, methods=["GET"]))
+    routes += create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=builder)
+    routes += create_rest_routes(handler, context_builder=builder)  # last: see module docstring
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if storage is not None:
+            try:
+                await storage.start()
+                settled = await storage.settle_interrupted(fail_interrupted)
+            except BaseException:
+                await storage.close()  # the lock and the connections, even on a failed start
+                raise
+            if settled:
+                logger.warning(
+                    "task store: %d task(s) left running by a stopped process marked failed"
+                    " (output_invalid): %s",
+                    len(settled),
+                    ", ".join(settled[:10]) + (" ..." if len(settled) > 10 else ""),
+                )
+        try:
+            yield
+        finally:
+            await handler.aclose()
+            await peers.aclose()
+            if storage is not None:
+                await storage.close()
+
+    public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: _json_http_error, 405: _json_http_error},
+    )
+    # A POST to a path with a missing or extra slash must not be redirected (307).
+    app.router.redirect_slashes = False
+    # add_middleware wraps: the last added runs first.
+    app.add_middleware(
+        BodyGuard,
+        max_bytes=config.server.max_body_bytes,
+        max_depth=config.server.max_json_depth,
+        max_parts=config.server.max_parts,
+    )
+    app.add_middleware(RateLimit, per_minute=config.server.rate_per_minute, public=public)
+    app.add_middleware(AuthenticationGate, manager=manager, public=public)
+    app.add_middleware(ExtensionEcho)
+    app.add_middleware(ErrorSanitizer)
+    return app
+
+
+#: Set by ``skillrack serve`` for the processes uvicorn starts (``--workers``): a JSON
+#: object with ``config`` (a path or null), ``host``, ``port``, ``scheme``,
+#: ``insecure_allow_all``, ``store`` (absolute, or null) and ``cluster``.
+SERVE_ENV = "SKILLRACK_SERVE"
+
+
+def app_from_environment() -> Starlette:
+    """The app of one ``skillrack serve --workers N`` process (uvicorn's ``factory=True``).
+
+    Rebuilds what ``cmd_serve`` built from the settings it left in
+    ``SKILLRACK_SERVE``: the same configuration file, plugins and store, so
+    every worker assembles the same documents and digests.
+    """
+    settings = json.loads(os.environ[SERVE_ENV])
+    config = load_config(Path(settings["config"]) if settings["config"] else None)
+    if settings.get("store"):
+        config = with_store(config, settings["store"])
+    ensure_format_checkers()
+    skill_interface_schema()
+    host = load_host(
+        config,
+        listen_host=settings["host"],
+        insecure_allow_all=bool(settings["insecure_allow_all"]),
+    )
+    base_url = config.public_url(settings["host"], int(settings["port"]), settings["scheme"])
+    app = create_app(host.registry, config, base_url, cluster=bool(settings["cluster"]))
+    freeze_startup_heap()  # a worker is a process skillrack serve owns, as the parent is
+    return app
+
+
+def with_store(config: Config, store: str) -> Config:
+    """``config`` with another task store (``--store``, already resolved to an absolute path)."""
+    return dataclasses.replace(config, server=dataclasses.replace(config.server, store=store))

@@ -1,0 +1,185 @@
+"""The Agent Card: built once from the registry, served as fixed bytes with an ETag.
+
+The card advertises ``describe_skill`` and every domain skill as AgentSkill
+entries, and the schema-interface extension with one ``{skill_id,
+skill_version, interface_digest}`` binding per domain skill (``describe_skill``
+has no document, so no binding).  Its bytes never change while the process
+runs, so they are serialized once, and a client revalidating with
+``If-None-Match`` gets 304 without a body.
+
+With ``[signing]`` configured, the card carries a JWS signature (A2A 1.0
+section 8.4, see ``signing.py``) computed once when the card is built, and the
+public key is served as a JWKS at ``/.well-known/jwks.json``, the ``jku`` of
+the signature.  The ECDSA signature is deterministic, so the signed bytes and
+their ETag are the same on every restart and replica with the same key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentExtension,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+)
+from google.protobuf import json_format
+from starlette.requests import Request
+from starlette.responses import Response
+
+from skillrack.host.config import Config
+from skillrack.host.registry import Registry
+from skillrack.interface.document import DESCRIBE_SKILL
+from skillrack.interface.versions import INTERFACE_VERSION
+from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.protocol.signing import JWKS_MEDIA_TYPE, JWKS_PATH, CardSigner
+from skillrack.serve.security.authn import security_schemes
+
+CARD_PATH = "/.well-known/agent-card.json"
+JSON_MODES = ["application/json"]
+PROTOCOL_VERSION = "1.0"
+
+DESCRIBE_SKILL_ENTRY = AgentSkill(
+    id=DESCRIBE_SKILL,
+    name="Describe skill",
+    description=(
+        "Returns the Skill Interface Document of an advertised skill and its interface "
+        'digest. Input: one Data Part {"skill": "describe_skill", "arguments": '
+        '{"skill_id": "<id>"}}.'
+    ),
+    tags=["schema-interface", "describe_skill"],
+    examples=['{"skill": "describe_skill", "arguments": {"skill_id": "<skill id>"}}'],
+    input_modes=JSON_MODES,
+    output_modes=JSON_MODES,
+)
+
+
+def extension_params(registry: Registry) -> dict[str, Any]:
+    return {
+        "interface_version": INTERFACE_VERSION,
+        "skills": [
+            {
+                "skill_id": s.skill_id,
+                "skill_version": s.skill.version,
+                "interface_digest": s.interface_digest,
+            }
+            for s in registry
+        ],
+    }
+
+
+def build_card(
+    registry: Registry, config: Config, base_url: str, signer: CardSigner | None = None
+) -> AgentCard:
+    """The agent's card; signed by ``signer`` (its JWKS at ``base_url`` + JWKS_PATH) if given."""
+    agent = config.agent
+    extension = AgentExtension(
+        uri=EXTENSION_URI,
+        description="Schema interfaces for advertised skills (interface version 1.0)",
+        required=False,
+    )
+    extension.params.update(extension_params(registry))
+    card = AgentCard(
+        name=agent.name,
+        description=agent.description,
+        version=agent.version,
+        provider=AgentProvider(organization=agent.provider.organization, url=agent.provider.url),
+        supported_interfaces=[
+            AgentInterface(
+                url=base_url + "/", protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION
+            ),
+            AgentInterface(
+                url=base_url, protocol_binding="HTTP+JSON", protocol_version=PROTOCOL_VERSION
+            ),
+        ],
+        capabilities=AgentCapabilities(
+            streaming=True,
+            push_notifications=False,
+            extended_agent_card=False,
+            extensions=[extension],
+        ),
+        default_input_modes=JSON_MODES,
+        default_output_modes=JSON_MODES,
+        skills=[DESCRIBE_SKILL_ENTRY]
+        + [
+            AgentSkill(
+                id=s.skill_id,
+                name=s.skill.name,
+                description=s.skill.description,
+                tags=list(s.skill.tags),
+                examples=list(s.skill.examples),
+                input_modes=JSON_MODES,
+                output_modes=JSON_MODES,
+            )
+            for s in registry
+        ],
+    )
+    if agent.documentation_url:
+        card.documentation_url = agent.documentation_url
+    if registry.manager is not None:
+        schemes = security_schemes(registry.manager)
+        if schemes:
+            # Any one of the installed schemes authenticates a caller.
+            json_format.ParseDict(
+                {
+                    "securitySchemes": schemes,
+                    "securityRequirements": [
+                        {"schemes": {name: {"list": []}}} for name in sorted(schemes)
+                    ],
+                },
+                card,
+            )
+    if signer is not None:
+        signer.sign(card, jku=base_url + JWKS_PATH)  # last: it covers everything above
+    return card
+
+
+@dataclass(frozen=True)
+class CardEndpoint:
+    """Serves the card's bytes, built once, with Cache-Control and a strong ETag."""
+
+    body: bytes
+    etag: str
+    cache_control: str
+    media_type: str = "application/json"
+
+    @classmethod
+    def of(cls, card: AgentCard, max_age: int) -> CardEndpoint:
+        as_dict = json_format.MessageToDict(card)
+        # proto3 leaves out false booleans; the draft's example and operators expect
+        # the extension's "required": false to be visible.
+        for ext in as_dict.get("capabilities", {}).get("extensions", []):
+            ext.setdefault("required", False)
+        # Sorted keys: protobuf maps (Struct) iterate in no fixed order, and replicas
+        # with the same plugins must publish byte-identical cards.
+        return cls.of_json(as_dict, max_age)
+
+    @classmethod
+    def of_json(
+        cls, value: Any, max_age: int, media_type: str = "application/json"
+    ) -> CardEndpoint:
+        body = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        return cls(body, etag, f"public, max-age={max_age}, must-revalidate", media_type)
+
+    async def respond(self, request: Request) -> Response:
+        headers = {"ETag": self.etag, "Cache-Control": self.cache_control}
+        if _matches(request.headers.get("if-none-match", ""), self.etag):
+            return Response(status_code=304, headers=headers)
+        return Response(self.body, media_type=self.media_type, headers=headers)
+
+
+def jwks_endpoint(signer: CardSigner, max_age: int) -> CardEndpoint:
+    """The public key(s) of the card's signatures as a JWKS (RFC 7517), cached like the card."""
+    return CardEndpoint.of_json(signer.jwks(), max_age, JWKS_MEDIA_TYPE)
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    candidates = {c.strip().removeprefix("W/") for c in if_none_match.split(",")}
+    return "*" in candidates or etag in candidates

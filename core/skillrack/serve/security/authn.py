@@ -1,0 +1,108 @@
+"""Authentication: plugins turn a request into a :class:`~skillrack.serve.context.Caller`.
+
+Or refuse it.
+
+Every ``authenticate`` implementation is asked (and awaited), as datasette
+does for ``actor_from_request``: a plugin that finds a credential it owns but
+cannot accept (wrong key, expired token) raises :class:`AuthenticationFailed`,
+which vetoes the request even if another plugin recognised a different
+credential; otherwise the first plugin, in registration order, that returns a
+caller wins.  When at least one authentication plugin is installed, a request
+that none of them recognises fails authentication: anonymous access exists
+only on an agent with no authentication plugin at all.
+
+Refused requests get HTTP 401 on both bindings with a ``WWW-Authenticate``
+challenge and the draft's ``authorization_failed`` code in the binding's error
+form; the Agent Card stays public.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from skillrack.serve.context import ANONYMOUS, Caller
+
+logger = logging.getLogger(__name__)
+
+
+class AuthenticationFailed(Exception):
+    """A credential was presented but cannot be accepted.
+
+    ``message`` is shown to the caller, so it must not explain why in detail
+    (no "signature valid but audience wrong"); ``challenge`` is the
+    ``WWW-Authenticate`` value for this plugin's scheme.
+    """
+
+    def __init__(self, message: str = "authentication failed", challenge: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.challenge = challenge
+
+
+@dataclass(frozen=True)
+class RequestCredentials:
+    """What an authentication plugin may look at: headers (lower-case names) and the peer."""
+
+    headers: Mapping[str, str]
+    client_host: str | None = None
+    path: str = "/"
+
+
+@dataclass(frozen=True)
+class Authentication:
+    """The outcome for one request: a caller, or a refusal with challenges."""
+
+    caller: Caller | None
+    message: str = ""
+    challenges: tuple[str, ...] = field(default_factory=tuple)
+
+
+async def authenticate(
+    manager: pluggy.PluginManager, credentials: RequestCredentials
+) -> Authentication:
+    """Ask every authentication plugin; apply the veto rule described in the module docstring."""
+    implementations = manager.hook.authenticate.get_hookimpls()  # registration order
+    if not implementations:
+        return Authentication(ANONYMOUS)
+    found: Caller | None = None
+    refusal: AuthenticationFailed | None = None
+    challenges: list[str] = []
+    for impl in implementations:
+        try:
+            answer = impl.function(request=credentials)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except AuthenticationFailed as exc:
+            refusal = refusal or exc
+            if exc.challenge:
+                challenges.append(exc.challenge)
+            continue
+        except Exception:
+            logger.exception("authentication plugin %s failed; request refused", impl.plugin_name)
+            refusal = refusal or AuthenticationFailed()
+            continue
+        if isinstance(answer, Caller) and found is None:
+            found = answer
+    for scheme in manager.hook.www_authenticate():
+        if scheme and scheme not in challenges:
+            challenges.append(scheme)
+    if refusal is not None:
+        return Authentication(None, refusal.message, tuple(challenges))
+    if found is None:
+        return Authentication(None, "credentials are required", tuple(challenges))
+    return Authentication(found, challenges=tuple(challenges))
+
+
+def security_schemes(manager: pluggy.PluginManager) -> dict[str, Any]:
+    """The card's ``securitySchemes``, merged from every authentication plugin."""
+    schemes: dict[str, Any] = {}
+    for contribution in reversed(manager.hook.security_schemes()):
+        if isinstance(contribution, Mapping):
+            schemes.update(contribution)
+    return schemes

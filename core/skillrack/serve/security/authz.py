@@ -1,0 +1,119 @@
+"""Runtime authorization: every policy's opinion, reduced with a veto rule, on every call.
+
+The draft: "At invocation time, the receiving agent or hosting platform MUST
+authenticate the caller and authorize the requested skill, resources,
+operation, and applicable constraints under current local policy", and the
+``authority`` member "MUST NOT be interpreted as a permission grant".
+
+pluggy's ``firstresult`` is deliberately not used: it returns the opinion of
+the last-registered plugin, so an allow from one plugin would silence a deny
+from another, and with async implementations it stops at the first coroutine.
+Instead every implementation is called (and awaited), and the host reduces:
+any deny wins; no allow means deny.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pluggy
+
+from skillrack.serve.context import Caller
+
+logger = logging.getLogger(__name__)
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One policy's opinion.  ``reason`` is logged, never sent to the caller."""
+
+    allowed: bool
+    reason: str = ""
+
+    @classmethod
+    def allow(cls, reason: str = "") -> Decision:
+        return cls(True, reason)
+
+    @classmethod
+    def deny(cls, reason: str = "") -> Decision:
+        return cls(False, reason)
+
+
+@dataclass(frozen=True)
+class AuthorizationRequest:
+    """What a policy decides on: who, which skill and version, what operation, on what."""
+
+    caller: Caller
+    skill_id: str
+    skill_version: str
+    plugin: str
+    authority: Mapping[str, Any]
+    operation: str | None = None
+    resources: Mapping[str, Any] = field(default_factory=dict)
+    constraints: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Any = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The combined decision, with each plugin's opinion for the log."""
+
+    allowed: bool
+    opinions: tuple[tuple[str, Decision | None], ...]
+    #: At least one plugin said no (as opposed to nobody saying yes).
+    denied: bool = False
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value at a JSON Pointer, or a private sentinel when it is absent."""
+    if pointer == "":
+        return document
+    node = document
+    for raw in pointer[1:].split("/"):
+        token = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return _MISSING
+    return node
+
+
+def pick(arguments: Any, pointers: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """``{pointer: value}`` for each pointer present in the arguments."""
+    found = {p: resolve_pointer(arguments, p) for p in pointers}
+    return {p: v for p, v in found.items() if v is not _MISSING}
+
+
+async def authorize(
+    manager: pluggy.PluginManager,
+    request: AuthorizationRequest,
+    hook: str = "authorize_invocation",
+) -> Verdict:
+    """Ask every implementation of ``hook``, await each answer, and reduce with the veto rule."""
+    opinions: list[tuple[str, Decision | None]] = []
+    for impl in getattr(manager.hook, hook).get_hookimpls():
+        try:
+            answer = impl.function(request=request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            if answer is not None and not isinstance(answer, Decision):
+                raise TypeError(f"returned {type(answer).__name__}, not a Decision")
+        except Exception:
+            logger.exception(
+                "authorization plugin %s failed on %s; counted as deny",
+                impl.plugin_name,
+                request.skill_id,
+            )
+            answer = Decision.deny("policy plugin failed")
+        opinions.append((impl.plugin_name, answer))
+    decided = [d for _, d in opinions if d is not None]
+    allowed = bool(decided) and all(d.allowed for d in decided)
+    return Verdict(allowed, tuple(opinions), denied=any(not d.allowed for d in decided))

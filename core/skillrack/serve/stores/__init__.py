@@ -1,0 +1,1 @@
+"""Where tasks live: memory, a SQLite file, or PostgreSQL shared by replicas."""

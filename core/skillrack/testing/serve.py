@@ -1,0 +1,267 @@
+"""``skillrack serve`` as a real process, and raw A2A requests to it, for test suites.
+
+The host's own tests and a vendor's tests both need the operator's path end
+to end: the installed ``skillrack`` command on a free loopback port, and
+requests written as JSON on the wire with nothing but httpx in between (no
+SDK that could hide a wire-level mistake).  This module is that, once::
+
+    from skillrack.testing.serve import invoke, served_agent
+
+    def test_served(tmp_path):
+        with served_agent(tmp_path, plugins="acme-skills") as agent:
+            task = invoke(agent.url, {"skill": "describe_skill", ...})
+            assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+
+Unlike the fixtures in ``skillrack.testing`` (an agent composed in the test's
+own process), this starts the command a operator runs, as a subprocess, so
+it also tests the entry point, plugin discovery through entry points, the
+configuration file and the task store.  Imported only by the tests that use
+it: the pytest plugin does not load it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from skillrack.protocol.messages import EXTENSION_URI
+
+CARD_PATH = "/.well-known/agent-card.json"
+#: The headers of an A2A 1.0 request that activates the schema-interface extension.
+HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": EXTENSION_URI}
+START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def skillrack_command() -> str:
+    """The installed ``skillrack`` command: beside this Python first (a venv), else on PATH."""
+    beside = Path(sys.executable).parent / "skillrack"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("skillrack")
+    if found is None:
+        raise RuntimeError("the skillrack command is not installed next to this Python or on PATH")
+    return found
+
+
+@dataclass
+class ServedAgent:
+    """A running ``skillrack serve``: its base URL, its process, its combined output."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def output(self) -> str:
+        """What the server printed so far (start-up lines, warnings, tracebacks)."""
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> ServedAgent:
+        """Wait until the Agent Card answers 200; stop and fail with the output otherwise."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(
+                    f"skillrack serve exited ({self.process.returncode}):\n{self.output()}"
+                )
+            try:
+                if httpx.get(self.url + CARD_PATH, timeout=2).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AssertionError(
+                    f"skillrack serve did not answer within {timeout} s:\n{self.output()}"
+                )
+            time.sleep(0.05)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Send ``sig`` (a graceful stop by default) and wait; kill if it does not stop."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def start_agent(
+    workdir: Path,
+    *,
+    plugins: str | None = None,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    log_level: str = "warning",
+) -> ServedAgent:
+    """Start ``skillrack serve`` on a free port in ``workdir``; do not wait (``wait_ready``).
+
+    ``plugins`` sets ``SKILLRACK_LOAD_PLUGINS`` (the distributions to load;
+    ``""`` loads none); ``args`` are further ``serve`` options (``--config``,
+    ``--store``, ...).  The process runs in ``workdir``, so the default task
+    store (a SQLite file in the working directory) is the test's own.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    command = [
+        skillrack_command(),
+        "serve",
+        *("--host", "127.0.0.1", "--port", str(port), "--log-level", log_level),
+    ]
+    command += list(args)
+    environment = {**os.environ, **(env or {})}
+    if plugins is not None:
+        environment["SKILLRACK_LOAD_PLUGINS"] = plugins
+    log = workdir / f"serve-{port}.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=environment
+        )
+    return ServedAgent(f"http://127.0.0.1:{port}", process, log)
+
+
+@contextmanager
+def served_agent(workdir: Path, **kwargs: Any) -> Iterator[ServedAgent]:
+    """``start_agent``, wait until it answers, stop it afterwards."""
+    agent = start_agent(workdir, **kwargs).wait_ready()
+    try:
+        yield agent
+    finally:
+        agent.stop()
+
+
+# Raw requests ------------------------------------------------------------------------------------
+
+
+def message(data: Any, *, task_id: str | None = None, parts: list[Any] | None = None) -> Any:
+    """A user Message activating the extension, with one Data Part (or the given ``parts``)."""
+    msg: dict[str, Any] = {
+        "messageId": str(uuid.uuid4()),
+        "role": "ROLE_USER",
+        "parts": parts if parts is not None else [{"data": data}],
+        "extensions": [EXTENSION_URI],
+    }
+    if task_id:
+        msg["taskId"] = task_id
+    return msg
+
+
+def send(
+    base: str,
+    data: Any = None,
+    *,
+    binding: str = "JSONRPC",
+    task_id: str | None = None,
+    parts: list[Any] | None = None,
+    configuration: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+    client: httpx.Client | None = None,
+) -> httpx.Response:
+    """SendMessage over JSON-RPC (``/``) or HTTP+JSON (``/message:send``); the raw response."""
+    params: dict[str, Any] = {"message": message(data, task_id=task_id, parts=parts)}
+    if configuration:
+        params["configuration"] = configuration
+    all_headers = {**HEADERS, **(headers or {})}
+    poster: Any = client or httpx
+    if binding == "JSONRPC":
+        body = {"jsonrpc": "2.0", "id": "1", "method": "SendMessage", "params": params}
+        return poster.post(base + "/", json=body, headers=all_headers, timeout=30)  # type: ignore[no-any-return]
+    return poster.post(base + "/message:send", json=params, headers=all_headers, timeout=30)  # type: ignore[no-any-return]
+
+
+def task_of(response: httpx.Response, binding: str = "JSONRPC") -> Any:
+    """The Task of a SendMessage answer (an assertion error shows any error instead)."""
+    body = response.json()
+    if binding == "JSONRPC":
+        assert "result" in body, body
+        return body["result"]["task"]
+    assert response.status_code == 200 and "task" in body, body
+    return body["task"]
+
+
+def invoke(base: str, data: Any, binding: str = "JSONRPC", **kwargs: Any) -> Any:
+    """SendMessage and return the resulting Task."""
+    return task_of(send(base, data, binding=binding, **kwargs), binding)
+
+
+def rpc(
+    base: str,
+    method: str,
+    params: Any,
+    headers: dict[str, str] | None = None,
+    client: httpx.Client | None = None,
+) -> Any:
+    """One JSON-RPC call; the whole answer object (``result`` or ``error``)."""
+    body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+    poster: Any = client or httpx
+    answer = poster.post(base + "/", json=body, headers={**HEADERS, **(headers or {})}, timeout=30)
+    return answer.json()
+
+
+def get_task(base: str, task_id: str) -> Any:
+    """GetTask over JSON-RPC; the Task."""
+    answer = rpc(base, "GetTask", {"id": task_id})
+    assert "result" in answer, answer
+    return answer["result"]
+
+
+def wait_for_state(base: str, task_id: str, states: set[str], timeout: float = 15) -> Any:
+    """Poll GetTask until the task is in one of ``states`` (or ``timeout``); the last Task."""
+    deadline = time.monotonic() + timeout
+    while True:
+        task = get_task(base, task_id)
+        if task["status"]["state"] in states or time.monotonic() > deadline:
+            return task
+        time.sleep(0.05)
+
+
+def stream(base: str, method: str, params: Any, timeout: float = 30) -> Iterator[Any]:
+    """The ``result`` of every event of a JSON-RPC SSE stream (SendStreamingMessage, ...)."""
+    body = {"jsonrpc": "2.0", "id": str(uuid.uuid4()), "method": method, "params": params}
+    headers = {**HEADERS, "Accept": "text/event-stream"}
+    with httpx.stream("POST", base + "/", json=body, headers=headers, timeout=timeout) as response:
+        assert response.status_code == 200, response.read()
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                event = json.loads(line.removeprefix("data:"))
+                assert "result" in event, event
+                yield event["result"]
+
+
+def error_of(task: Any) -> Any:
+    """The draft's error object: the final status Message holds exactly one Data Part."""
+    parts = task["status"]["message"]["parts"]
+    assert len(parts) == 1 and "data" in parts[0], parts
+    return parts[0]["data"]["error"]
+
+
+def skill_request(skill: str, arguments: Any, version: str, digest: str) -> dict[str, Any]:
+    """The draft's request object for ``skill`` bound to ``version`` and ``digest``."""
+    return {
+        "skill": skill,
+        "skill_version": version,
+        "interface_digest": digest,
+        "arguments": arguments,
+    }
