@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import load_json
+from helpers.builders import load_json
 
 
 @pytest.fixture

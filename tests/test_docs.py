@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_harness import running_agent
-from agent_skills import AllowAll, TestSkills
-from builders import registry_of
+from helpers.agent_harness import running_agent
+from helpers.agent_skills import AllowAll, TestSkills
+from helpers.builders import registry_of
 from test_config import skillrack_command
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

@@ -1,0 +1,136 @@
+"""Operator configuration files, and `skillrack serve` started as a real process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from helpers.agent_harness import free_port
+
+from skillrack.host.config import Config, ConfigError, load_config
+
+
+def test_default_config_is_embedded() -> None:
+    config = load_config(None)
+    assert config == Config()
+    assert config.builtin_plugins == () and config.first_party == {}
+    assert config.public_url("127.0.0.1", 8000) == "http://127.0.0.1:8000"
+    assert config.public_url("::1", 8000) == "http://[::1]:8000"
+
+
+def test_full_config(tmp_path: Path) -> None:
+    path = tmp_path / "skillrack.toml"
+    path.write_text(
+        """
+[agent]
+name = "Acme assurance"
+description = "Assurance skills"
+version = "2.3"
+public_url = "https://agents.example.net/assurance/"
+
+[agent.provider]
+organization = "Acme"
+url = "https://acme.example"
+
+[limits]
+max_instance_bytes = 1000
+max_compile_seconds = 0.5
+
+[server]
+card_max_age = 10
+
+[plugins]
+builtin = []
+
+[plugins.policy]
+file = "policy.toml"
+"""
+    )
+    config = load_config(path)
+    assert config.agent.name == "Acme assurance" and config.agent.provider.organization == "Acme"
+    assert config.limits.max_instance_bytes == 1000 and config.limits.max_compile_seconds == 0.5
+    assert config.server.card_max_age == 10 and config.builtin_plugins == ()
+    assert config.first_party == {"policy": {"file": "policy.toml"}}
+    assert config.base_dir == tmp_path
+    assert config.public_url("0.0.0.0", 1) == "https://agents.example.net/assurance"
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("[limits]\nmax_instanse_bytes = 3\n", "limits.max_instanse_bytes"),
+        ("[limits]\nmax_instance_bytes = -3\n", "positive"),
+        ("[limits]\nmax_instance_bytes = 'big'\n", "positive number"),
+        ("[agent]\nname = 7\n", "agent.name must be a string"),
+        ("[nonsense]\n", "unknown table"),
+        ("[plugins]\nbuiltin = 'x'\n", "list of module names"),
+        ("[plugins.ldap]\nurl = 'x'\n", "unknown first-party plugin"),
+        ("[peers]\nobserver = 'ftp://x'\n", "http"),
+        ("not toml = = =", "not valid TOML"),
+    ],
+)
+def test_bad_config_names_the_key(tmp_path: Path, text: str, fragment: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=fragment):
+        load_config(path)
+
+
+def skillrack_command() -> str:
+    return shutil.which("skillrack") or str(Path(sys.executable).parent / "skillrack")
+
+
+def test_serve_runs_as_a_process(tmp_path: Path) -> None:
+    path = tmp_path / "skillrack.toml"
+    path.write_text('[agent]\nname = "Process test agent"\n')
+    port = free_port()
+    process = subprocess.Popen(
+        [
+            skillrack_command(),
+            "serve",
+            "--port",
+            str(port),
+            "--config",
+            str(path),
+            "--log-level",
+            "warning",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "SKILLRACK_LOAD_PLUGINS": ""},
+    )
+    try:
+        deadline = time.monotonic() + 20
+        card = None
+        while time.monotonic() < deadline and card is None:
+            try:
+                card = httpx.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json").json()
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert card is not None and card["name"] == "Process test agent"
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=10)
+    assert f"skillrack serving at http://127.0.0.1:{port}" in output
+    assert "development policy: no policy configured" in output
+
+
+def test_serve_refuses_bad_config_in_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text("[limits]\nmax_instanse_bytes = 3\n")
+    run = subprocess.run(
+        [skillrack_command(), "serve", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    assert run.returncode == 1
+    assert run.stderr.count("\n") == 1 and "max_instanse_bytes" in run.stderr
