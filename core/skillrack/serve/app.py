@@ -3,11 +3,12 @@
 Routes come from a2a-sdk's factories (JSON-RPC at ``/``, HTTP+JSON after it,
 last, because its ``/{tenant}`` mount shadows anything added later); the card
 route is skillrack's own so that its bytes are built once.  The middleware
-(``middleware.py``), outermost first: extension echo, authentication, rate
-limit, body guard.  Tasks are stored per tenant of the authenticated caller,
-so another tenant's task answers as if it did not exist.  Where they are
-stored (memory, a SQLite file, PostgreSQL shared by replicas) is
-``config.server.store`` (``stores.py``); ``app_from_environment`` is the app
+(:mod:`skillrack.serve.middleware`), outermost first: error sanitizer,
+extension echo, authentication, rate limit, body guard.  Tasks are stored per
+tenant of the authenticated caller, so another tenant's task answers as if it
+did not exist.  Where they are stored (memory, a SQLite file, PostgreSQL
+shared by replicas) is ``config.server.store``
+(:mod:`skillrack.serve.stores.storage`); ``app_from_environment`` is the app
 factory ``skillrack serve --workers N`` gives uvicorn.
 """
 
@@ -47,8 +48,14 @@ from skillrack.host.config import Config, load_config
 from skillrack.host.registry import Registry
 from skillrack.interface.inline import ensure_format_checkers
 from skillrack.interface.standard_schema import skill_interface_schema
-from skillrack.protocol.signing import JWKS_PATH, CardSigner
-from skillrack.serve.card import CARD_PATH, CardEndpoint, build_card, jwks_endpoint
+from skillrack.protocol.signing import JWKS_PATH
+from skillrack.serve.card import (
+    CARD_PATH,
+    CardEndpoint,
+    build_card,
+    jwks_endpoint,
+    load_card_signer,
+)
 from skillrack.serve.context import ANONYMOUS, Caller
 from skillrack.serve.executor import (
     ACTIVATED_STATE_KEY,
@@ -62,11 +69,11 @@ from skillrack.serve.middleware import (
     JSONRPC_PATH,
     AuthenticationGate,
     BodyGuard,
+    ErrorSanitizer,
     ExtensionEcho,
     RateLimit,
 )
 from skillrack.serve.process import freeze_startup_heap
-from skillrack.serve.sanitize import ErrorSanitizer
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (
@@ -212,7 +219,7 @@ def create_app(
     """
     manager = registry.manager
     assert manager is not None, "a registry built from plugins carries its manager"
-    signer = CardSigner.from_settings(config.signing, config.base_dir) if config.signing else None
+    signer = load_card_signer(config.signing, config.base_dir) if config.signing else None
     card = build_card(registry, config, base_url, signer)
     peers = Peers(config.peers, base_url, lambda: SkillClient(limits=config.limits))
     storage: TaskStorage | None = None

@@ -19,7 +19,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
-from skillrack.serve.middleware import error_info
+from skillrack.serve.middleware.binding_errors import error_info
 
 JSONRPC_MESSAGES = {
     -32700: "the request body is not valid JSON",
@@ -86,6 +86,8 @@ def _ours(details: Any) -> bool:
 
 
 class ErrorSanitizer:
+    """Holds a JSON error body back, rewrites it with :func:`sanitize`, then sends it."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 

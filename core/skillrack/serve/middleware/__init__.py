@@ -1,0 +1,38 @@
+"""The middleware in front of the A2A bindings, one module each.
+
+Outermost first, as :func:`skillrack.serve.app.create_app` installs them:
+
+* :class:`ErrorSanitizer` keeps a2a-sdk's internal error text away from callers;
+* :class:`ExtensionEcho` writes ``A2A-Extensions`` when the request activated the extension;
+* :class:`AuthenticationGate` establishes the caller, or answers 401;
+* :class:`RateLimit` caps requests per minute per caller (429);
+* :class:`BodyGuard` reads each POST body once, within limits, as UTF-8 I-JSON.
+
+Each refusal answers before any task exists, in the binding's own form, through
+:mod:`skillrack.serve.middleware.binding_errors`.  A middleware is a plain ASGI
+class (``__init__(app, **settings)``, ``async __call__(scope, receive, send)``),
+so that it sees the raw request body and lets streaming responses through as
+they are produced.
+"""
+
+from __future__ import annotations
+
+from skillrack.serve.middleware.authentication import CALLER_SCOPE_KEY, AuthenticationGate
+from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error, error_info
+from skillrack.serve.middleware.body_guard import BodyGuard
+from skillrack.serve.middleware.error_sanitizer import ErrorSanitizer
+from skillrack.serve.middleware.extension_echo import ACTIVATED_SCOPE_KEY, ExtensionEcho
+from skillrack.serve.middleware.rate_limit import RateLimit
+
+__all__ = [
+    "ACTIVATED_SCOPE_KEY",
+    "CALLER_SCOPE_KEY",
+    "JSONRPC_PATH",
+    "AuthenticationGate",
+    "BodyGuard",
+    "ErrorSanitizer",
+    "ExtensionEcho",
+    "RateLimit",
+    "binding_error",
+    "error_info",
+]

@@ -1,0 +1,85 @@
+"""Errors before any task exists, in the binding's own form, carrying the draft's code.
+
+Every middleware that refuses a request (authentication, rate limit, body
+guard) and the error sanitizer answer through here, so that a caller reads
+one shape per binding: a JSON-RPC error whose ``data`` holds a
+``google.rpc.ErrorInfo`` naming the draft's code, or the HTTP+JSON error form
+with the same ``ErrorInfo`` in ``details``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.types import Scope, Send
+
+from skillrack.errors import ErrorCode
+
+#: Where the JSON-RPC binding is mounted; every other path is HTTP+JSON.
+JSONRPC_PATH = "/"
+
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+}
+
+
+def error_info(code: ErrorCode) -> dict[str, Any]:
+    """The ``google.rpc.ErrorInfo`` that carries one of the draft's codes in either binding."""
+    return {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": code.value.upper(),
+        "domain": "skillrack",
+        "metadata": {"code": code.value},
+    }
+
+
+async def binding_error(
+    scope: Scope,
+    send: Send,
+    *,
+    status: int,
+    jsonrpc_code: int,
+    code: ErrorCode,
+    message: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """An error before any task exists, in the binding's form, carrying the draft's code.
+
+    JSON-RPC errors keep their HTTP status only for authentication (401) and
+    rate limiting (429), where HTTP clients and proxies rely on it; other
+    JSON-RPC errors answer 200, as JSON-RPC over HTTP does.
+    """
+    if scope["path"] == JSONRPC_PATH:
+        payload: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": jsonrpc_code, "message": message, "data": [error_info(code)]},
+        }
+        http_status = status if status in (401, 429) else 200
+    else:
+        payload = {
+            "error": {
+                "code": status,
+                "status": _STATUS_NAMES.get(status, "INVALID_ARGUMENT"),
+                "message": message,
+                "details": [error_info(code)],
+            }
+        }
+        http_status = status
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": http_status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
