@@ -21,6 +21,7 @@ from skillrack.host.config import AgentIdentity, Config, SigningSettings
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
 from skillrack.protocol.signing import CardSigner
+from skillrack.serve.card import load_card_signer
 from skillrack_plugins.api_keys import hash_key
 
 API_KEY = "signing-tests-key-1"
@@ -102,7 +103,7 @@ def signed_agent(
         holder.append(Tamper(app))
         return holder[0]
 
-    signer = CardSigner.from_settings(config.signing, config.base_dir)
+    signer = load_card_signer(config.signing, config.base_dir)
     with running_agent(registry, config, wrap=wrap if tamper else None) as url:
         yield SignedAgent(url, signer, config, registry, holder[0] if holder else None)
 

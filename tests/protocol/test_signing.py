@@ -20,6 +20,7 @@ from a2a.utils.signing import create_signature_verifier
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from google.protobuf import json_format
+
 from helpers.agent_harness import running_agent
 from helpers.signed_agent import (
     AUTH,
@@ -31,7 +32,6 @@ from helpers.signed_agent import (
     write_json,
     write_pem,
 )
-
 from skillrack.client.errors import CARD_SIGNATURE_INVALID, CLIENT_CODES, SkillCallError
 from skillrack.client.skill_client import SkillClient
 from skillrack.host.config import Config, ConfigError, SigningSettings, load_config
@@ -44,7 +44,7 @@ from skillrack.protocol.signing import (
     canonical_card,
     verify_card_signature,
 )
-from skillrack.serve.card import CARD_PATH, CardEndpoint, build_card
+from skillrack.serve.card import CARD_PATH, CardEndpoint, build_card, load_card_signer
 
 SKILL = "evaluate_resource_condition"
 ARGS = {
@@ -470,7 +470,7 @@ def test_signing_table_is_read_and_the_key_resolved_against_the_config(tmp_path:
     config = load_config(path)
     assert config.signing == SigningSettings(key="keys/card.pem", kid="card-2025")
     assert config.base_dir == tmp_path.resolve()
-    signer = CardSigner.from_settings(config.signing, config.base_dir)
+    signer = load_card_signer(config.signing, config.base_dir)
     assert signer.kid == "card-2025" and signer.alg == "ES256"
     assert load_config(None).signing is None
 
@@ -510,4 +510,4 @@ def test_unusable_signing_keys_are_configuration_errors(tmp_path: Path) -> None:
     }
     for name, message in cases.items():
         with pytest.raises(ConfigError, match=message):
-            CardSigner.from_settings(SigningSettings(key=name), tmp_path)
+            load_card_signer(SigningSettings(key=name), tmp_path)

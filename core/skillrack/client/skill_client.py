@@ -45,6 +45,7 @@ from a2a.types import (
     Task,
     TaskState,
 )
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH as CARD_PATH
 from a2a.utils.errors import A2AError
 from google.protobuf import json_format
 
@@ -71,7 +72,6 @@ from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.protocol.signing import CardKeys, CardSignatureError, verify_card_signature
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
 from skillrack.protocol.wire import UnsafeNumber, check_numbers, data_part, from_value
-from skillrack.serve.card import CARD_PATH
 
 logger = logging.getLogger(__name__)
 

@@ -49,14 +49,13 @@ import jwt
 import rfc8785
 from a2a.types import AgentCard, AgentCardSignature
 from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from google.protobuf import json_format
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from skillrack.errors import SkillrackError
-from skillrack.host.config import ConfigError, SigningSettings
 
 #: Where the agent publishes the public key(s) of its card signatures (RFC 8615 well-known).
 JWKS_PATH = "/.well-known/jwks.json"
@@ -158,32 +157,6 @@ class CardSigner:
     private_key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
     kid: str
     alg: str
-
-    @classmethod
-    def from_settings(cls, settings: SigningSettings, base_dir: Path) -> CardSigner:
-        """The signer configured by ``[signing]`` (``key`` relative to the config's directory)."""
-        path = base_dir / settings.key
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"signing.key: cannot read {path}: {exc.strerror or exc}") from None
-        try:
-            key = serialization.load_pem_private_key(data, password=None)
-        except TypeError:
-            raise ConfigError(
-                f"signing.key: {path} is encrypted; give an unencrypted key"
-            ) from None
-        except (ValueError, UnsupportedAlgorithm) as exc:
-            raise ConfigError(f"signing.key: {path} is not a PEM private key: {exc}") from None
-        if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
-            raise ConfigError(
-                f"signing.key: {path} holds a {type(key).__name__}; "
-                "an EC (P-256, P-384, P-521) or RSA key is required"
-            )
-        try:
-            return cls.of(key, settings.kid)
-        except ValueError as exc:
-            raise ConfigError(f"signing.key: {path}: {exc}") from None
 
     @classmethod
     def of(

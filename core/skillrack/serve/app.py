@@ -3,12 +3,11 @@
 Routes come from a2a-sdk's factories (JSON-RPC at ``/``, HTTP+JSON after it,
 last, because its ``/{tenant}`` mount shadows anything added later); the card
 route is skillrack's own so that its bytes are built once.  The middleware
-(:mod:`skillrack.serve.middleware`), outermost first: error sanitizer,
-extension echo, authentication, rate limit, body guard.  Tasks are stored per
-tenant of the authenticated caller, so another tenant's task answers as if it
-did not exist.  Where they are stored (memory, a SQLite file, PostgreSQL
-shared by replicas) is ``config.server.store``
-(:mod:`skillrack.serve.stores.storage`); ``app_from_environment`` is the app
+(``middleware.py``), outermost first: extension echo, authentication, rate
+limit, body guard.  Tasks are stored per tenant of the authenticated caller,
+so another tenant's task answers as if it did not exist.  Where they are
+stored (memory, a SQLite file, PostgreSQL shared by replicas) is
+``config.server.store`` (``stores.py``); ``app_from_environment`` is the app
 factory ``skillrack serve --workers N`` gives uvicorn.
 """
 
@@ -69,11 +68,11 @@ from skillrack.serve.middleware import (
     JSONRPC_PATH,
     AuthenticationGate,
     BodyGuard,
-    ErrorSanitizer,
     ExtensionEcho,
     RateLimit,
 )
 from skillrack.serve.process import freeze_startup_heap
+from skillrack.serve.sanitize import ErrorSanitizer
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from a2a.types import (
@@ -29,11 +30,14 @@ from a2a.types import (
     AgentProvider,
     AgentSkill,
 )
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from google.protobuf import json_format
 from starlette.requests import Request
 from starlette.responses import Response
 
-from skillrack.host.config import Config
+from skillrack.host.config import Config, ConfigError, SigningSettings
 from skillrack.host.registry import Registry
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.interface.versions import INTERFACE_VERSION
@@ -173,6 +177,35 @@ class CardEndpoint:
         if _matches(request.headers.get("if-none-match", ""), self.etag):
             return Response(status_code=304, headers=headers)
         return Response(self.body, media_type=self.media_type, headers=headers)
+
+
+def load_card_signer(settings: SigningSettings, base_dir: Path) -> CardSigner:
+    """The signer configured by ``[signing]`` (``key`` relative to the config's directory).
+
+    It lives here, not in :mod:`skillrack.protocol.signing`: reading a key file named by
+    the operator's configuration and reporting it as a :class:`ConfigError` is the
+    server's business, and protocol/ imports nothing of host/.
+    """
+    path = base_dir / settings.key
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"signing.key: cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except TypeError:
+        raise ConfigError(f"signing.key: {path} is encrypted; give an unencrypted key") from None
+    except (ValueError, UnsupportedAlgorithm) as exc:
+        raise ConfigError(f"signing.key: {path} is not a PEM private key: {exc}") from None
+    if not isinstance(key, ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey):
+        raise ConfigError(
+            f"signing.key: {path} holds a {type(key).__name__}; "
+            "an EC (P-256, P-384, P-521) or RSA key is required"
+        )
+    try:
+        return CardSigner.of(key, settings.kid)
+    except ValueError as exc:
+        raise ConfigError(f"signing.key: {path}: {exc}") from None
 
 
 def jwks_endpoint(signer: CardSigner, max_age: int) -> CardEndpoint:
