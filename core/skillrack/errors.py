@@ -78,6 +78,10 @@ class SkillrackError(Exception):
     """Base of every error skillrack raises on purpose (as opposed to bugs)."""
 
 
+class StartupError(SkillrackError):
+    """A composition that must not start; the message is one line an operator can act on."""
+
+
 @dataclass
 class ConditionError(SkillrackError):
     """An error that carries one of the draft's machine-readable conditions.

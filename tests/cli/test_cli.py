@@ -19,7 +19,8 @@ from helpers.builders import (
 )
 
 from skillrack.cli import main as cli
-from skillrack.host.registry import Registry, StartupError
+from skillrack.errors import StartupError
+from skillrack.host.registry import Registry
 
 
 @pytest.fixture

@@ -9,8 +9,9 @@ import pytest
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
 
 from skillrack import hookimpl
+from skillrack.errors import StartupError
 from skillrack.host.plugins import load_plugins, selected_distributions
-from skillrack.host.registry import StartupError, build_registry
+from skillrack.host.registry import build_registry
 
 
 def test_skills_are_attributed_to_their_plugin() -> None:

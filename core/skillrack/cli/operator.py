@@ -16,10 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from skillrack.errors import StartupError
 from skillrack.host.compose import first_party_plugins, is_loopback
 from skillrack.host.config import Config, ConfigError, load_config
 from skillrack.host.plugins import load_env_from_environment, load_plugins
-from skillrack.host.registry import Registry, StartupError, build_registry
+from skillrack.host.registry import Registry, build_registry
 from skillrack.ops.scaffold import DEFAULT_SKILL, scaffold, source_checkout
 
 EXIT_OK = 0

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from skillrack.errors import StartupError
 from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config, ConfigError
 from skillrack.host.plugins import load_env_from_environment, load_plugins
-from skillrack.host.registry import Registry, StartupError, build_registry
+from skillrack.host.registry import Registry, build_registry
 
 
 def is_loopback(host: str) -> bool:

@@ -23,6 +23,7 @@ import pluggy
 
 from skillrack import hookspecs
 from skillrack.host import tracing
+from skillrack.host.hooks import refuse_wrappers
 
 ENTRY_POINT_GROUP = "skillrack"
 LOAD_PLUGINS_ENV = "SKILLRACK_LOAD_PLUGINS"
@@ -126,7 +127,11 @@ def load_plugins(
     ``load_env`` is the value of ``SKILLRACK_LOAD_PLUGINS`` (read by the caller
     so that tests need not touch the environment).  After loading,
     ``check_pending`` makes a misspelt hook name fail loudly: the offending
-    plugin is unregistered and reported, the others stay.
+    plugin is unregistered and reported, the others stay.  A wrapper
+    implementation of a hook skillrack calls implementation by implementation
+    stops loading with :class:`~skillrack.errors.StartupError`
+    (:func:`skillrack.host.hooks.refuse_wrappers`): dropping it instead could
+    drop the only policy and leave the agent open.
     """
     loaded = LoadedPlugins(new_manager())
     for module_name in builtin:
@@ -159,6 +164,7 @@ def load_plugins(
         _register(loaded, obj, PluginInfo(name, None, None, getattr(obj, "__name__", repr(obj))))
 
     _check_pending(loaded)
+    refuse_wrappers(loaded.manager)
     return loaded
 
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import pluggy
 
-from skillrack.errors import SkillrackError
+from skillrack.errors import StartupError
+from skillrack.host.hooks import call_each
 from skillrack.host.plugins import (
     LoadedPlugins,
     PluginFailure,
@@ -24,10 +25,6 @@ from skillrack.host.plugins import (
 from skillrack.interface.declare import Skill
 from skillrack.interface.document import InterfaceError, VerifiedInterface, assemble
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
-
-
-class StartupError(SkillrackError):
-    """A composition that must not start; the message is one line an operator can act on."""
 
 
 @dataclass(frozen=True)
@@ -126,28 +123,27 @@ def collect_declarations(loaded: LoadedPlugins) -> list[tuple[str, object]]:
     """Call every ``register_skills`` implementation on its own and attribute what it registers.
 
     Calling each implementation (rather than the hook as a whole) is what lets
-    the host know which plugin registered which skill, in a deterministic
-    order.  A plugin whose implementation raises is dropped whole: half of a
-    plugin's skills would be a composition nobody asked for.
+    the host know which plugin registered which skill; the order is pluggy's
+    (tryfirst first, trylast last), so it is deterministic and the one a
+    vendor reads in pluggy's documentation.  A plugin whose implementation
+    raises is dropped whole: half of a plugin's skills would be a composition
+    nobody asked for.
     """
+    registered: dict[str, list[object]] = {}
+
+    def arguments(plugin: str) -> dict[str, object]:
+        return {"register": registered.setdefault(plugin, []).append}
+
     declared: list[tuple[str, object]] = []
-    for impl in list(loaded.manager.hook.register_skills.get_hookimpls()):
-        mine: list[tuple[str, object]] = []
-
-        def register(
-            skill: object, _plugin: str = impl.plugin_name, _mine: list[tuple[str, object]] = mine
-        ) -> None:
-            _mine.append((_plugin, skill))
-
-        try:
-            impl.function(register=register)
-        except Exception as exc:
+    for answer in call_each(loaded.manager, "register_skills", arguments):
+        if answer.error is not None:
             loaded.drop(
-                impl.plugin_name,
-                f"register_skills raised {type(exc).__name__}: " + " ".join(str(exc).split()),
+                answer.plugin,
+                f"register_skills raised {type(answer.error).__name__}: "
+                + " ".join(str(answer.error).split()),
             )
             continue
-        declared.extend(mine)
+        declared.extend((answer.plugin, skill) for skill in registered.get(answer.plugin, []))
     return declared
 
 

@@ -8,9 +8,13 @@ calls hooks in two ways:
   pluggy's ``add_hookcall_monitoring``: the hook, the plugins it will run, and
   the results;
 * calls of one implementation at a time, which is how the registry, the
-  authentication gate and the authorization chain call theirs (so that each
-  answer is attributed to its plugin): each implementation is wrapped when its
-  plugin is registered, and logs its plugin, its hook and its result.
+  authentication gate and the authorization chain call theirs, through
+  :mod:`skillrack.host.hooks` (so that each answer is attributed to its
+  plugin): each implementation is wrapped when its plugin is registered, and
+  logs its plugin, its hook and its result.
+
+Wrapping the implementations themselves is the one mechanism for both ways:
+``skillrack.host.hooks`` and pluggy call the same (traced) ``HookImpl.function``.
 
 Argument *values* are never logged, only their names: the ``authenticate`` hook
 receives credentials.  Results are shortened.  Off unless the variable is set

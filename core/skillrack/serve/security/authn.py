@@ -6,10 +6,12 @@ Every ``authenticate`` implementation is asked (and awaited), as datasette
 does for ``actor_from_request``: a plugin that finds a credential it owns but
 cannot accept (wrong key, expired token) raises :class:`AuthenticationFailed`,
 which vetoes the request even if another plugin recognised a different
-credential; otherwise the first plugin, in registration order, that returns a
-caller wins.  When at least one authentication plugin is installed, a request
-that none of them recognises fails authentication: anonymous access exists
-only on an agent with no authentication plugin at all.
+credential; otherwise the first plugin, in pluggy's call order, that returns a
+caller wins (``@hookimpl(tryfirst=True)`` first, ``trylast`` last, among the
+others the last registered first; see :mod:`skillrack.host.hooks`).  When at
+least one authentication plugin is installed, a request that none of them
+recognises fails authentication: anonymous access exists only on an agent with
+no authentication plugin at all.
 
 Refused requests get HTTP 401 on both bindings with a ``WWW-Authenticate``
 challenge and the draft's ``authorization_failed`` code in the binding's error
@@ -18,7 +20,6 @@ form; the Agent Card stays public.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any
 
 import pluggy
 
+from skillrack.host.hooks import call_each_async
 from skillrack.serve.context import ANONYMOUS, Caller
 
 logger = logging.getLogger(__name__)
@@ -67,28 +69,27 @@ async def authenticate(
     manager: pluggy.PluginManager, credentials: RequestCredentials
 ) -> Authentication:
     """Ask every authentication plugin; apply the veto rule described in the module docstring."""
-    implementations = manager.hook.authenticate.get_hookimpls()  # registration order
-    if not implementations:
+    if not manager.hook.authenticate.get_hookimpls():
         return Authentication(ANONYMOUS)
     found: Caller | None = None
     refusal: AuthenticationFailed | None = None
     challenges: list[str] = []
-    for impl in implementations:
-        try:
-            answer = impl.function(request=credentials)
-            if inspect.isawaitable(answer):
-                answer = await answer
-        except AuthenticationFailed as exc:
-            refusal = refusal or exc
-            if exc.challenge:
-                challenges.append(exc.challenge)
+    for answer in await call_each_async(manager, "authenticate", {"request": credentials}):
+        if isinstance(answer.error, AuthenticationFailed):
+            refusal = refusal or answer.error
+            if answer.error.challenge:
+                challenges.append(answer.error.challenge)
             continue
-        except Exception:
-            logger.exception("authentication plugin %s failed; request refused", impl.plugin_name)
+        if answer.error is not None:
+            logger.error(
+                "authentication plugin %s failed; request refused",
+                answer.plugin,
+                exc_info=answer.error,
+            )
             refusal = refusal or AuthenticationFailed()
             continue
-        if isinstance(answer, Caller) and found is None:
-            found = answer
+        if isinstance(answer.result, Caller) and found is None:
+            found = answer.result
     for scheme in manager.hook.www_authenticate():
         if scheme and scheme not in challenges:
             challenges.append(scheme)

@@ -14,7 +14,6 @@ any deny wins; no allow means deny.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 
 import pluggy
 
+from skillrack.host.hooks import call_each_async
 from skillrack.serve.context import Caller
 
 logger = logging.getLogger(__name__)
@@ -97,23 +97,25 @@ async def authorize(
     request: AuthorizationRequest,
     hook: str = "authorize_invocation",
 ) -> Verdict:
-    """Ask every implementation of ``hook``, await each answer, and reduce with the veto rule."""
+    """Ask every implementation of ``hook``, await each answer, and reduce with the veto rule.
+
+    The opinions are listed in pluggy's call order (see :mod:`skillrack.host.hooks`).
+    """
     opinions: list[tuple[str, Decision | None]] = []
-    for impl in getattr(manager.hook, hook).get_hookimpls():
-        try:
-            answer = impl.function(request=request)
-            if inspect.isawaitable(answer):
-                answer = await answer
-            if answer is not None and not isinstance(answer, Decision):
-                raise TypeError(f"returned {type(answer).__name__}, not a Decision")
-        except Exception:
-            logger.exception(
+    for answer in await call_each_async(manager, hook, {"request": request}):
+        opinion = answer.result
+        error = answer.error
+        if error is None and opinion is not None and not isinstance(opinion, Decision):
+            error = TypeError(f"returned {type(opinion).__name__}, not a Decision")
+        if error is not None:
+            logger.error(
                 "authorization plugin %s failed on %s; counted as deny",
-                impl.plugin_name,
+                answer.plugin,
                 request.skill_id,
+                exc_info=error,
             )
-            answer = Decision.deny("policy plugin failed")
-        opinions.append((impl.plugin_name, answer))
+            opinion = Decision.deny("policy plugin failed")
+        opinions.append((answer.plugin, opinion))
     decided = [d for _, d in opinions if d is not None]
     allowed = bool(decided) and all(d.allowed for d in decided)
     return Verdict(allowed, tuple(opinions), denied=any(not d.allowed for d in decided))
