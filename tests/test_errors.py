@@ -1,12 +1,24 @@
-"""The ten machine-readable conditions and the draft's error object."""
+"""The ten machine-readable conditions, the draft's error object, and the one exception tree."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
+import re
+
+import pytest
+
+import skillrack
+import skillrack.errors
 from skillrack.errors import (
     REJECTING_CODES,
+    ClientCode,
     ConditionError,
     ErrorCode,
     ErrorDetail,
+    SkillCallError,
+    SkillrackError,
     error_object,
     parse_error_object,
 )
@@ -91,3 +103,100 @@ def test_parse_error_object() -> None:
     assert parse_error_object({"error": "x"}) is None
     assert parse_error_object({"error": {"code": "x"}, "extra": 1}) is None
     assert parse_error_object([]) is None
+
+
+def test_skill_call_error_reads_codes_as_their_values() -> None:
+    error = SkillCallError.local(
+        ErrorCode.INPUT_INVALID, "bad", [ErrorDetail(instance_path="/x", keyword="type")]
+    )
+    assert type(error.code) is str and error.code == "input_invalid"
+    assert str(error) == "input_invalid: bad" and not error.remote
+    assert error.to_json() == {
+        "error": {
+            "code": "input_invalid",
+            "message": "bad",
+            "details": [{"instance_path": "/x", "keyword": "type"}],
+        }
+    }
+    assert SkillCallError(ClientCode.TRANSPORT_ERROR, "down").code == "transport_error"
+    assert SkillCallError("future_code", "m", remote=True).code == "future_code"
+
+
+def test_client_codes_are_not_draft_conditions() -> None:
+    assert not {c.value for c in ClientCode} & {c.value for c in ErrorCode}
+
+
+# The exception tree ----------------------------------------------------------------------------
+
+#: One line of the tree in ``skillrack.errors``' docstring: marker, name, (builtins), module.
+TREE_LINE = re.compile(
+    r"^    (?P<indent> *)[*x+] (?P<name>\w+)(?: \((?P<builtins>[\w, ]+)\))? +(?P<module>[\w.]+)$"
+)
+
+
+def exception_classes() -> dict[str, type[BaseException]]:
+    """Every exception class defined in a skillrack module, by ``module.Name``; none private."""
+    found: dict[str, type[BaseException]] = {}
+    for info in pkgutil.walk_packages(skillrack.__path__, "skillrack."):
+        if info.name.endswith(".__main__"):  # runs the command line when imported
+            continue
+        module = importlib.import_module(info.name)
+        for name, value in vars(module).items():
+            if (
+                inspect.isclass(value)
+                and issubclass(value, BaseException)
+                and value.__module__ == module.__name__
+                and not name.startswith("_")
+            ):
+                found[f"{module.__name__}.{name}"] = value
+    return found
+
+
+def drawn_tree() -> dict[str, tuple[str | None, frozenset[str]]]:
+    """``module.Name`` -> (its parent's ``module.Name``, its builtin bases), as drawn."""
+    drawn: dict[str, tuple[str | None, frozenset[str]]] = {}
+    parents: list[str] = []
+    for line in (skillrack.errors.__doc__ or "").splitlines():
+        match = TREE_LINE.match(line)
+        if match is None:
+            continue
+        depth = len(match["indent"]) // 2
+        key = f"skillrack.{match['module']}.{match['name']}"
+        del parents[depth:]
+        builtins = frozenset(b.strip() for b in (match["builtins"] or "").split(",") if b.strip())
+        drawn[key] = (parents[-1] if parents else None, builtins)
+        parents.append(key)
+    return drawn
+
+
+@pytest.fixture(scope="module")
+def classes() -> dict[str, type[BaseException]]:
+    return exception_classes()
+
+
+def test_every_public_exception_is_a_skillrack_error(
+    classes: dict[str, type[BaseException]],
+) -> None:
+    assert len(classes) > 20  # the walk found the package
+    outside = sorted(name for name, cls in classes.items() if not issubclass(cls, SkillrackError))
+    assert not outside, f"not SkillrackErrors: {outside}"
+
+
+def test_the_drawn_tree_lists_every_exception_and_nothing_else(
+    classes: dict[str, type[BaseException]],
+) -> None:
+    drawn = drawn_tree()
+    assert sorted(set(classes) - set(drawn)) == [], "missing from the tree in skillrack.errors"
+    assert sorted(set(drawn) - set(classes)) == [], "drawn in skillrack.errors, defined nowhere"
+
+
+def test_the_drawn_tree_has_the_real_parents(classes: dict[str, type[BaseException]]) -> None:
+    wrong = []
+    for key, (parent, builtins) in drawn_tree().items():
+        cls = classes[key]
+        bases = {f"{b.__module__}.{b.__name__}" for b in cls.__bases__}
+        expected = {f"builtins.{b}" for b in builtins}
+        expected.add(parent if parent is not None else "builtins.Exception")
+        if bases != expected:
+            wrong.append(f"{key}: drawn {sorted(expected)}, defined {sorted(bases)}")
+    assert not wrong, "the tree in skillrack.errors is not the code's:\n" + "\n".join(wrong)

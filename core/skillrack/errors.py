@@ -1,16 +1,71 @@
-"""The draft's machine-readable error conditions, and the one error type every layer raises.
+"""The one exception tree, the draft's machine-readable error conditions, and the client's codes.
 
-The draft ("Machine-readable error conditions") requires an implementation to
-distinguish ten conditions and to carry them as ``{"error": {"code", "message",
-"details"}}``.  Keeping the codes, the error object and the detail entries in
-one module means the assembler, the dispatcher, the client and the CLI can never
-disagree on spelling or shape.
+Every error skillrack raises on purpose is a :class:`SkillrackError`, so a
+command line, a test or a vendor can catch "anything skillrack refused" in one
+``except``; bugs stay ordinary exceptions.  Where callers already catch a
+builtin (a ``ValueError`` for a malformed value, a ``LookupError`` for a missing
+entry), the class derives from both.  The exceptions that several rooms raise
+or catch live here; an exception that one room raises about its own concept
+lives in that room's module, and is drawn here all the same.
+
+The exception hierarchy (the module under ``skillrack`` on the right; a
+builtin in parentheses is a second base)::
+
+    * SkillrackError                          errors
+      x ConditionError                        errors
+        + InterfaceError                      interface.document
+        + InlineSchemaError                   interface.schemaerror
+      x SkillCallError                        errors
+      x StartupError                          errors
+      x ConfigError                           host.config
+      x CanonicalizationError (ValueError)    interface.canonical
+      x VersionError (ValueError)             interface.versions
+      x SchemaReferenceError (ValueError)     interface.schemaref
+      x PointerError (LookupError)            interface.pointers
+      x PatternTimeLimit                      interface.patterns
+      x RetrievalRefused                      interface.schemawalk
+      x InterfaceSchemaIntegrityError         interface.standard_schema
+      x UnsafeNumber (ValueError)             protocol.wire
+      x CardSignatureError                    protocol.signing
+      x InputRequired                         serve.context
+      x AuthenticationFailed                  serve.security.authn
+      x UnknownApproval (LookupError)         serve.security.approvals
+      x ManifestError                         release.manifest
+      x BundleError                           release.bundle
+      x ReleaseUsageError                     release.target
+      x ScaffoldError                         ops.scaffold
+
+What each one means, in one line:
+
+* ``ConditionError``: one of the draft's ten conditions, with a message safe to
+  send to a remote caller; ``InterfaceError`` and ``InlineSchemaError`` add the
+  rule broken and where (a JSON Pointer).
+* ``SkillCallError``: the client procedure failed, locally (``remote`` false) or
+  as a remote task reported it; its ``code`` is an :class:`ErrorCode` or a
+  :class:`ClientCode`.
+* ``StartupError``, ``ConfigError``: a composition or configuration that must
+  not start; the message names the plugin, skill or option.
+* ``CanonicalizationError`` … ``InterfaceSchemaIntegrityError``: a value,
+  Version String, Schema Reference or pointer that breaks the draft's rules; a
+  pattern match out of time; a ``$ref`` that would leave the document; the
+  pinned standard schema altered.
+* ``UnsafeNumber``, ``CardSignatureError``: an integer A2A would round; an Agent
+  Card signature that does not verify.
+* ``InputRequired``: a signal, not a failure: ``SkillContext.request_input``
+  raises it to park the task; a handler lets it propagate.
+* ``AuthenticationFailed``, ``UnknownApproval``: a credential refused; an
+  approval id nobody issued.
+* ``ManifestError`` … ``ScaffoldError``: ``skillrack plugin check|bundle|verify``
+  and ``skillrack new`` refusing their input.
+
+``tests/test_errors.py`` walks the package and fails when an exception class is
+missing from this tree or sits under another parent than drawn.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,3 +185,69 @@ def parse_error_object(value: Any) -> tuple[str, str | None, list[Mapping[str, A
         message if isinstance(message, str) else None,
         [d for d in details if isinstance(d, Mapping)] if isinstance(details, list) else [],
     )
+
+
+class ClientCode(enum.StrEnum):
+    """The client's own codes, for failures that are none of the draft's ten conditions.
+
+    The draft's conditions are what an agent reports; these are what a client
+    finds before or instead of a remote task, and they travel only in a
+    :class:`SkillCallError`, never on the wire.
+    """
+
+    #: The agent's card lacks the schema-interface extension or describe_skill: it
+    #: does not provide the procedure, and no schema-interface conformance is claimed.
+    NOT_SCHEMA_INTERFACE_AGENT = "not_schema_interface_agent"
+    #: The agent could not be reached, or the HTTP exchange failed.
+    TRANSPORT_ERROR = "transport_error"
+    #: The agent answered with an A2A/JSON-RPC protocol error (no task exists).
+    PROTOCOL_ERROR = "protocol_error"
+    #: Signing keys are pinned and the Agent Card has no signature that verifies with
+    #: one of them (unsigned, tampered with, or signed by another key): refused locally.
+    CARD_SIGNATURE_INVALID = "card_signature_invalid"
+    #: The upstream output and downstream input are different Schema References:
+    #: direct composition is not allowed (the payload must be transformed first).
+    COMPOSITION_INELIGIBLE = "composition_ineligible"
+    #: A delegation named a peer agent the configuration's ``[peers]`` table lacks.
+    UNKNOWN_PEER = "unknown_peer"
+
+
+@dataclass
+class SkillCallError(SkillrackError):
+    """A failed client procedure.  ``remote`` tells whether a remote task reported it.
+
+    The draft: "An error detected locally by a client before the remote agent
+    creates a task MUST NOT be represented as a state of a nonexistent remote
+    task."  So a local error has ``remote == False`` and no task id or state; a
+    remote error carries the remote task's own error object, its final state
+    and its id.  ``code`` is kept as a plain string: a remote agent may send a
+    code outside both enumerations (the draft lets future profiles add some).
+    """
+
+    code: str
+    message: str
+    details: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    remote: bool = False
+    task_id: str | None = None
+    state: str | None = None
+
+    def __post_init__(self) -> None:
+        self.code = str(self.code)  # an ErrorCode or ClientCode member reads as its value
+        super().__init__(f"{self.code}: {self.message}")
+
+    @classmethod
+    def local(
+        cls, code: ErrorCode | ClientCode, message: str, details: Iterable[ErrorDetail] = ()
+    ) -> SkillCallError:
+        """A condition the client detected itself (nothing remote is implied)."""
+        return cls(code=code, message=message, details=tuple(d.to_dict() for d in details))
+
+    def to_json(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details:
+            error["details"] = list(self.details)
+        if self.task_id is not None:
+            error["task_id"] = self.task_id
+        if self.state is not None:
+            error["state"] = self.state
+        return {"error": error}

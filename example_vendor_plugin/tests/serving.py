@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from skillrack.testing.serve import served_agent
+from skillrack.testing.serve import subprocess_agent
 
 DISTRIBUTION = "skillrack-example-vendor"
 
@@ -26,5 +26,5 @@ def served(logs: Path, config: str | None = None) -> Iterator[str]:
     if config is not None:
         (logs / "skillrack.toml").write_text(config)
         args += ["--config", str(logs / "skillrack.toml")]
-    with served_agent(logs, plugins=DISTRIBUTION, args=args) as agent:
+    with subprocess_agent(logs, plugins=DISTRIBUTION, args=args) as agent:
         yield agent.url

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from serving import served
 
-from skillrack.client.composition import COMPOSITION_INELIGIBLE, HopLog, compose
-from skillrack.client.errors import SkillCallError
+from skillrack.client.composition import HopLog, compose
 from skillrack.client.skill_client import SkillClient
+from skillrack.errors import ClientCode, SkillCallError
 
 HEADERS = {"A2A-Version": "1.0"}
 ARGS = {"resource_id": "core-router-1", "metric": "cpu", "threshold": 10, "unit": "percent"}
@@ -108,7 +108,7 @@ async def test_composition_with_differing_references_is_refused(agents: tuple[st
                 downstream_skill="collect_interface_health",
             )
         after = health_tasks(observer)
-    assert info.value.code == COMPOSITION_INELIGIBLE
+    assert info.value.code == ClientCode.COMPOSITION_INELIGIBLE
     assert "urn:example:resource-condition:output:1.0" in info.value.message
     assert after == before and hops.recent() == []  # nothing was delegated
 

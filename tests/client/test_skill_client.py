@@ -13,8 +13,8 @@ from helpers.builders import VECTOR_DIGEST, registry_of
 from helpers.tamper import Tamper
 from starlette.types import ASGIApp
 
-from skillrack.client.errors import NOT_SCHEMA_INTERFACE_AGENT, TRANSPORT_ERROR, SkillCallError
 from skillrack.client.skill_client import SkillClient
+from skillrack.errors import ClientCode, SkillCallError
 from skillrack.host.registry import Registry
 from skillrack.interface.limits import Limits
 from skillrack.protocol.messages import EXTENSION_URI
@@ -166,8 +166,8 @@ async def test_unsafe_integer_is_refused_locally(client: SkillClient, base: str)
 @pytest.mark.parametrize(
     "edit, code",
     [
-        (lambda card: _drop_extension(card), NOT_SCHEMA_INTERFACE_AGENT),
-        (lambda card: _drop_describe(card), NOT_SCHEMA_INTERFACE_AGENT),
+        (lambda card: _drop_extension(card), ClientCode.NOT_SCHEMA_INTERFACE_AGENT),
+        (lambda card: _drop_describe(card), ClientCode.NOT_SCHEMA_INTERFACE_AGENT),
         (lambda card: _params(card, interface_version="2.0"), "unsupported_interface_version"),
         (lambda card: _duplicate_binding(card), "interface_invalid"),
         (lambda card: _orphan_binding(card), "interface_invalid"),
@@ -279,7 +279,7 @@ async def test_hostile_agent_output_hits_client_limits(base: str, tamper: Tamper
 
 async def test_unreachable_agent_is_a_transport_error(client: SkillClient) -> None:
     error = await failure(client.call("http://127.0.0.1:9", SKILL, ARGS))
-    assert error.code == TRANSPORT_ERROR
+    assert error.code == ClientCode.TRANSPORT_ERROR
 
 
 async def test_headers_pass_through(base: str, tamper: Tamper) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.testing.serve import CARD_PATH, ServedAgent, invoke, served_agent, start_agent
+from skillrack.testing.serve import CARD_PATH, ServedAgent, invoke, start_agent, subprocess_agent
 
 PLUGIN_MODULE = "skillrack_store_probe"
 PLUGIN_SOURCE = '''
@@ -127,7 +127,7 @@ def start(workdir: Path, **kwargs: Any) -> ServedAgent:
 
 @contextmanager
 def serving(workdir: Path, **kwargs: Any) -> Iterator[ServedAgent]:
-    with served_agent(workdir, **_options(workdir, **kwargs)) as agent:
+    with subprocess_agent(workdir, **_options(workdir, **kwargs)) as agent:
         yield agent
 
 

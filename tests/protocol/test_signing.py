@@ -20,7 +20,6 @@ from a2a.utils.signing import create_signature_verifier
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from google.protobuf import json_format
-
 from helpers.agent_harness import running_agent
 from helpers.signed_agent import (
     AUTH,
@@ -32,8 +31,9 @@ from helpers.signed_agent import (
     write_json,
     write_pem,
 )
-from skillrack.client.errors import CARD_SIGNATURE_INVALID, CLIENT_CODES, SkillCallError
+
 from skillrack.client.skill_client import SkillClient
+from skillrack.errors import ClientCode, SkillCallError
 from skillrack.host.config import Config, ConfigError, SigningSettings, load_config
 from skillrack.protocol.signing import (
     JWKS_PATH,
@@ -86,7 +86,7 @@ async def refused(client: SkillClient, url: str) -> SkillCallError:
     with pytest.raises(SkillCallError) as info:
         await client.call(url, SKILL, ARGS)
     error = info.value
-    assert error.code == CARD_SIGNATURE_INVALID and not error.remote
+    assert error.code == ClientCode.CARD_SIGNATURE_INVALID and not error.remote
     assert error.task_id is None and error.state is None
     return error
 
@@ -327,8 +327,8 @@ async def test_any_pinned_key_may_have_signed(signed: SignedAgent) -> None:
 
 
 def test_card_signature_invalid_is_a_documented_client_code() -> None:
-    assert CARD_SIGNATURE_INVALID == "card_signature_invalid"
-    assert CARD_SIGNATURE_INVALID in CLIENT_CODES
+    assert ClientCode.CARD_SIGNATURE_INVALID == "card_signature_invalid"
+    assert ClientCode("card_signature_invalid") is ClientCode.CARD_SIGNATURE_INVALID
 
 
 # verify_card_signature on its own -------------------------------------------------------------

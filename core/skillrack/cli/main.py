@@ -18,9 +18,8 @@ from typing import Any
 
 from skillrack.cli import operator as cli_operator
 from skillrack.cli import plugin as cli_plugin
-from skillrack.client.errors import SkillCallError
 from skillrack.client.skill_client import Mode, SkillClient
-from skillrack.errors import SkillrackError
+from skillrack.errors import SkillCallError, SkillrackError
 from skillrack.host.compose import load_host
 from skillrack.host.config import load_config
 from skillrack.host.registry import Registry, load_registry

@@ -15,8 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skillrack.client.errors import NOT_SCHEMA_INTERFACE_AGENT, SkillCallError, local
-from skillrack.errors import ErrorCode
+from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.canonical import is_digest
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.interface.versions import INTERFACE_VERSION, is_version
@@ -42,7 +41,7 @@ class Advertisement:
         """Step 2: the binding of an advertised skill, or ``skill_not_advertised``."""
         binding = self.bindings.get(skill_id)
         if binding is None or skill_id not in self.card_skills:
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.SKILL_NOT_ADVERTISED,
                 f"skill {skill_id!r} is not advertised by this agent's card",
             )
@@ -61,7 +60,7 @@ def read_advertisement(card: Mapping[str, Any]) -> Advertisement:
     if not ours or DESCRIBE_SKILL not in skill_ids:
         missing = "the schema-interface extension" if not ours else "the describe_skill skill"
         raise SkillCallError(
-            code=NOT_SCHEMA_INTERFACE_AGENT,
+            code=ClientCode.NOT_SCHEMA_INTERFACE_AGENT,
             message=f"the Agent Card lacks {missing}: this agent does not provide the "
             "schema-interface procedure, so no schema-governed call can be made",
         )
@@ -72,7 +71,7 @@ def read_advertisement(card: Mapping[str, Any]) -> Advertisement:
         raise _invalid("the extension has no params")
     version = params.get("interface_version")
     if version != INTERFACE_VERSION:
-        raise local(
+        raise SkillCallError.local(
             ErrorCode.UNSUPPORTED_INTERFACE_VERSION,
             f"the card advertises interface_version {version!r}; this client supports "
             f"{INTERFACE_VERSION}",
@@ -106,4 +105,6 @@ def read_advertisement(card: Mapping[str, Any]) -> Advertisement:
 
 
 def _invalid(message: str) -> SkillCallError:
-    return local(ErrorCode.INTERFACE_INVALID, f"invalid schema-interface advertisement: {message}")
+    return SkillCallError.local(
+        ErrorCode.INTERFACE_INVALID, f"invalid schema-interface advertisement: {message}"
+    )

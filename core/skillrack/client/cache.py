@@ -29,16 +29,11 @@ class InterfaceCache:
     def __init__(self, max_entries: int) -> None:
         self._entries: OrderedDict[CacheKey, VerifiedInterface] = OrderedDict()
         self.max_entries = max_entries
-        self.hits = 0
-        self.misses = 0
 
     def get(self, key: CacheKey) -> VerifiedInterface | None:
         found = self._entries.get(key)
-        if found is None:
-            self.misses += 1
-            return None
-        self._entries.move_to_end(key)
-        self.hits += 1
+        if found is not None:
+            self._entries.move_to_end(key)
         return found
 
     def put(self, key: CacheKey, interface: VerifiedInterface) -> None:

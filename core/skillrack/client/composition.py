@@ -23,8 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from skillrack.client.errors import SkillCallError, local
-from skillrack.errors import ErrorCode
+from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import VerifiedInterface
 
 if TYPE_CHECKING:
@@ -32,9 +31,6 @@ if TYPE_CHECKING:
     from skillrack.client.skill_client import Mode, SkillClient
 
 logger = logging.getLogger("skillrack.hops")
-
-#: Local code: the two Schema References differ, so direct composition is not allowed.
-COMPOSITION_INELIGIBLE = "composition_ineligible"
 
 #: ``check(instance) -> None`` when fit, else a reason string (constraint_rejected).
 DomainCheck = Callable[[Any], "str | None"]
@@ -46,7 +42,7 @@ def check_eligibility(upstream: VerifiedInterface, downstream: VerifiedInterface
     given = downstream.references["input"]
     if not output.same_as(given):
         raise SkillCallError(
-            COMPOSITION_INELIGIBLE,
+            ClientCode.COMPOSITION_INELIGIBLE,
             f"{upstream.skill_id!r} output {output.identity()} and {downstream.skill_id!r} "
             f"input {given.identity()} are different Schema References: direct composition "
             "is not allowed (transform the payload out of band first)",
@@ -61,7 +57,7 @@ def check_transfer(
     """Validate the transferred instance, then apply any domain-aware check for its schema."""
     details = downstream.input.validate(instance)
     if details:
-        raise local(
+        raise SkillCallError.local(
             ErrorCode.INPUT_INVALID,
             f"the transferred instance does not validate against {downstream.skill_id!r}'s "
             "input_schema",
@@ -70,7 +66,7 @@ def check_transfer(
     check = (domain_checks or {}).get(downstream.references["input"].schema_uri)
     reason = check(instance) if check is not None else None
     if reason:
-        raise local(ErrorCode.CONSTRAINT_REJECTED, reason)
+        raise SkillCallError.local(ErrorCode.CONSTRAINT_REJECTED, reason)
 
 
 @dataclass(frozen=True)
@@ -214,7 +210,8 @@ class Peers:
             return self.urls[peer]
         except KeyError:
             raise SkillCallError(
-                "unknown_peer", f"no peer agent named {peer!r} is configured ([peers] table)"
+                ClientCode.UNKNOWN_PEER,
+                f"no peer agent named {peer!r} is configured ([peers] table)",
             ) from None
 
     @property

@@ -19,8 +19,7 @@ from typing import Any
 
 from a2a.types import Artifact, StreamResponse, Task, TaskState
 
-from skillrack.client.errors import SkillCallError, local
-from skillrack.errors import ConditionError, ErrorCode, parse_error_object
+from skillrack.errors import ConditionError, ErrorCode, SkillCallError, parse_error_object
 from skillrack.interface.document import VerifiedInterface
 from skillrack.protocol.wire import from_value
 
@@ -65,7 +64,9 @@ class TaskAssembler:
             self.task.CopyFrom(event.task)
             return
         if self.task is None:
-            raise local(ErrorCode.OUTPUT_INVALID, f"the stream sent {kind} before the Task")
+            raise SkillCallError.local(
+                ErrorCode.OUTPUT_INVALID, f"the stream sent {kind} before the Task"
+            )
         if kind == "status_update":
             self.task.status.CopyFrom(event.status_update.status)
         elif kind == "artifact_update":
@@ -81,7 +82,7 @@ class TaskAssembler:
                     existing.CopyFrom(artifact)
                 return
         if append:
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.OUTPUT_INVALID,
                 f"append to unknown artifact {artifact.artifact_id!r} in the stream",
             )
@@ -90,7 +91,9 @@ class TaskAssembler:
 
 def _single_data(artifact: Artifact, what: str) -> Any:
     if len(artifact.parts) != 1 or not artifact.parts[0].HasField("data"):
-        raise local(ErrorCode.OUTPUT_INVALID, f"{what} must hold exactly one Data Part")
+        raise SkillCallError.local(
+            ErrorCode.OUTPUT_INVALID, f"{what} must hold exactly one Data Part"
+        )
     return from_value(artifact.parts[0].data)
 
 

@@ -15,7 +15,7 @@ With ``card_keys`` (a JWKS, or the path of one) the card must carry a JWS
 signature (A2A 1.0 section 8.4) by one of those pinned keys: a card without
 one is refused with ``card_signature_invalid`` before anything is sent.
 
-Everything found locally raises :class:`~skillrack.client.errors.SkillCallError`
+Everything found locally raises :class:`~skillrack.errors.SkillCallError`
 with ``remote=False`` and without any task state; remote failures carry the
 remote task's error object, state and id.
 """
@@ -51,15 +51,8 @@ from google.protobuf import json_format
 
 from skillrack.client.advertisement import Advertisement, read_advertisement
 from skillrack.client.cache import CacheKey, InterfaceCache
-from skillrack.client.errors import (
-    CARD_SIGNATURE_INVALID,
-    PROTOCOL_ERROR,
-    TRANSPORT_ERROR,
-    SkillCallError,
-    local,
-)
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
-from skillrack.errors import ErrorCode
+from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import (
     DESCRIBE_SKILL,
     InterfaceError,
@@ -146,23 +139,28 @@ class SkillClient:
             return cached
         if response.status_code != 200:
             raise SkillCallError(
-                TRANSPORT_ERROR, f"the Agent Card of {agent} answered HTTP {response.status_code}"
+                ClientCode.TRANSPORT_ERROR,
+                f"the Agent Card of {agent} answered HTTP {response.status_code}",
             )
         if len(response.content) > self.limits.max_document_bytes:
-            raise local(ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the Agent Card is too large")
+            raise SkillCallError.local(
+                ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the Agent Card is too large"
+            )
         try:
             card = response.json()
             proto = json_format.ParseDict(card, AgentCard(), ignore_unknown_fields=True)
         except (ValueError, json_format.ParseError) as exc:
             raise SkillCallError(
-                PROTOCOL_ERROR, f"the Agent Card of {agent} is not a valid A2A card: {exc}"
+                ClientCode.PROTOCOL_ERROR,
+                f"the Agent Card of {agent} is not a valid A2A card: {exc}",
             ) from None
         if self.card_keys is not None:
             try:
                 verify_card_signature(proto, self.card_keys)
             except CardSignatureError as exc:
-                raise local(
-                    CARD_SIGNATURE_INVALID, f"the Agent Card of {agent} is refused: {exc}"
+                raise SkillCallError.local(
+                    ClientCode.CARD_SIGNATURE_INVALID,
+                    f"the Agent Card of {agent} is refused: {exc}",
                 ) from None
         try:
             advertisement: Advertisement | None = read_advertisement(card)
@@ -200,7 +198,7 @@ class SkillClient:
         )
         document, returned_digest = self._describe_result(task)
         if returned_digest != binding.interface_digest:
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.INTERFACE_INVALID,
                 f"describe_skill returned digest "
                 f"{returned_digest} but the card advertises {binding.interface_digest}",
@@ -208,20 +206,20 @@ class SkillClient:
         try:
             verified = verify_document(document, self.limits)
         except InterfaceError as exc:
-            raise local(
+            raise SkillCallError.local(
                 exc.code,
                 f"the document of {skill_id!r} is not acceptable "
                 f"({exc.rule} at {exc.pointer or '/'}): {exc.message}",
             ) from None
         if verified.interface_digest != binding.interface_digest:
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.INTERFACE_INVALID,
                 f"the document's computed digest "
                 f"{verified.interface_digest} differs from the advertised "
                 f"{binding.interface_digest}",
             )
         if verified.skill_id != skill_id or verified.skill_version != binding.skill_version:
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.INTERFACE_INVALID,
                 f"describe_skill returned the document of "
                 f"{verified.skill_id!r} {verified.skill_version}, not of {skill_id!r} "
@@ -244,13 +242,13 @@ class SkillClient:
             outcome(task, DESCRIBE_SKILL, None)  # raises the remote task's error
         artifacts = list(task.artifacts)
         if not completed or len(artifacts) != 1 or artifacts[0].name != DESCRIBE_SKILL:
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.INTERFACE_INVALID,
                 "describe_skill must complete with exactly one Artifact named describe_skill",
             )
         parts = artifacts[0].parts
         if len(parts) != 1 or not parts[0].HasField("data"):
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.INTERFACE_INVALID,
                 "the describe_skill Artifact must hold exactly one Data Part",
             )
@@ -262,7 +260,7 @@ class SkillClient:
             or not isinstance(result, dict)
             or set(result) != {"interface_digest", "interface"}
         ):
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.INTERFACE_INVALID,
                 "the describe_skill result is not "
                 '{"skill": "describe_skill", "result": {"interface_digest", "interface"}}',
@@ -300,7 +298,7 @@ class SkillClient:
         try:
             check_numbers(arguments)
         except UnsafeNumber as exc:
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.INPUT_INVALID,
                 f"{exc}; A2A carries numbers as doubles, send such values as strings",
             ) from None
@@ -308,9 +306,9 @@ class SkillClient:
             details = interface.input.validate(arguments)
         except Exception as exc:  # resource limits
             code = getattr(exc, "code", ErrorCode.RESOURCE_LIMIT_EXCEEDED)
-            raise local(code, str(getattr(exc, "message", exc))) from None
+            raise SkillCallError.local(code, str(getattr(exc, "message", exc))) from None
         if details:
-            raise local(
+            raise SkillCallError.local(
                 ErrorCode.INPUT_INVALID,
                 "the arguments do not validate against the "
                 f"input_schema of {interface.skill_id!r}; nothing was sent",
@@ -358,13 +356,13 @@ class SkillClient:
         async with _transport(f"calling {agent}"):
             async for event in client.send_message(request, context=context):
                 if event.HasField("message"):
-                    raise local(
+                    raise SkillCallError.local(
                         ErrorCode.OUTPUT_INVALID, "the agent answered with a Message, not a Task"
                     )
                 assembler.apply(event)
             task = assembler.task
             if task is None:
-                raise SkillCallError(PROTOCOL_ERROR, "the agent sent no Task")
+                raise SkillCallError(ClientCode.PROTOCOL_ERROR, "the agent sent no Task")
             if mode != "sync" and task.status.state not in TERMINAL | INTERRUPTED:
                 task = await self._poll(client, task.id, context)
         return task
@@ -377,7 +375,7 @@ class SkillClient:
                 return task
             if time.monotonic() > deadline:
                 raise SkillCallError(
-                    TRANSPORT_ERROR,
+                    ClientCode.TRANSPORT_ERROR,
                     f"task {task_id} did not finish in {self.timeout} s",
                     task_id=task_id,
                 )
@@ -394,7 +392,9 @@ async def _transport(what: str) -> AsyncIterator[None]:
     except A2AError as exc:
         name = type(exc).__name__
         if name.startswith("A2AClient") or name == "AgentCardResolutionError":
-            raise SkillCallError(TRANSPORT_ERROR, f"{what}: {exc}") from None
-        raise SkillCallError(PROTOCOL_ERROR, f"{what}: {name}: {exc}") from None
+            raise SkillCallError(ClientCode.TRANSPORT_ERROR, f"{what}: {exc}") from None
+        raise SkillCallError(ClientCode.PROTOCOL_ERROR, f"{what}: {name}: {exc}") from None
     except httpx.HTTPError as exc:
-        raise SkillCallError(TRANSPORT_ERROR, f"{what}: {type(exc).__name__}: {exc}") from None
+        raise SkillCallError(
+            ClientCode.TRANSPORT_ERROR, f"{what}: {type(exc).__name__}: {exc}"
+        ) from None

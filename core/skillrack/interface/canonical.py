@@ -17,11 +17,13 @@ from typing import Any
 
 import rfc8785
 
+from skillrack.errors import SkillrackError
+
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
-class CanonicalizationError(ValueError):
+class CanonicalizationError(SkillrackError, ValueError):
     """The value has no JCS representation (the draft's JCS input rules)."""
 
 

@@ -20,6 +20,7 @@ from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.declare import DomainSchema, Skill
 from skillrack.interface.inline import CompiledSchema, InlineSchemaError, compile_inline_schema
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
+from skillrack.interface.pointers import to_pointer
 from skillrack.interface.schemaref import SchemaReference, SchemaReferenceError
 from skillrack.interface.standard_schema import document_validator
 from skillrack.interface.versions import INTERFACE_VERSION, VersionError, is_version
@@ -33,10 +34,6 @@ class InterfaceError(ConditionError):
 
     rule: str = ""
     pointer: str = ""
-
-
-def _pointer_of(path: Any) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
 @dataclass(frozen=True)
@@ -104,7 +101,7 @@ def verify_document(document: Any, limits: Limits = DEFAULT_LIMITS) -> VerifiedI
         first = errors[0]
         raise _invalid(
             "skill_interface_schema",
-            _pointer_of(first.absolute_path),
+            to_pointer(first.absolute_path),
             f"does not conform to the v1.0 Skill Interface Schema: {first.message}",
         )
     assert isinstance(document, Mapping)

@@ -40,6 +40,8 @@ from typing import Any, Final
 
 import regex
 
+from skillrack.errors import SkillrackError
+
 #: The longest a single match may run.
 MATCH_SECONDS: Final = 0.05
 #: The longest all the matches of one validation may run together.
@@ -62,7 +64,7 @@ _budget: contextvars.ContextVar[Budget | None] = contextvars.ContextVar(
 )
 
 
-class PatternTimeLimit(Exception):
+class PatternTimeLimit(SkillrackError):
     """A match ran out of time: the string is treated as not matching."""
 
     def __init__(self, pattern: str) -> None:

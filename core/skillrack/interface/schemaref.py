@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from skillrack.errors import SkillrackError
 from skillrack.interface.canonical import CanonicalizationError, digest_of, is_digest
 from skillrack.interface.versions import is_version
 
 
-class SchemaReferenceError(ValueError):
+class SchemaReferenceError(SkillrackError, ValueError):
     """A Schema Reference that is malformed or whose digest does not match its content."""
 
     def __init__(self, message: str, pointer: str = "") -> None:

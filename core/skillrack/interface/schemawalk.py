@@ -22,6 +22,7 @@ import referencing.exceptions
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from skillrack.errors import SkillrackError
 from skillrack.interface.limits import Limits
 from skillrack.interface.pointers import escape, unescape
 from skillrack.interface.schemaerror import limit_exceeded, refuse
@@ -56,7 +57,7 @@ _MAP: Final = _IN_PLACE_MAP + _CONSUMING_MAP + _UNAPPLIED_MAP
 _REFERENCE_KEYWORDS: Final = ("$ref", "$dynamicRef")
 
 
-class RetrievalRefused(Exception):
+class RetrievalRefused(SkillrackError):
     """Raised by the refusing registry; ``referencing`` reports it as Unresolvable."""
 
 

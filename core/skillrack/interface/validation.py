@@ -37,7 +37,7 @@ from skillrack.errors import ConditionError, ErrorCode, ErrorDetail
 from skillrack.interface import patterns
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits, json_depth
-from skillrack.interface.pointers import escape, resolve_pointer, to_pointer, unescape
+from skillrack.interface.pointers import escape, resolve, to_pointer, unescape
 from skillrack.interface.schemaerror import refuse
 from skillrack.interface.schemawalk import Location
 
@@ -98,7 +98,7 @@ def desugar_booleans(root: Any, locations: list[Location]) -> tuple[Any, _Runtim
             root = stand_in
             continue
         parent_pointer, _, last = loc.pointer.rpartition("/")
-        parent = resolve_pointer(root, parent_pointer)
+        parent = resolve(root, parent_pointer)
         if isinstance(parent, list):
             parent[int(last)] = stand_in
         else:

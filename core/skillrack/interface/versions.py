@@ -12,13 +12,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from skillrack.errors import SkillrackError
+
 VERSION_PATTERN = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
 
 #: The only Skill Interface Schema version this implementation supports.
 INTERFACE_VERSION = "1.0"
 
 
-class VersionError(ValueError):
+class VersionError(SkillrackError, ValueError):
     """A string that is not a canonical Version String."""
 
 

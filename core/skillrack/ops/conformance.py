@@ -15,10 +15,9 @@ from typing import Any
 
 from a2a.types import Task, TaskState
 
-from skillrack.client.errors import SkillCallError
 from skillrack.client.outcome import state_name
 from skillrack.client.skill_client import SkillClient
-from skillrack.errors import ErrorCode, parse_error_object
+from skillrack.errors import ErrorCode, SkillCallError, parse_error_object
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.protocol.wire import from_value
 

@@ -319,8 +319,8 @@ def _server_limits(config: Config) -> dict[str, Any]:
 
 async def diagnose_agent(url: str, headers: Mapping[str, str] | None = None) -> Diagnosis:
     """Diagnose the agent at ``url`` through the client procedure."""
-    from skillrack.client.errors import SkillCallError
     from skillrack.client.skill_client import SkillClient
+    from skillrack.errors import SkillCallError
 
     diagnosis = Diagnosis(url)
     if not check_interface_schema(diagnosis):

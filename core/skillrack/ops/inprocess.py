@@ -32,9 +32,9 @@ from a2a.server.tasks import InMemoryTaskStore
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from skillrack.client.errors import SkillCallError
 from skillrack.client.outcome import SkillResult
 from skillrack.client.skill_client import Mode, SkillClient
+from skillrack.errors import SkillCallError
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.interface.document import VerifiedInterface
@@ -134,7 +134,7 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served_agent(
+def threaded_agent(
     registry: Registry, config: Config, *, workdir: Path | None = None
 ) -> Iterator[Agent]:
     """Serve the app with uvicorn on 127.0.0.1 (a free port) in a thread of its own."""
@@ -205,5 +205,5 @@ __all__ = [
     "SkillCallError",
     "build_app",
     "in_process_agent",
-    "served_agent",
+    "threaded_agent",
 ]

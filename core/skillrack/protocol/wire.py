@@ -19,10 +19,13 @@ from typing import Any
 from a2a.types import Part
 from google.protobuf import json_format, struct_pb2
 
+from skillrack.errors import SkillrackError
+from skillrack.interface.pointers import escape
+
 SAFE_INTEGER = 2**53 - 1
 
 
-class UnsafeNumber(ValueError):
+class UnsafeNumber(SkillrackError, ValueError):
     """An integer the double-based wire form cannot carry exactly."""
 
     def __init__(self, pointer: str) -> None:
@@ -105,10 +108,7 @@ def check_numbers(value: Any, pointer: str = "") -> None:
         if isinstance(node, int) and abs(node) > SAFE_INTEGER:
             raise UnsafeNumber(where)
         if isinstance(node, dict):
-            stack.extend(
-                (v, f"{where}/{str(k).replace('~', '~0').replace('/', '~1')}")
-                for k, v in node.items()
-            )
+            stack.extend((v, f"{where}/{escape(k)}") for k, v in node.items())
         elif isinstance(node, list):
             stack.extend((v, f"{where}/{i}") for i, v in enumerate(node))
 

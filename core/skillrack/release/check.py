@@ -40,7 +40,7 @@ from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 from skillrack.interface.standard_schema import skill_interface_schema
 from skillrack.interface.versions import Version, is_version
 from skillrack.release.compat import breaking_changes, family_of, uri_version
-from skillrack.release.examples import check_examples, load_examples
+from skillrack.release.examples import check_shipped_examples, load_examples
 from skillrack.release.manifest import ManifestError, manifest_file, read_manifest
 from skillrack.release.report import PROBLEM_CLASSES, Problem, ProblemClass, Severity
 from skillrack.release.target import (
@@ -525,7 +525,9 @@ class _Run:
             examples = load_examples(skill, self.opened.package_of(plugin), plugin=plugin)
             entry.examples_location = examples.location
             entry.examples = examples.counts()
-            self.report.problems.extend(check_examples(skill, interface, examples, plugin=plugin))
+            self.report.problems.extend(
+                check_shipped_examples(skill, interface, examples, plugin=plugin)
+            )
 
     # -- compatibility --------------------------------------------------------
 

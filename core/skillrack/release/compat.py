@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from skillrack.interface.pointers import escape, resolve_pointer
+from skillrack.interface.pointers import PointerError, escape, resolve
 
 #: ``...:1.0``, ``.../v2.3``: a version as the last segment of a schema URI.
 _VERSION_TAIL = re.compile(r"(?<=[:/_-])v?((?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*))$")
@@ -123,9 +123,8 @@ class _Differ:
         while isinstance(ref, str) and ref.startswith("#") and ref not in seen:
             seen.add(ref)
             try:
-                fragment = ref[1:]
-                target = resolve_pointer(root, fragment) if fragment else root
-            except (LookupError, ValueError, TypeError):
+                target = resolve(root, ref[1:])  # "#" alone is the root
+            except PointerError:
                 return node, None
             if not isinstance(target, Mapping):
                 return node, None

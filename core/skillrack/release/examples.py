@@ -175,7 +175,7 @@ def _validate(schema: CompiledSchema, value: Any) -> tuple[ErrorDetail, ...] | s
         return exc.message
 
 
-def check_examples(
+def check_shipped_examples(
     skill: Skill,
     interface: VerifiedInterface,
     examples: Examples,

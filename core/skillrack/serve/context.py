@@ -25,9 +25,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from skillrack.errors import SkillrackError
 
-class InputRequired(Exception):
-    """Raised by :meth:`SkillContext.request_input` when the answer is not there yet."""
+
+class InputRequired(SkillrackError):
+    """Raised by :meth:`SkillContext.request_input` when the answer is not there yet.
+
+    A signal, not a failure: the executor catches it to park the task in
+    ``TASK_STATE_INPUT_REQUIRED``, so a handler lets it propagate.
+    """
 
     def __init__(self, request: Any) -> None:
         super().__init__("input required")
@@ -145,7 +151,7 @@ class SkillContext:
         validate the arguments, validate the result and records) and records
         the hop (both task ids, both agents) for diagnostics.  Returns a
         :class:`skillrack.client.outcome.SkillResult`; raises
-        :class:`skillrack.client.errors.SkillCallError` on failure.
+        :class:`skillrack.errors.SkillCallError` on failure.
         """
         return await self._delegation_or_fail().delegate(
             self.task_id, peer, skill_id, arguments, mode

@@ -27,11 +27,11 @@ async def skillrack_agent(
     tmp_path: Path,
 ) -> AsyncIterator[Agent]:
     """The agent holding the plugin(s) under test: in-process, or uvicorn if marked."""
-    from skillrack.ops.inprocess import in_process_agent, served_agent
+    from skillrack.ops.inprocess import in_process_agent, threaded_agent
     from skillrack.testing.plugin import SERVER_MARKER
 
     if request.node.get_closest_marker(SERVER_MARKER) is not None:
-        with served_agent(skillrack_registry, skillrack_config, workdir=tmp_path) as agent:
+        with threaded_agent(skillrack_registry, skillrack_config, workdir=tmp_path) as agent:
             yield agent
         return
     async with in_process_agent(skillrack_registry, skillrack_config, workdir=tmp_path) as agent:
@@ -41,7 +41,7 @@ async def skillrack_agent(
 @pytest_asyncio.fixture
 async def skillrack_client(skillrack_agent: Agent) -> AsyncIterator[AgentClient]:
     """A SkillClient bound to ``skillrack_agent`` that has verified every advertised skill."""
-    from skillrack.client.errors import SkillCallError
+    from skillrack.errors import SkillCallError
 
     async with skillrack_agent.client() as client:
         try:

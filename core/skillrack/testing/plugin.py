@@ -162,9 +162,9 @@ def skillrack_live_agent(
     skillrack_registry: Registry, skillrack_config: Config, tmp_path: Path
 ) -> Iterator[Agent]:
     """The agent served by uvicorn on 127.0.0.1 (a free port), for the duration of the test."""
-    from skillrack.ops.inprocess import served_agent
+    from skillrack.ops.inprocess import threaded_agent
 
-    with served_agent(skillrack_registry, skillrack_config, workdir=tmp_path) as agent:
+    with threaded_agent(skillrack_registry, skillrack_config, workdir=tmp_path) as agent:
         yield agent
 
 
@@ -386,7 +386,7 @@ def _shipped(skill: Skill, interface: VerifiedInterface, package: str) -> list[E
     examples = release_examples.load_examples(skill, package)
     return [
         ExampleProblem(skill.id, problem.file or "examples", None, problem.message)
-        for problem in release_examples.check_examples(skill, interface, examples)
+        for problem in release_examples.check_shipped_examples(skill, interface, examples)
         if (problem.is_error and problem.rule != "card_example_rejected")
         or problem.rule == "examples_missing"
     ]

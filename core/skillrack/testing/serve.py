@@ -5,10 +5,10 @@ to end: the installed ``skillrack`` command on a free loopback port, and
 requests written as JSON on the wire with nothing but httpx in between (no
 SDK that could hide a wire-level mistake).  This module is that, once::
 
-    from skillrack.testing.serve import invoke, served_agent
+    from skillrack.testing.serve import invoke, subprocess_agent
 
     def test_served(tmp_path):
-        with served_agent(tmp_path, plugins="acme-skills") as agent:
+        with subprocess_agent(tmp_path, plugins="acme-skills") as agent:
             task = invoke(agent.url, {"skill": "describe_skill", ...})
             assert task["status"]["state"] == "TASK_STATE_COMPLETED"
 
@@ -142,7 +142,7 @@ def start_agent(
 
 
 @contextmanager
-def served_agent(workdir: Path, **kwargs: Any) -> Iterator[ServedAgent]:
+def subprocess_agent(workdir: Path, **kwargs: Any) -> Iterator[ServedAgent]:
     """``start_agent``, wait until it answers, stop it afterwards."""
     agent = start_agent(workdir, **kwargs).wait_ready()
     try:

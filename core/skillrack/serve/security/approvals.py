@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from skillrack.errors import SkillrackError
+
 #: Key of the Data Part of a task parked for approval (also how replay recognises it).
 APPROVAL_KEY = "skillrack_approval"
 
@@ -83,8 +85,8 @@ class Approval:
         }
 
 
-class UnknownApproval(LookupError):
-    pass
+class UnknownApproval(SkillrackError, LookupError):
+    """An approval id this store never issued (a typo, or another agent's store)."""
 
 
 def _now() -> str:

@@ -27,13 +27,14 @@ from typing import Any
 
 import pluggy
 
+from skillrack.errors import SkillrackError
 from skillrack.host.hooks import call_each_async
 from skillrack.serve.context import ANONYMOUS, Caller
 
 logger = logging.getLogger(__name__)
 
 
-class AuthenticationFailed(Exception):
+class AuthenticationFailed(SkillrackError):
     """A credential was presented but cannot be accepted.
 
     ``message`` is shown to the caller, so it must not explain why in detail

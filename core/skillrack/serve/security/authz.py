@@ -22,11 +22,10 @@ from typing import Any
 import pluggy
 
 from skillrack.host.hooks import call_each_async
+from skillrack.interface.pointers import MISSING, find
 from skillrack.serve.context import Caller
 
 logger = logging.getLogger(__name__)
-
-_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -70,26 +69,10 @@ class Verdict:
     denied: bool = False
 
 
-def resolve_pointer(document: Any, pointer: str) -> Any:
-    """The value at a JSON Pointer, or a private sentinel when it is absent."""
-    if pointer == "":
-        return document
-    node = document
-    for raw in pointer[1:].split("/"):
-        token = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            return _MISSING
-    return node
-
-
 def pick(arguments: Any, pointers: tuple[str, ...] | list[str]) -> dict[str, Any]:
     """``{pointer: value}`` for each pointer present in the arguments."""
-    found = {p: resolve_pointer(arguments, p) for p in pointers}
-    return {p: v for p, v in found.items() if v is not _MISSING}
+    found = {p: find(arguments, p) for p in pointers}
+    return {p: v for p, v in found.items() if v is not MISSING}
 
 
 async def authorize(
