@@ -55,7 +55,10 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from skillrack.errors import SkillrackError
 from skillrack.interface.limits import Limits
@@ -225,8 +228,6 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError("[peers] maps names to http(s) URLs of other agents")
     server = _build(ServerSettings, raw.get("server", {}), "server")
     base_dir = path.resolve().parent
-    from skillrack.serve.stores.storage import parse_store  # stores imports this module
-
     try:
         parse_store(server.store, base_dir)
     except ConfigError as exc:
@@ -241,3 +242,79 @@ def load_config(path: Path | None) -> Config:
         first_party=plugins,
         base_dir=base_dir,
     )
+
+
+# -- the store value -------------------------------------------------------------------------
+# Read here, with the rest of the configuration, so that load_config refuses a store it
+# cannot parse without host/ importing serve/; serve/stores/storage.py opens the store.
+
+MEMORY = "memory"
+
+StoreKind = Literal["memory", "sqlite", "postgresql"]
+
+
+@dataclass(frozen=True)
+class StoreSpec:
+    """A parsed ``--store`` value."""
+
+    kind: StoreKind
+    #: The SQLAlchemy async URL (absolute path for SQLite); None for memory.
+    url: str | None = None
+    #: The SQLite file.
+    path: Path | None = None
+
+    @property
+    def shareable(self) -> bool:
+        """Whether several processes can share it (``--workers``, replicas)."""
+        return self.kind != "memory"
+
+    @property
+    def canonical(self) -> str:
+        """The value that names this store wherever it is read from (absolute SQLite path)."""
+        if self.kind == "memory":
+            return MEMORY
+        if self.kind == "sqlite":
+            assert self.path is not None
+            return f"sqlite:///{self.path}"
+        assert self.url is not None
+        return self.url
+
+    def describe(self, *, cluster: bool) -> str:
+        """One line for the start-up log (no password)."""
+        if self.kind == "memory":
+            return "memory (tasks are lost when the server stops)"
+        mode = "cluster mode" if cluster else "one process"
+        if self.kind == "sqlite":
+            return f"sqlite {self.path} (WAL, synchronous=NORMAL; {mode})"
+        assert self.url is not None
+        shown = make_url(self.url).render_as_string(hide_password=True)
+        return f"postgresql {shown} ({mode})"
+
+
+def parse_store(text: str, base_dir: Path) -> StoreSpec:
+    """Read a ``--store`` value; a relative SQLite path resolves against ``base_dir``."""
+    text = text.strip()
+    if text == MEMORY:
+        return StoreSpec("memory")
+    forms = "memory, sqlite:///PATH or postgresql+asyncpg://USER@HOST:PORT/DATABASE"
+    try:
+        url = make_url(text)
+    except ArgumentError:
+        raise ConfigError(f"store {text!r} is not one of {forms}") from None
+    backend, _, driver = url.drivername.partition("+")
+    if backend == "sqlite" and driver in ("", "aiosqlite"):
+        database = url.database or ""
+        if database in ("", ":memory:") or database.startswith("file:"):
+            raise ConfigError(
+                f"store {text!r}: name a SQLite file (sqlite:///PATH), or use 'memory'"
+            )
+        path = Path(database).expanduser()
+        path = path if path.is_absolute() else base_dir / path
+        path = path.resolve()
+        return StoreSpec("sqlite", url=f"sqlite+aiosqlite:///{path}", path=path)
+    if backend in ("postgresql", "postgres") and driver in ("", "asyncpg"):
+        if not url.database:
+            raise ConfigError(f"store {text!r}: name the database (postgresql+asyncpg://.../DB)")
+        url = url.set(drivername="postgresql+asyncpg")
+        return StoreSpec("postgresql", url=url.render_as_string(hide_password=False))
+    raise ConfigError(f"store {text!r} is not one of {forms}")

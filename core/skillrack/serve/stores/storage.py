@@ -67,8 +67,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from a2a.server.cluster import (
@@ -84,90 +83,24 @@ from a2a.server.tasks import DatabaseTaskStore, InMemoryTaskStore, TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, SendMessageRequest, Task
 from sqlalchemy import Table, event, func, select
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.orm import class_mapper
 
-from skillrack.host.config import ConfigError
+# The store value is configuration: host/config.py reads and checks it (host never imports
+# serve/); it is re-exported here next to the stores it opens.
+from skillrack.host.config import MEMORY as MEMORY
+from skillrack.host.config import ConfigError, StoreSpec
+from skillrack.host.config import StoreKind as StoreKind
+from skillrack.host.config import parse_store as parse_store
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
 
 logger = logging.getLogger(__name__)
 
-MEMORY = "memory"
 #: How long a SQLite connection waits for another writer before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 #: How often a replica that does not run a task polls its events for a subscriber.
 POLL_INTERVAL_S = 0.5
-
-StoreKind = Literal["memory", "sqlite", "postgresql"]
-
-
-@dataclass(frozen=True)
-class StoreSpec:
-    """A parsed ``--store`` value."""
-
-    kind: StoreKind
-    #: The SQLAlchemy async URL (absolute path for SQLite); None for memory.
-    url: str | None = None
-    #: The SQLite file.
-    path: Path | None = None
-
-    @property
-    def shareable(self) -> bool:
-        """Whether several processes can share it (``--workers``, replicas)."""
-        return self.kind != "memory"
-
-    @property
-    def canonical(self) -> str:
-        """The value that names this store wherever it is read from (absolute SQLite path)."""
-        if self.kind == "memory":
-            return MEMORY
-        if self.kind == "sqlite":
-            assert self.path is not None
-            return f"sqlite:///{self.path}"
-        assert self.url is not None
-        return self.url
-
-    def describe(self, *, cluster: bool) -> str:
-        """One line for the start-up log (no password)."""
-        if self.kind == "memory":
-            return "memory (tasks are lost when the server stops)"
-        mode = "cluster mode" if cluster else "one process"
-        if self.kind == "sqlite":
-            return f"sqlite {self.path} (WAL, synchronous=NORMAL; {mode})"
-        assert self.url is not None
-        shown = make_url(self.url).render_as_string(hide_password=True)
-        return f"postgresql {shown} ({mode})"
-
-
-def parse_store(text: str, base_dir: Path) -> StoreSpec:
-    """Read a ``--store`` value; a relative SQLite path resolves against ``base_dir``."""
-    text = text.strip()
-    if text == MEMORY:
-        return StoreSpec("memory")
-    forms = "memory, sqlite:///PATH or postgresql+asyncpg://USER@HOST:PORT/DATABASE"
-    try:
-        url = make_url(text)
-    except ArgumentError:
-        raise ConfigError(f"store {text!r} is not one of {forms}") from None
-    backend, _, driver = url.drivername.partition("+")
-    if backend == "sqlite" and driver in ("", "aiosqlite"):
-        database = url.database or ""
-        if database in ("", ":memory:") or database.startswith("file:"):
-            raise ConfigError(
-                f"store {text!r}: name a SQLite file (sqlite:///PATH), or use 'memory'"
-            )
-        path = Path(database).expanduser()
-        path = path if path.is_absolute() else base_dir / path
-        path = path.resolve()
-        return StoreSpec("sqlite", url=f"sqlite+aiosqlite:///{path}", path=path)
-    if backend in ("postgresql", "postgres") and driver in ("", "asyncpg"):
-        if not url.database:
-            raise ConfigError(f"store {text!r}: name the database (postgresql+asyncpg://.../DB)")
-        url = url.set(drivername="postgresql+asyncpg")
-        return StoreSpec("postgresql", url=url.render_as_string(hide_password=False))
-    raise ConfigError(f"store {text!r} is not one of {forms}")
 
 
 def _sqlite_connect(dbapi_connection: Any, connection_record: Any) -> None:
