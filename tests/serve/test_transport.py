@@ -20,11 +20,10 @@ from cryptography.x509.oid import NameOID
 from helpers.agent_harness import free_port, running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
-from test_config import skillrack_command
 
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
-from skillrack.testing.serve import error_of, invoke, skill_request
+from skillrack.testing.serve import error_of, invoke, skill_request, skillrack_command
 
 
 @pytest.fixture(scope="module")

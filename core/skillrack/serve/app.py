@@ -3,11 +3,12 @@
 Routes come from a2a-sdk's factories (JSON-RPC at ``/``, HTTP+JSON after it,
 last, because its ``/{tenant}`` mount shadows anything added later); the card
 route is skillrack's own so that its bytes are built once.  The middleware
-(``middleware.py``), outermost first: extension echo, authentication, rate
-limit, body guard.  Tasks are stored per tenant of the authenticated caller,
-so another tenant's task answers as if it did not exist.  Where they are
-stored (memory, a SQLite file, PostgreSQL shared by replicas) is
-``config.server.store`` (``stores.py``); ``app_from_environment`` is the app
+(:mod:`skillrack.serve.middleware`), outermost first: error sanitizer,
+extension echo, authentication, rate limit, body guard.  Tasks are stored per
+tenant of the authenticated caller, so another tenant's task answers as if it
+did not exist.  Where they are stored (memory, a SQLite file, PostgreSQL
+shared by replicas) is ``config.server.store``
+(:mod:`skillrack.serve.stores.storage`); ``app_from_environment`` is the app
 factory ``skillrack serve --workers N`` gives uvicorn.
 """
 
@@ -42,11 +43,9 @@ from starlette.routing import BaseRoute, Route
 
 from skillrack.client.composition import Peers
 from skillrack.client.skill_client import SkillClient
-from skillrack.host.compose import load_host
+from skillrack.host.compose import compose_host
 from skillrack.host.config import Config, load_config
 from skillrack.host.registry import Registry
-from skillrack.interface.inline import ensure_format_checkers
-from skillrack.interface.standard_schema import skill_interface_schema
 from skillrack.protocol.signing import JWKS_PATH
 from skillrack.serve.card import (
     CARD_PATH,
@@ -59,8 +58,8 @@ from skillrack.serve.context import ANONYMOUS, Caller
 from skillrack.serve.executor import (
     ACTIVATED_STATE_KEY,
     CALLER_STATE_KEY,
-    SKILL_METADATA_KEY,
     SkillExecutor,
+    skill_of,
 )
 from skillrack.serve.middleware import (
     ACTIVATED_SCOPE_KEY,
@@ -68,11 +67,11 @@ from skillrack.serve.middleware import (
     JSONRPC_PATH,
     AuthenticationGate,
     BodyGuard,
+    ErrorSanitizer,
     ExtensionEcho,
     RateLimit,
 )
 from skillrack.serve.process import freeze_startup_heap
-from skillrack.serve.sanitize import ErrorSanitizer
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (
@@ -143,8 +142,8 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         stored = await self.task_store.get(params.id, context)
         task = stored.task if isinstance(stored, StoredTask) else stored
         if task is not None:
-            value = task.metadata.fields.get(SKILL_METADATA_KEY)
-            skill = self._registry.get(value.string_value) if value is not None else None
+            skill_id = skill_of(task)
+            skill = self._registry.get(skill_id) if skill_id else None
             if skill is not None and not skill.skill.interaction.cancellable:
                 raise TaskNotCancelableError(message=f"skill {skill.skill_id!r} is not cancellable")
         result: Task | None = await super().on_cancel_task(params, context)
@@ -318,9 +317,7 @@ def app_from_environment() -> Starlette:
     config = load_config(Path(settings["config"]) if settings["config"] else None)
     if settings.get("store"):
         config = with_store(config, settings["store"])
-    ensure_format_checkers()
-    skill_interface_schema()
-    host = load_host(
+    host = compose_host(
         config,
         listen_host=settings["host"],
         insecure_allow_all=bool(settings["insecure_allow_all"]),

@@ -1,67 +1,64 @@
 """The AgentExecutor: from a request object to a final Task, in the draft's order.
 
-For a domain skill: the request object is well formed; the skill is
-advertised; ``skill_version`` and ``interface_digest`` name the active
-document (``interface_mismatch`` before anything looks at ``arguments``);
-``arguments`` validate against ``input_schema``; every authorization policy is
-asked; the handler runs with a :class:`~skillrack.serve.context.SkillContext`; the
-final result validates against ``output_schema``; only then the primary result
-Artifact and ``TASK_STATE_COMPLETED``.  Every error ends the Task with a status
-Message holding exactly one Data Part ``{"error": {...}}``, in the state the
-draft assigns; a handler's exception never reaches the caller, the log keeps it
-with the task id.
+Each call of :meth:`SkillExecutor.execute` is one turn of a task, and reads
+as the pipeline it runs::
+
+    parse -> check the invocation -> authorize -> approve -> (a slot) ->
+    run the handler -> validate records and result -> respond
+
+Parsing is :func:`~skillrack.protocol.messages.parse_request` on a new task
+and :func:`~skillrack.serve.replay.replay` on a follow-up; the invocation
+check is :func:`~skillrack.serve.invocation.check_invocation`; authorization
+asks every policy (:mod:`skillrack.serve.security.authz`); approval is
+:mod:`skillrack.serve.security.approval_gate`; the handler runs with a
+:class:`~skillrack.serve.context.SkillContext` whose outputs are validated by
+:class:`~skillrack.serve.outputs.Outputs` and sent by
+:class:`~skillrack.serve.artifacts.ArtifactPublisher`.
+
+Up to the slot the call is *admitted*; from the slot on it is *accepted for
+execution*.  The draft ends a refusal during admission ``TASK_STATE_REJECTED``
+and a failure after acceptance ``TASK_STATE_FAILED``; either way the status
+Message holds exactly one Data Part ``{"error": {...}}``.  A handler's
+exception never reaches the caller: the log keeps it with the task id.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import traceback
-import uuid
-from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pluggy
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
-from a2a.utils.errors import UnsupportedOperationError
+from a2a.types import Part, Task, TaskState, TaskStatus
 
-from skillrack.errors import REJECTING_CODES, ConditionError, ErrorCode, ErrorDetail
-from skillrack.host.registry import RegisteredSkill, Registry
+from skillrack.errors import REJECTING_CODES, ConditionError, ErrorCode
+from skillrack.host.registry import Registry
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.protocol.messages import (
     EXTENSION_URI,
     NOT_A_REQUEST,
     SkillRequest,
-    follow_up_value,
     parse_request,
 )
-from skillrack.protocol.wire import UnsafeNumber, check_numbers, data_part, from_value
+from skillrack.protocol.wire import data_part
+from skillrack.serve.artifacts import ArtifactPublisher
 from skillrack.serve.context import ANONYMOUS, Caller, Delegation, InputRequired, SkillContext
-from skillrack.serve.security.approvals import APPROVAL_KEY, DENIED, GRANTED, ApprovalStore
-from skillrack.serve.security.authz import AuthorizationRequest, authorize, pick
+from skillrack.serve.invocation import Invocation, check_invocation
+from skillrack.serve.limiter import ConcurrencyLimiter, Slot
+from skillrack.serve.outputs import Outputs, check_safe_numbers
+from skillrack.serve.replay import replay
+from skillrack.serve.security.approval_gate import seek_approval
+from skillrack.serve.security.approvals import ApprovalStore
+from skillrack.serve.security.authz import authorize
 
 logger = logging.getLogger(__name__)
 #: One line per finished task: ids, states, codes and sizes, never contents or credentials.
 audit = logging.getLogger("skillrack.audit")
 
-
-def _log_failure(message: str, task_id: str | None, exc: BaseException) -> None:
-    """Log where an exception came from, without its message.
-
-    Exception messages can carry argument values or credentials (``str(exc)``
-    of a failed database call, say); the traceback's frames are enough to find
-    the bug, and the task id ties it to the caller's report.
-    """
-    frames = "".join(traceback.format_tb(exc.__traceback__))
-    logger.error(message + ": %s\n%s", task_id, type(exc).__name__, frames)
-
-
-#: The primary result Artifact's id.  Artifact ids are task-scoped, so one
-#: fixed id is unambiguous, and a replayed or progressive result replaces it.
-RESULT_ARTIFACT_ID = "result"
 #: Task metadata key naming the skill, so that CancelTask can be refused for a
 #: non-cancellable skill before a2a-sdk touches the task.
 SKILL_METADATA_KEY = "skillrack_skill"
@@ -103,6 +100,23 @@ def caller_of(context: RequestContext) -> Caller:
     return caller if isinstance(caller, Caller) else ANONYMOUS
 
 
+def skill_of(task: Task) -> str | None:
+    """The skill a task invokes, as recorded when the task was created."""
+    value = task.metadata.fields.get(SKILL_METADATA_KEY)
+    return value.string_value if value is not None and value.string_value else None
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """One call of ``execute``: the request context, where its events go, and who calls."""
+
+    context: RequestContext
+    queue: EventQueue
+    updater: TaskUpdater
+    task_id: str
+    caller: Caller
+
+
 class SkillExecutor(AgentExecutor):
     """Runs describe_skill and domain skills for a2a-sdk's DefaultRequestHandler."""
 
@@ -117,436 +131,239 @@ class SkillExecutor(AgentExecutor):
         self.registry = registry
         self.manager = manager
         self.delegation = delegation
-        self.max_concurrent = max_concurrent
         self.approvals = approvals
-        self._active: dict[str, int] = {}
+        self.limiter = ConcurrencyLimiter(max_concurrent)
         self._describe = describe_payloads(registry)
         self._running: dict[str, SkillContext] = {}
 
     # -- entry points called by a2a-sdk ---------------------------------------------------------
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        assert context.task_id is not None and context.context_id is not None
-        assert context.message is not None
-        # A follow-up Message may omit contextId; the task keeps the one it started with.
-        context_id = context.current_task.context_id if context.current_task else context.context_id
-        updater = TaskUpdater(event_queue, context.task_id, context_id)
-        accepted = False
+        turn = _turn(context, event_queue)
         try:
-            if context.current_task is None:
-                request: SkillRequest | None = None
-                error: ConditionError | None = None
-                try:
-                    request = parse_request(context.message)
-                except ConditionError as exc:
-                    error = exc
-                except Exception:  # whatever a malformed message raises, the task exists first
-                    error = ConditionError(ErrorCode.INPUT_INVALID, NOT_A_REQUEST)
-                await event_queue.enqueue_event(self._new_task(context, request))
-                if error is not None:
-                    raise error
-                assert request is not None
-                self._activate(context)
-                if request.is_describe:
-                    await self._describe_skill(request, updater)
-                    return
-                answers: list[Any] = []
-            else:
-                request, answers = self._replay(context)
-                self._activate(context)
-            skill = self._check_invocation(request)
-            operation = await self._authorize(skill, request.arguments, context)
-            if not await self._approved(skill, operation, request.arguments, context, updater):
-                return  # parked in TASK_STATE_INPUT_REQUIRED until an operator decides
-            caller = caller_of(context)
-            slot = f"{caller.tenant}/{caller.identity}"
-            if self._active.get(slot, 0) >= self.max_concurrent:
-                raise ConditionError(
-                    ErrorCode.RESOURCE_LIMIT_EXCEEDED, "too many tasks running for this caller"
-                )
-            self._active[slot] = self._active.get(slot, 0) + 1
-            accepted = True
-            try:
-                await self._run(skill, request.arguments, answers, operation, context, updater)
-            finally:
-                self._active[slot] -= 1
-                if not self._active[slot]:
-                    del self._active[slot]
-        except ConditionError as exc:
-            await self._end_with_error(updater, exc, accepted=accepted)
-        except asyncio.CancelledError:
-            raise
+            admitted = await self._admit(turn)
         except Exception as exc:
-            _log_failure("task %s failed inside skillrack", context.task_id, exc)
-            await self._end_with_error(
-                updater,
-                ConditionError(
-                    ErrorCode.OUTPUT_INVALID,
-                    f"the skill failed before producing a valid result (task {context.task_id})",
-                ),
-                accepted=True,
-            )
+            await self._respond_with_error(turn, exc, accepted=False)
+            return
+        if admitted is None:
+            return  # describe_skill answered, or parked until an operator decides
+        invocation, slot = admitted
+        try:
+            await self._run(invocation, turn)
+        except Exception as exc:
+            await self._respond_with_error(turn, exc, accepted=True)
         finally:
-            self._running.pop(context.task_id, None)
+            slot.release()
+            self._running.pop(turn.task_id, None)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        task = context.current_task
-        skill_id = _skill_of(task) if task is not None else None
-        registered = self.registry.get(skill_id) if skill_id else None
-        if registered is not None and not registered.skill.interaction.cancellable:
-            # Normally refused earlier by the request handler; kept as a safety net.
-            raise UnsupportedOperationError(message=f"skill {skill_id!r} is not cancellable")
+        """Tell the running handler, then end the task ``TASK_STATE_CANCELED``.
+
+        A non-cancellable skill never gets here: the request handler refuses
+        CancelTask first (:class:`skillrack.serve.app.SkillrackRequestHandler`).
+        """
         running = self._running.get(context.task_id or "")
         if running is not None:
             running._mark_cancelled()
         assert context.task_id is not None and context.context_id is not None
+        task = context.current_task
         context_id = task.context_id if task is not None else context.context_id
         updater = TaskUpdater(event_queue, context.task_id, context_id)
         await updater.cancel(updater.new_agent_message([data_part({"canceled": True})]))
 
-    # -- steps ----------------------------------------------------------------------------------
+    # -- admission: a refusal here ends the task REJECTED ---------------------------------------
 
-    def _new_task(self, context: RequestContext, request: SkillRequest | None) -> Task:
-        assert context.message is not None
-        task = Task(
-            id=context.task_id,
-            context_id=context.context_id,
-            status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-            history=[context.message],
-        )
-        if request is not None:
-            task.metadata.update({SKILL_METADATA_KEY: request.skill})
-        return task
+    async def _admit(self, turn: _Turn) -> tuple[Invocation, Slot] | None:
+        """parse -> check the invocation -> authorize -> approve -> a slot.
 
-    def _activate(self, context: RequestContext) -> None:
-        """Record that this request activated the extension, so the server can echo it."""
-        if EXTENSION_URI in context.requested_extensions and context.call_context is not None:
-            activated = context.call_context.state.get(ACTIVATED_STATE_KEY)
-            if isinstance(activated, set):
-                activated.add(EXTENSION_URI)
-
-    def _replay(self, context: RequestContext) -> tuple[SkillRequest, list[Any]]:
-        """Rebuild the original request and the caller's answers from the task's history.
-
-        A user Message that follows an approval wait is a nudge to look again,
-        not an answer to a handler's question, so it is not counted.
+        ``None`` when nothing is left to run on this turn: ``describe_skill``
+        was answered, or the call waits for an operator's approval.
         """
-        task = context.current_task
-        assert task is not None and context.message is not None
-        messages: list[Message] = list(task.history)
-        known = {m.message_id for m in messages}
-        for extra in (task.status.message, context.message):
-            if extra.message_id and extra.message_id not in known:
-                messages.append(extra)
-                known.add(extra.message_id)
-        user: list[Message] = []
-        nudge = False
-        for message in messages:
-            if message.role == Role.ROLE_AGENT:
-                nudge = _is_approval_wait(message)
-            elif message.role == Role.ROLE_USER:
-                if not nudge or not user:
-                    user.append(message)
-                nudge = False
-        request = parse_request(user[0])
+        request, answers = await self._parse(turn)
         if request.is_describe:
-            raise ConditionError(ErrorCode.INPUT_INVALID, "describe_skill takes no follow-up")
-        return request, [follow_up_value(m) for m in user[1:]]
+            await self._describe_skill(request, turn)
+            return None
+        invocation = check_invocation(self.registry, request, turn.caller, answers)
+        await self._authorize(invocation, turn)
+        if not await self._approve(invocation, turn):
+            return None
+        return invocation, self.limiter.acquire(turn.caller)
 
-    def _check_invocation(self, request: SkillRequest) -> RegisteredSkill:
-        skill = self.registry.get(request.skill)
-        if skill is None:
-            raise ConditionError(
-                ErrorCode.SKILL_NOT_ADVERTISED,
-                f"skill {request.skill!r} is not advertised by this agent",
-            )
-        if (
-            request.skill_version != skill.skill.version
-            or request.interface_digest != skill.interface_digest
-        ):
-            raise ConditionError(
-                ErrorCode.INTERFACE_MISMATCH,
-                f"skill {skill.skill_id!r} is active at version {skill.skill.version} with "
-                f"interface digest {skill.interface_digest}; retrieve it again with describe_skill",
-            )
-        details = skill.interface.input.validate(
-            request.arguments, sensitive=tuple(skill.skill.sensitive)
-        )
-        if details:
-            raise ConditionError(
-                ErrorCode.INPUT_INVALID,
-                f"arguments do not validate against the input_schema of {skill.skill_id!r}",
-                details,
-            )
-        return skill
+    async def _parse(self, turn: _Turn) -> tuple[SkillRequest, list[Any]]:
+        """The request and the caller's answers so far; a new task is created first."""
+        context = turn.context
+        assert context.message is not None
+        if context.current_task is None:
+            try:
+                request: SkillRequest | None = parse_request(context.message)
+                error: ConditionError | None = None
+            except ConditionError as exc:
+                request, error = None, exc
+            except Exception:  # whatever a malformed message raises, the task exists first
+                request, error = None, ConditionError(ErrorCode.INPUT_INVALID, NOT_A_REQUEST)
+            await turn.queue.enqueue_event(_new_task(context, request))
+            if error is not None:
+                raise error
+            assert request is not None
+            answers: list[Any] = []
+        else:
+            request, answers = replay(context.current_task, context.message)
+        _activate(context)
+        return request, answers
 
-    async def _authorize(
-        self, skill: RegisteredSkill, arguments: Any, context: RequestContext
-    ) -> str | None:
-        declared = skill.skill
-        operation = None
-        if declared.operations and isinstance(arguments, Mapping):
-            selected = arguments.get(declared.operation_selector)
-            operation = selected if isinstance(selected, str) else None
-        verdict = await authorize(
-            self.manager,
-            AuthorizationRequest(
-                caller=caller_of(context),
-                skill_id=declared.id,
-                skill_version=declared.version,
-                plugin=skill.plugin,
-                authority=dict(skill.interface.document["authority"]),
-                operation=operation,
-                resources=pick(arguments, list(declared.resources)),
-                constraints=pick(arguments, list(declared.constraints)),
-                arguments=arguments,
-            ),
-        )
-        if not verdict.allowed:
-            logger.info(
-                "task %s: %s denied by policy: %s",
-                context.task_id,
-                declared.id,
-                [(name, d.reason if d else None) for name, d in verdict.opinions],
-            )
-            raise ConditionError(
-                ErrorCode.AUTHORIZATION_FAILED,
-                f"the caller is not authorized to invoke {declared.id!r}",
-            )
-        return operation
-
-    async def _approved(
-        self,
-        skill: RegisteredSkill,
-        operation: str | None,
-        arguments: Any,
-        context: RequestContext,
-        updater: TaskUpdater,
-    ) -> bool:
-        """True when the call may go on; False when it waits for an operator.
-
-        Runs on every turn of the task (a replay asks again), so a decision
-        made while the task waited is seen, and nothing is cached across tasks.
-        """
-        if not needs_approval(skill, operation):
-            return True
-        declared = skill.skill
-        caller = caller_of(context)
-        resources = pick(arguments, list(declared.resources))
-        request = AuthorizationRequest(
-            caller=caller,
-            skill_id=declared.id,
-            skill_version=declared.version,
-            plugin=skill.plugin,
-            authority=dict(skill.interface.document["authority"]),
-            operation=operation,
-            resources=resources,
-            constraints=pick(arguments, list(declared.constraints)),
-            arguments=arguments,
-        )
-        verdict = await authorize(self.manager, request, hook="approve_invocation")
-        if verdict.denied:
-            raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
-        if verdict.allowed:
-            return True
-        if self.approvals is None:
-            raise ConditionError(
-                ErrorCode.AUTHORIZATION_FAILED,
-                f"{declared.id!r} requires an approval and this agent has no approval store",
-            )
-        assert context.task_id is not None
-        approval = await self.approvals.arequest(
-            task_id=context.task_id,
-            skill_id=declared.id,
-            skill_version=declared.version,
-            operation=operation,
-            caller=caller.identity,
-            tenant=caller.tenant,
-            resources=resources,
-        )
-        if approval.state == GRANTED:
-            return True
-        if approval.state == DENIED:
-            raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
-        audit.info("task %s of %s waits for approval %s", context.task_id, declared.id, approval.id)
-        await updater.requires_input(
-            updater.new_agent_message([data_part(approval.waiting_part())])
-        )
-        return False
-
-    async def _describe_skill(self, request: SkillRequest, updater: TaskUpdater) -> None:
+    async def _describe_skill(self, request: SkillRequest, turn: _Turn) -> None:
         skill_id = request.arguments["skill_id"]
-        if self.registry.get(skill_id) is None:
+        payload = self._describe.get(skill_id)  # one per advertised skill
+        if payload is None:
             raise ConditionError(
                 ErrorCode.SKILL_NOT_ADVERTISED,
                 f"skill {skill_id!r} is not advertised by this agent",
             )
-        payload = self._describe.get(skill_id)
-        if payload is None:
+        await ArtifactPublisher(turn.updater).describe(payload)
+        await turn.updater.complete()
+
+    async def _authorize(self, invocation: Invocation, turn: _Turn) -> None:
+        verdict = await authorize(self.manager, invocation.request)
+        if not verdict.allowed:
+            skill_id = invocation.skill.skill_id
+            logger.info(
+                "task %s: %s denied by policy: %s",
+                turn.task_id,
+                skill_id,
+                [(name, d.reason if d else None) for name, d in verdict.opinions],
+            )
             raise ConditionError(
-                ErrorCode.INTERFACE_UNAVAILABLE,
-                f"the interface of {skill_id!r} cannot be returned right now",
+                ErrorCode.AUTHORIZATION_FAILED,
+                f"the caller is not authorized to invoke {skill_id!r}",
             )
-        await updater.add_artifact(
-            [payload],
-            artifact_id=RESULT_ARTIFACT_ID,
-            name=DESCRIBE_SKILL,
-            extensions=[EXTENSION_URI],
+
+    async def _approve(self, invocation: Invocation, turn: _Turn) -> bool:
+        """True when the call may go on; False when it waits for an operator."""
+        pending = await seek_approval(self.manager, self.approvals, invocation, turn.task_id)
+        if pending is None:
+            return True
+        audit.info(
+            "task %s of %s waits for approval %s",
+            turn.task_id,
+            invocation.skill.skill_id,
+            pending.id,
         )
-        await updater.complete()
+        updater = turn.updater
+        await updater.requires_input(updater.new_agent_message([data_part(pending.waiting_part())]))
+        return False
 
-    async def _run(
-        self,
-        skill: RegisteredSkill,
-        arguments: Any,
-        answers: list[Any],
-        operation: str | None,
-        context: RequestContext,
-        updater: TaskUpdater,
-    ) -> None:
-        declared = skill.skill
-        progress_sent = False
+    # -- execution: a failure here ends the task FAILED -----------------------------------------
 
-        async def publish_record(kind: str, record: Any, artifact_id: str | None) -> str:
-            schema = skill.interface.records.get(kind)
-            if schema is None:
-                raise ConditionError(
-                    ErrorCode.OUTPUT_INVALID,
-                    f"{declared.id!r} published a record of undeclared kind {kind!r}",
-                )
-            chosen = artifact_id or str(uuid.uuid4())
-            if chosen == RESULT_ARTIFACT_ID:
-                raise ConditionError(
-                    ErrorCode.OUTPUT_INVALID,
-                    f"artifact id {chosen!r} is reserved for the primary result",
-                )
-            _check_numbers(record, f"supporting record of kind {kind!r}")
-            details = schema.validate(record)
-            if details:
-                raise ConditionError(
-                    ErrorCode.OUTPUT_INVALID,
-                    f"a supporting record of kind {kind!r} does not validate against its schema",
-                    details,
-                )
-            await updater.add_artifact(
-                [data_part(record)],
-                artifact_id=chosen,
-                name=kind,
-                append=False,
-                last_chunk=True,
-                extensions=[EXTENSION_URI],
-            )
-            return chosen
-
-        async def publish_progress(partial: Any) -> None:
-            nonlocal progress_sent
-            _check_numbers(partial, "progressive result")
-            await updater.add_artifact(
-                [data_part({"skill": declared.id, "result": partial})],
-                artifact_id=RESULT_ARTIFACT_ID,
-                name=declared.id,
-                append=False,
-                last_chunk=False,
-                extensions=[EXTENSION_URI],
-            )
-            progress_sent = True
-
-        assert context.task_id is not None
+    async def _run(self, invocation: Invocation, turn: _Turn) -> None:
+        """Run the handler, then validate and send its result: ``TASK_STATE_COMPLETED``."""
+        skill = invocation.skill
+        outputs = Outputs(skill, ArtifactPublisher(turn.updater))
         handler_context = SkillContext(
-            task_id=context.task_id,
-            context_id=updater.context_id,
-            skill_id=declared.id,
-            skill_version=declared.version,
-            caller=caller_of(context),
-            publish_record=publish_record,
-            publish_progress=publish_progress,
-            answers=answers,
-            operation=operation,
+            task_id=turn.task_id,
+            context_id=turn.updater.context_id,
+            skill_id=skill.skill_id,
+            skill_version=skill.skill.version,
+            caller=turn.caller,
+            publish_record=outputs.publish_record,
+            publish_progress=outputs.publish_progress,
+            answers=invocation.answers,
+            operation=invocation.operation,
             delegation=self.delegation,
         )
-        self._running[context.task_id] = handler_context
-        await updater.start_work()
+        self._running[turn.task_id] = handler_context
+        await turn.updater.start_work()
         try:
-            result = await declared.handler(arguments, handler_context)
+            result = await skill.skill.handler(invocation.arguments, handler_context)
         except InputRequired as asked:
-            _check_numbers(asked.request, "input request")
-            await updater.requires_input(updater.new_agent_message([data_part(asked.request)]))
+            check_safe_numbers(asked.request, "input request")
+            await turn.updater.requires_input(
+                turn.updater.new_agent_message([data_part(asked.request)])
+            )
             return
-        except (ConditionError, asyncio.CancelledError):
+        except ConditionError:
             raise
         except Exception as exc:
             _log_failure(
-                f"task %s: handler of {declared.id} (plugin {skill.plugin}) raised",
-                context.task_id,
+                f"task %s: handler of {skill.skill_id} (plugin {skill.plugin}) raised",
+                turn.task_id,
                 exc,
             )
-            raise ConditionError(
-                ErrorCode.OUTPUT_INVALID,
-                f"the skill failed before producing a valid result (task {context.task_id})",
-            ) from None
-        _check_numbers(result, "result")
-        details = skill.interface.output.validate(result)
-        if details:
-            unusable = " (progressive results already sent are unusable)" if progress_sent else ""
-            raise ConditionError(
-                ErrorCode.OUTPUT_INVALID,
-                f"the result of {declared.id!r} does not validate against its output_schema"
-                + unusable,
-                details,
-            )
-        await updater.add_artifact(
-            [data_part({"skill": declared.id, "result": result})],
-            artifact_id=RESULT_ARTIFACT_ID,
-            name=declared.id,
-            append=False,
-            last_chunk=True,
-            extensions=[EXTENSION_URI],
-        )
-        await updater.complete()
-        audit.info("task %s of %s completed", context.task_id, declared.id)
+            raise _failed(turn) from None
+        await outputs.publish_result(result)
+        await turn.updater.complete()
+        audit.info("task %s of %s completed", turn.task_id, skill.skill_id)
 
-    async def _end_with_error(
-        self, updater: TaskUpdater, error: ConditionError, *, accepted: bool
-    ) -> None:
+    # -- respond with an error ------------------------------------------------------------------
+
+    async def _respond_with_error(self, turn: _Turn, exc: Exception, *, accepted: bool) -> None:
+        """End the task with one Data Part ``{"error": ...}`` in the draft's state."""
+        if isinstance(exc, ConditionError):
+            error = exc
+        else:
+            _log_failure("task %s failed inside skillrack", turn.task_id, exc)
+            error = _failed(turn)
         state = final_state(error.code, accepted=accepted)
         audit.info(
             "task %s ended %s with %s (%d detail(s))",
-            updater.task_id,
+            turn.task_id,
             TaskState.Name(state),
             error.code.value,
             len(error.details),
         )
-        message = updater.new_agent_message([data_part(error.to_error_object())])
-        await updater.update_status(state, message=message)
+        message = turn.updater.new_agent_message([data_part(error.to_error_object())])
+        await turn.updater.update_status(state, message=message)
 
 
-def _check_numbers(value: Any, what: str) -> None:
-    try:
-        check_numbers(value)
-    except UnsafeNumber as exc:
-        raise ConditionError(
-            ErrorCode.OUTPUT_INVALID,
-            f"{what}: {exc}; carry 64-bit values as strings",
-            (ErrorDetail(instance_path=exc.pointer, keyword="integer-range"),),
-        ) from None
+def _turn(context: RequestContext, event_queue: EventQueue) -> _Turn:
+    assert context.task_id is not None and context.context_id is not None
+    assert context.message is not None
+    # A follow-up Message may omit contextId; the task keeps the one it started with.
+    task = context.current_task
+    context_id = task.context_id if task is not None else context.context_id
+    return _Turn(
+        context=context,
+        queue=event_queue,
+        updater=TaskUpdater(event_queue, context.task_id, context_id),
+        task_id=context.task_id,
+        caller=caller_of(context),
+    )
 
 
-def needs_approval(skill: RegisteredSkill, operation: str | None) -> bool:
-    """Execute-mode skills, or the operations of a multi-operation skill declared so."""
-    declared = skill.skill
-    if declared.operations:
-        chosen = next((op for op in declared.operations if op.name == operation), None)
-        return chosen is not None and chosen.may_require_approval
-    return declared.authority.default_mode == "execute"
+def _new_task(context: RequestContext, request: SkillRequest | None) -> Task:
+    assert context.message is not None
+    task = Task(
+        id=context.task_id,
+        context_id=context.context_id,
+        status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+        history=[context.message],
+    )
+    if request is not None:
+        task.metadata.update({SKILL_METADATA_KEY: request.skill})
+    return task
 
 
-def _is_approval_wait(message: Message) -> bool:
-    if len(message.parts) != 1 or not message.parts[0].HasField("data"):
-        return False
-    value = from_value(message.parts[0].data)
-    return isinstance(value, dict) and APPROVAL_KEY in value
+def _activate(context: RequestContext) -> None:
+    """Record that this request activated the extension, so the server can echo it."""
+    if EXTENSION_URI in context.requested_extensions and context.call_context is not None:
+        activated = context.call_context.state.get(ACTIVATED_STATE_KEY)
+        if isinstance(activated, set):
+            activated.add(EXTENSION_URI)
 
 
-def _skill_of(task: Task) -> str | None:
-    value = task.metadata.fields.get(SKILL_METADATA_KEY)
-    return value.string_value if value is not None and value.string_value else None
+def _failed(turn: _Turn) -> ConditionError:
+    """What the caller learns of an unexpected exception: that it happened, and the task id."""
+    return ConditionError(
+        ErrorCode.OUTPUT_INVALID,
+        f"the skill failed before producing a valid result (task {turn.task_id})",
+    )
+
+
+def _log_failure(message: str, task_id: str | None, exc: BaseException) -> None:
+    """Log where an exception came from, without its message.
+
+    Exception messages can carry argument values or credentials (``str(exc)``
+    of a failed database call, say); the traceback's frames are enough to find
+    the bug, and the task id ties it to the caller's report.
+    """
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    logger.error(message + ": %s\n%s", task_id, type(exc).__name__, frames)

@@ -1,0 +1,105 @@
+"""The invocation check, and the one description of a call that policies decide on.
+
+The draft checks a domain-skill request in a fixed order before anything
+decides on it: the skill is advertised; ``skill_version`` and
+``interface_digest`` name its active document (``interface_mismatch`` before
+anything looks at ``arguments``); ``arguments`` validate against
+``input_schema``.  :func:`check_invocation` does that and returns an
+:class:`Invocation`, whose :class:`~skillrack.serve.security.authz.AuthorizationRequest`
+(built here, and only here) is what both authorization policies
+(``authorize_invocation``) and approvers (``approve_invocation``) see, so the
+two can never disagree on the operation or the resources of one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from skillrack.errors import ConditionError, ErrorCode
+from skillrack.host.registry import RegisteredSkill, Registry
+from skillrack.protocol.messages import SkillRequest
+from skillrack.serve.context import Caller
+from skillrack.serve.security.authz import AuthorizationRequest, pick
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """A domain-skill call that passed the invocation check, for one turn of its task."""
+
+    skill: RegisteredSkill
+    #: Who calls, which skill, what operation, on what: what policies and approvers decide on.
+    request: AuthorizationRequest
+    #: The caller's answers to the handler's questions so far (see :mod:`skillrack.serve.context`).
+    answers: Sequence[Any] = ()
+
+    @property
+    def arguments(self) -> Any:
+        return self.request.arguments
+
+    @property
+    def operation(self) -> str | None:
+        return self.request.operation
+
+    @property
+    def caller(self) -> Caller:
+        return self.request.caller
+
+
+def check_invocation(
+    registry: Registry, request: SkillRequest, caller: Caller, answers: Sequence[Any] = ()
+) -> Invocation:
+    """The checked invocation, or the condition that refuses it (the task is then REJECTED)."""
+    skill = registry.get(request.skill)
+    if skill is None:
+        raise ConditionError(
+            ErrorCode.SKILL_NOT_ADVERTISED,
+            f"skill {request.skill!r} is not advertised by this agent",
+        )
+    if (
+        request.skill_version != skill.skill.version
+        or request.interface_digest != skill.interface_digest
+    ):
+        raise ConditionError(
+            ErrorCode.INTERFACE_MISMATCH,
+            f"skill {skill.skill_id!r} is active at version {skill.skill.version} with "
+            f"interface digest {skill.interface_digest}; retrieve it again with describe_skill",
+        )
+    details = skill.interface.input.validate(
+        request.arguments, sensitive=tuple(skill.skill.sensitive)
+    )
+    if details:
+        raise ConditionError(
+            ErrorCode.INPUT_INVALID,
+            f"arguments do not validate against the input_schema of {skill.skill_id!r}",
+            details,
+        )
+    return Invocation(skill, authorization_request(skill, request.arguments, caller), answers)
+
+
+def authorization_request(
+    skill: RegisteredSkill, arguments: Any, caller: Caller
+) -> AuthorizationRequest:
+    """What a policy sees of a call: the values at the JSON Pointers the skill declares.
+
+    The operation is the value at the skill's ``operation_selector`` (for a
+    multi-operation skill, when it is a string); resources and constraints are
+    the values present at the pointers the skill declares for them.
+    """
+    declared = skill.skill
+    operation = None
+    if declared.operations and isinstance(arguments, Mapping):
+        selected = arguments.get(declared.operation_selector)
+        operation = selected if isinstance(selected, str) else None
+    return AuthorizationRequest(
+        caller=caller,
+        skill_id=declared.id,
+        skill_version=declared.version,
+        plugin=skill.plugin,
+        authority=dict(skill.interface.document["authority"]),
+        operation=operation,
+        resources=pick(arguments, list(declared.resources)),
+        constraints=pick(arguments, list(declared.constraints)),
+        arguments=arguments,
+    )
