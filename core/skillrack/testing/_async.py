@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import pytest
 import pytest_asyncio
 
+from skillrack.testing.markers import SERVER_MARKER
+
 if TYPE_CHECKING:
     from skillrack.host.config import Config
     from skillrack.host.registry import Registry
@@ -28,7 +30,6 @@ async def skillrack_agent(
 ) -> AsyncIterator[Agent]:
     """The agent holding the plugin(s) under test: in-process, or uvicorn if marked."""
     from skillrack.ops.inprocess import in_process_agent, threaded_agent
-    from skillrack.testing.plugin import SERVER_MARKER
 
     if request.node.get_closest_marker(SERVER_MARKER) is not None:
         with threaded_agent(skillrack_registry, skillrack_config, workdir=tmp_path) as agent:

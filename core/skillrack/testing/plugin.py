@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from skillrack.testing.markers import PLUGINS_MARKER, SERVER_MARKER
+
 if TYPE_CHECKING:
     from skillrack.host.config import Config
     from skillrack.host.registry import RegisteredSkill, Registry
@@ -63,8 +65,6 @@ if TYPE_CHECKING:
     from skillrack.ops.inprocess import Agent
 
 INI_PLUGINS = "skillrack_plugins"
-SERVER_MARKER = "skillrack_server"
-PLUGINS_MARKER = "skillrack_plugins"
 
 
 # -- pytest hooks ---------------------------------------------------------------------------------
