@@ -73,6 +73,7 @@ FIRST_PARTY: Mapping[str, str] = {
     "api_keys": "skillrack_plugins.api_keys",
     "jwt": "skillrack_plugins.jwt_bearer",
     "policy": "skillrack_plugins.policy_file",
+    "approval_rules": "skillrack_plugins.approval_rules",
 }
 
 
