@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,17 +21,25 @@ from helpers.builders import (
 
 from skillrack.cli import main as cli
 from skillrack.errors import StartupError
+from skillrack.host.compose import Host
+from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 
 
 @pytest.fixture
 def composed(monkeypatch: pytest.MonkeyPatch) -> Registry:
+    """``plugins`` and ``interface`` see this registry (one vendor, one refused skill)."""
     registry = registry_of(
         [
             ("vendor", SkillsPlugin(draft_skill(), simple_skill("bad", version="01.0"))),
         ]
     )
-    monkeypatch.setattr(cli, "load_registry", lambda: registry)
+
+    def compose_host(config: Config) -> Host:
+        assert config == Config(base_dir=config.base_dir)  # no --config: the embedded default
+        return Host(registry, None)
+
+    monkeypatch.setattr(cli, "compose_host", compose_host)
     return registry
 
 
@@ -95,13 +104,88 @@ def test_interface_of_unknown_or_refused_skill(
 def test_startup_error_is_one_line_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def clash() -> Registry:
+    def clash(config: Config) -> Host:
         raise StartupError("skill id 'x' is declared by plugins 'a' and 'b'")
 
-    monkeypatch.setattr(cli, "load_registry", clash)
+    monkeypatch.setattr(cli, "compose_host", clash)
     assert cli.main(["plugins"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'a' and 'b'" in err and "Traceback" not in err
+
+
+CONFIGURED_MODULE = """
+from helpers.builders import simple_skill
+from skillrack import hookimpl
+
+
+@hookimpl
+def register_skills(register):
+    register(simple_skill("configured_skill"))
+"""
+
+
+@pytest.fixture
+def operator_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A configuration enabling a first-party policy plugin and one built-in module."""
+    monkeypatch.setenv("SKILLRACK_LOAD_PLUGINS", "")  # installed vendors are not the point here
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "configured_module.py").write_text(CONFIGURED_MODULE)
+    (tmp_path / "policy.toml").write_text(
+        '[[rule]]\neffect = "allow"\nroles = ["operator"]\nskills = ["*"]\n'
+    )
+    config = tmp_path / "skillrack.toml"
+    config.write_text(
+        textwrap.dedent(
+            """
+            [plugins]
+            builtin = ["configured_module"]
+
+            [plugins.policy]
+            file = "policy.toml"
+            """
+        )
+    )
+    return config
+
+
+def listed_plugins(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[str]:
+    assert cli.main(argv) == 0
+    return [plugin["name"] for plugin in json.loads(capsys.readouterr().out)["plugins"]]
+
+
+def test_plugins_lists_configured_first_party_plugins_only_with_config(
+    operator_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    configured = listed_plugins(["plugins", "--json", "--config", str(operator_config)], capsys)
+    # [plugins] builtin (a module, listed under skillrack), then [plugins.policy]: as serve,
+    # spec and doctor load them.
+    assert configured == ["skillrack", "policy"]
+    assert listed_plugins(["plugins", "--json"], capsys) == []
+
+    assert cli.main(["plugins", "--config", str(operator_config)]) == 0
+    out = capsys.readouterr().out
+    assert "(plugin policy)" in out
+    assert "configured_skill 1.0 sha256:" in out
+
+
+def test_interface_honours_the_configuration(
+    operator_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["interface", "configured_skill", "--digest"]
+    assert cli.main([*argv, "--config", str(operator_config)]) == 0
+    assert capsys.readouterr().out.startswith("sha256:")
+    assert cli.main(argv) == 1
+    assert "no advertised skill 'configured_skill'" in capsys.readouterr().err
+
+
+def test_plugins_with_a_broken_configuration_is_one_line_exit_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "skillrack.toml"
+    config.write_text("[plugins.policy]\n")
+    assert cli.main(["plugins", "--config", str(config)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "[plugins.policy]: setting 'file' is required" in err
 
 
 def test_digest_of_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

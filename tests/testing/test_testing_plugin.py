@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from helpers.fake_dist import PLUGIN_MODULE, fake_distribution, pythonpath
 
-from skillrack.testing import build_registry, registry_problems
+from skillrack.testing import registry_problems, registry_under_test
 
 VENDOR_TESTS = """
 import pytest
@@ -222,7 +222,7 @@ def test_markers_and_ini_option_are_documented(tmp_path: Path) -> None:
 
 
 def test_registry_problems_in_process() -> None:
-    registry = build_registry(["no-such-distribution"])
+    registry = registry_under_test(["no-such-distribution"])
     assert registry_problems(registry) == [
         "distribution 'no-such-distribution' is not installed or has no 'skillrack' entry point"
     ]

@@ -20,12 +20,10 @@ from skillrack.cli import operator as cli_operator
 from skillrack.cli import plugin as cli_plugin
 from skillrack.client.skill_client import Mode, SkillClient
 from skillrack.errors import SkillCallError, SkillrackError
-from skillrack.host.compose import load_host
+from skillrack.host.compose import compose_host
 from skillrack.host.config import load_config
-from skillrack.host.registry import Registry, load_registry
+from skillrack.host.registry import Registry
 from skillrack.interface.canonical import CanonicalizationError, digest_of, loads_strict
-from skillrack.interface.inline import ensure_format_checkers
-from skillrack.interface.standard_schema import skill_interface_schema
 from skillrack.ops.conformance import CheckReport, check_agent
 from skillrack.serve.security.approvals import (
     DENIED,
@@ -45,15 +43,13 @@ def _fail(message: str) -> int:
     return EXIT_REFUSED
 
 
-def _registry() -> Registry:
-    """Start-up checks every command that touches plugins needs, then the registry."""
-    ensure_format_checkers()
-    skill_interface_schema()
-    return load_registry()
+def _registry(args: argparse.Namespace) -> Registry:
+    """The registry ``serve --config`` would build: configured and installed plugins."""
+    return compose_host(load_config(Path(args.config) if args.config else None)).registry
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    registry = _registry()
+    registry = _registry(args)
     if args.json:
         print(json.dumps(registry.to_json(), indent=2))
         return EXIT_OK
@@ -77,7 +73,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_interface(args: argparse.Namespace) -> int:
-    registry = _registry()
+    registry = _registry(args)
     skill = registry.get(args.skill_id)
     if skill is None:
         refused = [r for r in registry.refused if r.skill_id == args.skill_id]
@@ -120,9 +116,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "postgresql+asyncpg://...): with --store memory each worker would hold its own tasks"
         )
     cluster = args.workers > 1 or store.kind == "postgresql"
-    ensure_format_checkers()
-    skill_interface_schema()
-    host = load_host(config, listen_host=args.host, insecure_allow_all=args.insecure_allow_all)
+    host = compose_host(config, listen_host=args.host, insecure_allow_all=args.insecure_allow_all)
     registry = host.registry
     asyncio.run(prepare(store, cluster=cluster))
     scheme = "https" if args.ssl_certfile else "http"
@@ -314,11 +308,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plugins", help="list installed plugins, their skills and digests")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--config", help="TOML configuration whose plugins to load too (as serve does)")
     p.set_defaults(func=cmd_plugins)
 
     p = sub.add_parser("interface", help="print a skill's assembled Skill Interface Document")
     p.add_argument("skill_id")
     p.add_argument("--digest", action="store_true", help="print only the interface digest")
+    p.add_argument("--config", help="TOML configuration whose plugins to load too (as serve does)")
     p.set_defaults(func=cmd_interface)
 
     p = sub.add_parser("serve", help="serve the installed skills as an A2A 1.0 agent")

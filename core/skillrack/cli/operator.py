@@ -2,10 +2,10 @@
 
 Registered by ``cli.build_parser`` with :func:`add_commands`; errors and exit
 statuses follow ``cli``: 0 success, 1 refused input or a failed diagnosis, 2
-usage.  ``spec`` and ``doctor`` load the composition the way ``skillrack
-serve`` does (the configuration's first-party and built-in plugins, the
-installed vendor plugins selected by ``SKILLRACK_LOAD_PLUGINS``) and serve
-nothing.
+usage.  ``spec`` and ``doctor`` compose the host as ``skillrack serve`` does
+(:func:`skillrack.host.compose.compose_host`: the configuration's first-party
+and built-in plugins, the installed vendor plugins selected by
+``SKILLRACK_LOAD_PLUGINS``) and serve nothing.
 """
 
 from __future__ import annotations
@@ -17,29 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from skillrack.errors import StartupError
-from skillrack.host.compose import first_party_plugins, is_loopback
+from skillrack.host.compose import compose_host, is_loopback
 from skillrack.host.config import Config, ConfigError, load_config
-from skillrack.host.plugins import load_env_from_environment, load_plugins
-from skillrack.host.registry import Registry, build_registry
+from skillrack.host.registry import Registry
 from skillrack.ops.scaffold import DEFAULT_SKILL, scaffold, source_checkout
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
-
-
-def compose(config: Config) -> Registry:
-    """The registry ``skillrack serve --config`` would build (without the development policy)."""
-    from skillrack.interface.inline import ensure_format_checkers
-    from skillrack.interface.standard_schema import skill_interface_schema
-
-    ensure_format_checkers()
-    skill_interface_schema()
-    loaded = load_plugins(
-        builtin=config.builtin_plugins,
-        load_env=load_env_from_environment(),
-        extra=first_party_plugins(config),
-    )
-    return build_registry(loaded, config.limits)
 
 
 def development_policy_note(registry: Registry, host: str) -> str | None:
@@ -76,7 +60,7 @@ def cmd_spec(args: argparse.Namespace) -> int:
     from skillrack.ops.spec_evidence import gather_evidence
 
     config = _config(args)
-    registry = compose(config)
+    registry = compose_host(config).registry
     base_url = config.public_url(args.host, args.port, "https" if args.https else "http")
     evidence = asyncio.run(
         gather_evidence(registry, config, base_url, args.headers, probes=not args.no_probes)
@@ -112,7 +96,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         registry: Registry | None = None
         error: str | None = None
         try:
-            registry = compose(config)
+            registry = compose_host(config).registry
         except (StartupError, ConfigError, RuntimeError) as exc:
             error = str(exc)
         diagnosis = diagnose_configuration(config, registry, error, where)
@@ -179,4 +163,4 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_doctor)
 
 
-__all__ = ["add_commands", "compose", "development_policy_note"]
+__all__ = ["add_commands", "development_policy_note"]

@@ -1,17 +1,25 @@
-"""Composing the host an operator configured: plugins, registry, and a safe default policy.
+"""Composing the host: start-up checks, plugins, registry, and a safe default policy.
+
+Every command that touches plugins (``serve`` and its workers, ``spec``,
+``doctor``, ``plugins``, ``interface``) and the pytest plugin compose the host
+with :func:`compose_host`, so they load the same plugins from the same
+configuration and run the same start-up checks (:func:`run_startup_checks`).
 
 With no authorization policy installed, every call would be denied (the veto
 rule denies when no policy allows).  On a loopback address that is needlessly
-hostile to a developer, so skillrack then enables the development policy and
-says so; on any other address it refuses to start until a policy is configured
-(or the operator explicitly passes ``--insecure-allow-all``).
+hostile to a developer, so a host composed to listen there enables the
+development policy and says so; on any other address it refuses to start until
+a policy is configured (or the operator explicitly passes
+``--insecure-allow-all``).  A host composed to be described rather than served
+(no ``listen_host``) gets no development policy: ``spec`` and ``doctor`` report
+what ``serve`` would do instead.
 """
 
 from __future__ import annotations
 
 import importlib
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +27,8 @@ from skillrack.errors import StartupError
 from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config, ConfigError
 from skillrack.host.plugins import load_env_from_environment, load_plugins
 from skillrack.host.registry import Registry, build_registry
+from skillrack.interface.inline import ensure_format_checkers
+from skillrack.interface.standard_schema import skill_interface_schema
 
 
 def is_loopback(host: str) -> bool:
@@ -48,31 +58,63 @@ def first_party_plugins(config: Config) -> list[tuple[str, object]]:
 @dataclass(frozen=True)
 class Host:
     registry: Registry
-    #: Why the development policy is on, or None when a real policy is configured.
+    #: Why the development policy is on, or None when a real policy is configured
+    #: (or when the host was composed to be described, not served).
     development_policy: str | None
 
 
-def load_host(config: Config, *, listen_host: str, insecure_allow_all: bool = False) -> Host:
-    """Load every plugin the configuration names and the installed vendor plugins."""
+def run_startup_checks() -> None:
+    """What must hold before any skill is assembled, or nothing served can be trusted.
+
+    The JSON Schema format checkers the inline-schema rules rely on must be
+    installed (``RuntimeError`` naming the missing one otherwise), and the
+    pinned Skill Interface standard schema must match its digest
+    (:class:`~skillrack.interface.standard_schema.InterfaceSchemaIntegrityError`).
+    :func:`compose_host` runs them; so does ``skillrack plugin check``, which
+    loads a package its own way.
+    """
+    ensure_format_checkers()
+    skill_interface_schema()
+
+
+def compose_host(
+    config: Config,
+    *,
+    listen_host: str | None = None,
+    insecure_allow_all: bool = False,
+    distributions: Sequence[str] | None = None,
+    plugins: Iterable[tuple[str, object]] = (),
+) -> Host:
+    """Run the start-up checks, load the plugins ``config`` names, build the registry.
+
+    ``listen_host``: where the agent will listen; the development policy rule
+    (module docstring) applies only when it is given.  ``distributions``:
+    the installed plugin distributions to load; ``None`` loads those
+    ``SKILLRACK_LOAD_PLUGINS`` selects (all, when it is unset), as ``serve``
+    does, and ``[]`` loads none.  ``plugins``: ``(name, object)`` plugins to
+    register besides them (the pytest plugin's objects under test).  The
+    configuration's built-in and first-party plugins are always loaded.
+    """
+    run_startup_checks()
+    load_env = load_env_from_environment() if distributions is None else ",".join(distributions)
     loaded = load_plugins(
         builtin=config.builtin_plugins,
-        load_env=load_env_from_environment(),
-        extra=first_party_plugins(config),
+        load_env=load_env,
+        use_entry_points=distributions is None or bool(distributions),
+        extra=[*plugins, *first_party_plugins(config)],
     )
     registry = build_registry(loaded, config.limits)
-    note = None
-    if not loaded.manager.hook.authorize_invocation.get_hookimpls():
-        if insecure_allow_all:
-            note = "--insecure-allow-all: every caller may call every skill"
-        elif is_loopback(listen_host):
-            note = f"no policy configured; allowing every call because {listen_host} is loopback"
-        else:
-            raise StartupError(
-                f"no authorization policy is configured and {listen_host} is not a loopback "
-                "address: configure [plugins.policy] (or another policy plugin), or pass "
-                "--insecure-allow-all to accept every call"
-            )
-        loaded.manager.register(
-            importlib.import_module(DEVELOPMENT_POLICY), name=DEVELOPMENT_POLICY
+    if listen_host is None or loaded.manager.hook.authorize_invocation.get_hookimpls():
+        return Host(registry, None)
+    if insecure_allow_all:
+        note = "--insecure-allow-all: every caller may call every skill"
+    elif is_loopback(listen_host):
+        note = f"no policy configured; allowing every call because {listen_host} is loopback"
+    else:
+        raise StartupError(
+            f"no authorization policy is configured and {listen_host} is not a loopback "
+            "address: configure [plugins.policy] (or another policy plugin), or pass "
+            "--insecure-allow-all to accept every call"
         )
+    loaded.manager.register(importlib.import_module(DEVELOPMENT_POLICY), name=DEVELOPMENT_POLICY)
     return Host(registry, note)

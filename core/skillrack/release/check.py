@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from skillrack.host.compose import run_startup_checks
 from skillrack.host.registry import collect_declarations
 from skillrack.interface.canonical import CanonicalizationError, digest_of, loads_strict
 from skillrack.interface.declare import DomainSchema, Skill
@@ -34,10 +35,8 @@ from skillrack.interface.document import InterfaceError, VerifiedInterface, asse
 from skillrack.interface.inline import (
     InlineSchemaError,
     compile_inline_schema,
-    ensure_format_checkers,
 )
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
-from skillrack.interface.standard_schema import skill_interface_schema
 from skillrack.interface.versions import Version, is_version
 from skillrack.release.compat import breaking_changes, family_of, uri_version
 from skillrack.release.examples import check_shipped_examples, load_examples
@@ -672,8 +671,7 @@ def check_release(
     if not isinstance(target, Target):
         target = resolve_target(target)
     previous = _previous(against) if against is not None else None
-    ensure_format_checkers()
-    skill_interface_schema()
+    run_startup_checks()
     report = ReleaseReport(target, against=str(against) if against else None, strict=strict)
     with open_target(target) as opened:
         _Run(opened, report, limits, previous).run()

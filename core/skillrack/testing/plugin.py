@@ -150,7 +150,9 @@ def skillrack_registry(
             "override the skillrack_plugin_objects fixture",
             pytrace=False,
         )
-    registry = build_registry(skillrack_distributions, skillrack_plugin_objects, skillrack_config)
+    registry = registry_under_test(
+        skillrack_distributions, skillrack_plugin_objects, skillrack_config
+    )
     problems = registry_problems(registry)
     if problems:
         pytest.fail("skillrack: the plugin under test is not clean:\n  " + "\n  ".join(problems))
@@ -171,40 +173,30 @@ def skillrack_live_agent(
 # -- building blocks (also usable without the fixtures) -------------------------------------------
 
 
-def build_registry(
+def registry_under_test(
     distributions: Sequence[str],
     objects: Iterable[tuple[str, object]] = (),
     config: Config | None = None,
 ) -> Registry:
-    """Load only ``distributions`` (installed entry points) and ``objects``; build the registry.
+    """The registry of the plugin(s) under test: only ``distributions`` and ``objects``.
 
-    First-party plugins the configuration enables are loaded too; without an
-    authorization policy the development policy is added (allow every call).
+    Composed as ``skillrack serve`` composes it on 127.0.0.1
+    (:func:`skillrack.host.compose.compose_host`): the start-up checks run,
+    first-party plugins the configuration enables are loaded too, and without
+    an authorization policy the development policy is added (allow every call).
+    Installed distributions not named here, and ``SKILLRACK_LOAD_PLUGINS``,
+    are ignored.
     """
-    from skillrack.host.compose import first_party_plugins
-    from skillrack.host.config import DEVELOPMENT_POLICY, Config
-    from skillrack.host.plugins import load_plugins
-    from skillrack.host.registry import build_registry as build
-    from skillrack.interface.inline import ensure_format_checkers
-    from skillrack.interface.standard_schema import skill_interface_schema
+    from skillrack.host.compose import compose_host
+    from skillrack.host.config import Config
 
-    config = config or Config()
-    ensure_format_checkers()
-    skill_interface_schema()
-    loaded = load_plugins(
-        builtin=config.builtin_plugins,
-        load_env=",".join(distributions),
-        use_entry_points=bool(distributions),
-        extra=[*objects, *first_party_plugins(config)],
+    host = compose_host(
+        config or Config(),
+        listen_host="127.0.0.1",
+        distributions=distributions,
+        plugins=objects,
     )
-    registry = build(loaded, config.limits)
-    if not loaded.manager.hook.authorize_invocation.get_hookimpls():
-        import importlib
-
-        loaded.manager.register(
-            importlib.import_module(DEVELOPMENT_POLICY), name=DEVELOPMENT_POLICY
-        )
-    return registry
+    return host.registry
 
 
 def registry_problems(registry: Registry) -> list[str]:
@@ -395,7 +387,7 @@ def _shipped(skill: Skill, interface: VerifiedInterface, package: str) -> list[E
 __all__ = [
     "ExampleProblem",
     "assert_skill_examples",
-    "build_registry",
     "check_examples",
     "registry_problems",
+    "registry_under_test",
 ]
