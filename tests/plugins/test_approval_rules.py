@@ -269,10 +269,10 @@ authenticated = false
 """
 
 
-def ask(
+def ask_plugin(
+    plugin: ApprovalRules,
     caller: Caller,
     skill_id: str,
-    *,
     operation: str | None = None,
     resources: dict[str, Any] | None = None,
 ) -> Decision | None:
@@ -285,7 +285,17 @@ def ask(
         operation=operation,
         resources=resources or {},
     )
-    return rules_plugin(RULES).approve_invocation(request)
+    return plugin.approve_invocation(request)
+
+
+def ask(
+    caller: Caller,
+    skill_id: str,
+    *,
+    operation: str | None = None,
+    resources: dict[str, Any] | None = None,
+) -> Decision | None:
+    return ask_plugin(rules_plugin(RULES), caller, skill_id, operation, resources)
 
 
 OPERATOR = Caller("alice", "acme", True, {"roles": ["operator"]})
@@ -349,6 +359,17 @@ def test_configuration_errors_name_the_key(settings: dict[str, Any], message: st
         approval_rules.create(settings, Path("."))
     assert message in str(info.value) and str(info.value).startswith("[plugins.approval_rules]")
     assert "\n" not in str(info.value)
+
+
+def test_the_operator_guide_example_is_a_valid_configuration() -> None:
+    guide = (Path(__file__).parents[2] / "docs" / "operator-guide.md").read_text()
+    section = guide.split("## approve_invocation(request)", 1)[1].split("\n## ", 1)[0]
+    example = section.split("```toml", 1)[1].split("```", 1)[0]
+    plugin = rules_plugin(example)
+    assert [rule.effect for rule in plugin.rules] == ["approve", "refuse"]
+    lab = ask_plugin(plugin, OPERATOR, "manage", "delete", {"/device": "lab-1"})
+    core = ask_plugin(plugin, OPERATOR, "manage", "delete", {"/device": ["lab-1", "core-1"]})
+    assert lab is not None and lab.allowed and core is not None and not core.allowed
 
 
 def test_no_rules_leave_every_call_to_an_operator() -> None:
