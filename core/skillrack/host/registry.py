@@ -15,13 +15,7 @@ import pluggy
 
 from skillrack.errors import StartupError
 from skillrack.host.hooks import call_each
-from skillrack.host.plugins import (
-    LoadedPlugins,
-    PluginFailure,
-    PluginInfo,
-    load_env_from_environment,
-    load_plugins,
-)
+from skillrack.host.plugins import LoadedPlugins, PluginFailure, PluginInfo
 from skillrack.interface.declare import Skill
 from skillrack.interface.document import InterfaceError, VerifiedInterface, assemble
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
@@ -201,9 +195,3 @@ def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Re
         limits=limits,
         manager=loaded.manager,
     )
-
-
-def load_registry(*, builtin: Sequence[str] = (), limits: Limits = DEFAULT_LIMITS) -> Registry:
-    """Discover installed plugins (honouring SKILLRACK_LOAD_PLUGINS) and build the registry."""
-    loaded = load_plugins(builtin=builtin, load_env=load_env_from_environment())
-    return build_registry(loaded, limits)
