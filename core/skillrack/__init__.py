@@ -1,15 +1,61 @@
 """skillrack: a plugin host for schema-governed network-management agents over A2A.
 
-The public API a vendor needs, and nothing else: ``hookimpl`` to implement
-hooks, the declaration types to describe a skill, the context a handler
-receives, and the error type a handler raises to report one of the draft's
-conditions.
+This module is the API plugins live on: a vendor's plugin, the first-party
+plugins (``skillrack_plugins``) and the example vendor plugin import from
+``skillrack`` and, in their tests, from :mod:`skillrack.testing`, and from
+nothing else (tests/test_public_api.py holds them to it, and pins the list
+below).  Everything else under ``skillrack.*`` may move between releases.  The
+names, by what a plugin does with them:
+
+Implementing hooks (the specifications are in :mod:`skillrack.hookspecs`)
+    ``hookimpl``: the marker, ``@skillrack.hookimpl``.
+
+Declaring a skill (``register(Skill(...))`` in ``register_skills``)
+    ``Skill``, ``Operation`` (one of a multi-operation skill's operations),
+    ``Interaction`` (its response modes), ``Authority`` (observe, propose,
+    execute), ``DomainSchema`` (a reference to a domain data model),
+    ``SupportingRecord`` (a record kind a handler may emit).
+
+Handling an invocation
+    ``SkillContext``: what a handler receives (the caller, records, input
+    requests, delegation to peers); ``Caller``: the authenticated identity and
+    tenant; ``InputRequired``: raised by the context to park a task until the
+    caller answers, and let through by the handler.
+
+Reporting a failure
+    ``ConditionError`` with an ``ErrorCode``: one of the draft's ten
+    conditions, safe to send to the caller; ``SkillrackError``: the base of
+    every error skillrack raises on purpose; ``ConfigError``: a plugin's
+    settings table that cannot be used (the message names the key).
+
+Security plugins (``authenticate``, ``authorize_invocation``, ``approve_invocation``)
+    ``RequestCredentials``: what ``authenticate`` reads; ``AuthenticationFailed``:
+    a credential of the plugin's kind that is refused; ``AuthorizationRequest``:
+    the invocation a policy judges; ``Decision``: its opinion.
+
+Calling other agents (from tests, tools and workflows)
+    ``SkillClient``: the draft's client procedure; ``SkillResult``: what a
+    call returns; ``SkillCallError`` with a ``ClientCode`` or ``ErrorCode``:
+    a call that failed; ``compose`` and ``HopLog``: feed one skill's output
+    into another skill, if the draft's composition rules allow it, recording
+    the hop.
+
+Re-exports only, and cheap: every ``import skillrack.<anything>`` runs this
+module first, and so does every pytest session in an environment where
+skillrack is installed (the ``skillrack.testing`` plugin).  So the client's
+names, which need a2a-sdk, httpx and jsonschema, are imported on first use
+(``__getattr__`` below); type checkers see them through the ``TYPE_CHECKING``
+imports.  No room of the package imports this module (tests/test_layout.py).
 """
 
 from __future__ import annotations
 
-from skillrack.errors import ConditionError, ErrorCode
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from skillrack.errors import ClientCode, ConditionError, ErrorCode, SkillCallError, SkillrackError
 from skillrack.hookspecs import hookimpl
+from skillrack.host.config import ConfigError
 from skillrack.interface.declare import (
     Authority,
     DomainSchema,
@@ -18,18 +64,55 @@ from skillrack.interface.declare import (
     Skill,
     SupportingRecord,
 )
-from skillrack.serve.context import Caller, SkillContext
+from skillrack.serve.context import Caller, InputRequired, SkillContext
+from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
+from skillrack.serve.security.authz import AuthorizationRequest, Decision
+
+if TYPE_CHECKING:
+    from skillrack.client.composition import HopLog, compose
+    from skillrack.client.outcome import SkillResult
+    from skillrack.client.skill_client import SkillClient
+
+#: Names imported on first use: name -> the module that defines it.
+_ON_FIRST_USE = {
+    "HopLog": "skillrack.client.composition",
+    "compose": "skillrack.client.composition",
+    "SkillResult": "skillrack.client.outcome",
+    "SkillClient": "skillrack.client.skill_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
+    "AuthenticationFailed",
     "Authority",
+    "AuthorizationRequest",
     "Caller",
+    "ClientCode",
     "ConditionError",
+    "ConfigError",
+    "Decision",
     "DomainSchema",
     "ErrorCode",
+    "HopLog",
+    "InputRequired",
     "Interaction",
     "Operation",
+    "RequestCredentials",
     "Skill",
+    "SkillCallError",
+    "SkillClient",
     "SkillContext",
+    "SkillResult",
+    "SkillrackError",
     "SupportingRecord",
+    "compose",
     "hookimpl",
 ]

@@ -15,8 +15,8 @@ import itertools
 from collections.abc import Sequence
 from typing import Any
 
-from skillrack.interface.document import VerifiedInterface
-from skillrack.serve.context import InputRequired
+from skillrack import InputRequired
+from skillrack.testing import VerifiedInterface
 
 __all__ = ["FakeContext", "InputRequired"]
 

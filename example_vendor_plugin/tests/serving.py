@@ -1,7 +1,7 @@
 """``skillrack serve`` as a real process holding only this distribution.
 
 The process starter and the raw-HTTP helpers come from skillrack itself
-(``skillrack.testing.serve``); what is this distribution's own is which
+(``skillrack.testing``); what is this distribution's own is which
 plugin to load, and a task store and configuration kept in the test's
 directory.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from skillrack.testing.serve import subprocess_agent
+from skillrack.testing import subprocess_agent
 
 DISTRIBUTION = "skillrack-example-vendor"
 

@@ -10,7 +10,7 @@ import pytest
 from fakes import FakeContext
 
 from skillrack import ConditionError, ErrorCode
-from skillrack.interface.document import assemble
+from skillrack.testing import assemble
 from skillrack_example_vendor import COLLECT_INTERFACE_HEALTH
 from skillrack_example_vendor.health import collect_interface_health
 from skillrack_example_vendor.inventory import DEVICES, interface_state, interfaces

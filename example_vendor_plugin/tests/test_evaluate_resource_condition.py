@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from skillrack import ConditionError, ErrorCode
-from skillrack.interface.document import assemble
+from skillrack.testing import assemble
 from skillrack_example_vendor import EVALUATE_RESOURCE_CONDITION
 from skillrack_example_vendor.inventory import observe
 

@@ -11,7 +11,7 @@ import pytest
 from fakes import FakeContext
 
 from skillrack import Authority, ConditionError, DomainSchema, ErrorCode, Operation
-from skillrack.interface.document import InterfaceError, assemble
+from skillrack.testing import InterfaceError, assemble
 from skillrack_example_vendor import MANAGE_INTERFACE
 from skillrack_example_vendor.inventory import interface_state
 

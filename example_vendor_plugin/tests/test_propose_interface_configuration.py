@@ -10,8 +10,7 @@ import pytest
 from fakes import FakeContext, InputRequired
 
 from skillrack import ConditionError, ErrorCode
-from skillrack.interface.document import assemble
-from skillrack.interface.inline import compile_inline_schema
+from skillrack.testing import assemble, compile_inline_schema
 from skillrack_example_vendor import PROPOSE_INTERFACE_CONFIGURATION
 from skillrack_example_vendor.inventory import interface_config
 

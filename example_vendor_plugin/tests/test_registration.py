@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from skillrack.interface.document import assemble
+from skillrack.testing import assemble
 from skillrack_example_vendor import SKILLS
 
 

@@ -21,8 +21,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from skillrack.release.bundle import write_bundle
-from skillrack.release.check import ReleaseReport, check_release
+from skillrack.testing import ReleaseReport, check_release, write_bundle
 from skillrack_example_vendor import SKILLS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,11 +24,12 @@ import pytest
 from serving import served
 
 from skillrack import Skill
-from skillrack.interface.canonical import digest_of
-from skillrack.interface.document import VerifiedInterface, assemble
-from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.testing.serve import (
+from skillrack.testing import (
     CARD_PATH,
+    EXTENSION_URI,
+    VerifiedInterface,
+    assemble,
+    digest_of,
     error_of,
     invoke,
     message,
@@ -38,7 +39,7 @@ from skillrack.testing.serve import (
     task_of,
     wait_for_state,
 )
-from skillrack.testing.serve import stream as stream_events
+from skillrack.testing import stream as stream_events
 from skillrack_example_vendor import SKILLS as ALL_SKILLS
 from skillrack_example_vendor.inventory import interfaces
 
@@ -67,7 +68,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-# Raw HTTP helpers (the generic ones come from skillrack.testing.serve) ----------------------
+# Raw HTTP helpers (the generic ones come from skillrack.testing) ---------------------------------
 
 
 def domain(skill_id: str, arguments: Any, *, digest: str | None = None) -> dict[str, Any]:

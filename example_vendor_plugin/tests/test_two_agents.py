@@ -16,9 +16,7 @@ import httpx
 import pytest
 from serving import served
 
-from skillrack.client.composition import HopLog, compose
-from skillrack.client.skill_client import SkillClient
-from skillrack.errors import ClientCode, SkillCallError
+from skillrack import ClientCode, HopLog, SkillCallError, SkillClient, compose
 
 HEADERS = {"A2A-Version": "1.0"}
 ARGS = {"resource_id": "core-router-1", "metric": "cpu", "threshold": 10, "unit": "percent"}

@@ -16,8 +16,7 @@ import httpx
 import pytest
 
 from skillrack import Skill
-from skillrack.ops.inprocess import Agent, AgentClient
-from skillrack.testing import assert_skill_examples, check_examples
+from skillrack.testing import Agent, AgentClient, assert_skill_examples, check_examples
 from skillrack_example_vendor import (
     COLLECT_INTERFACE_HEALTH,
     EVALUATE_RESOURCE_CONDITION,

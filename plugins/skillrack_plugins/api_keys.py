@@ -54,11 +54,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skillrack import hookimpl
-from skillrack.host.config import ConfigError
-from skillrack.serve.context import Caller
-from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
-from skillrack.serve.security.authz import AuthorizationRequest, Decision
+from skillrack import (
+    AuthenticationFailed,
+    AuthorizationRequest,
+    Caller,
+    ConfigError,
+    Decision,
+    RequestCredentials,
+    hookimpl,
+)
 
 NAME = "api-keys"
 AUTH = "api_key"

@@ -47,10 +47,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-# Not yet exported by ``skillrack`` itself: ConfigError, AuthorizationRequest, Decision.
-from skillrack import hookimpl
-from skillrack.host.config import ConfigError
-from skillrack.serve.security.authz import AuthorizationRequest, Decision
+from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl
 
 NAME = "approval-rules"
 SECTION = "[plugins.approval_rules]"

@@ -8,8 +8,7 @@ is configured and says so at start-up.
 
 from __future__ import annotations
 
-from skillrack import hookimpl
-from skillrack.serve.security.authz import AuthorizationRequest, Decision
+from skillrack import AuthorizationRequest, Decision, hookimpl
 
 NAME = "development-allow-all"
 

@@ -44,10 +44,7 @@ from typing import Any
 import jwt
 from jwt.algorithms import get_default_algorithms
 
-from skillrack import hookimpl
-from skillrack.host.config import ConfigError
-from skillrack.serve.context import Caller
-from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
+from skillrack import AuthenticationFailed, Caller, ConfigError, RequestCredentials, hookimpl
 
 NAME = "jwt-bearer"
 AUTH = "jwt"

@@ -62,9 +62,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from skillrack import hookimpl
-from skillrack.host.config import ConfigError
-from skillrack.serve.security.authz import AuthorizationRequest, Decision
+from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl
 
 NAME = "policy-file"
 

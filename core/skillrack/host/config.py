@@ -57,9 +57,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
 from skillrack.errors import SkillrackError
 from skillrack.interface.limits import Limits
 
@@ -288,6 +285,8 @@ class StoreSpec:
         if self.kind == "sqlite":
             return f"sqlite {self.path} (WAL, synchronous=NORMAL; {mode})"
         assert self.url is not None
+        from sqlalchemy.engine import make_url  # see parse_store
+
         shown = make_url(self.url).render_as_string(hide_password=True)
         return f"postgresql {shown} ({mode})"
 
@@ -297,6 +296,11 @@ def parse_store(text: str, base_dir: Path) -> StoreSpec:
     text = text.strip()
     if text == MEMORY:
         return StoreSpec("memory")
+    # SQLAlchemy parses the URL; imported here because this module is imported by every
+    # plugin (``skillrack.ConfigError``) and by the pytest plugin, which must stay light.
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
     forms = "memory, sqlite:///PATH or postgresql+asyncpg://USER@HOST:PORT/DATABASE"
     try:
         url = make_url(text)
