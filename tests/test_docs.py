@@ -37,7 +37,14 @@ from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
 from helpers.fake_dist import pythonpath
 
-from skillrack.host.config import AgentIdentity, Config, Provider, ServerSettings, SigningSettings
+from skillrack.host.config import (
+    FIRST_PARTY,
+    AgentIdentity,
+    Config,
+    Provider,
+    ServerSettings,
+    SigningSettings,
+)
 from skillrack.interface.limits import Limits
 from skillrack.testing.serve import skillrack_command, subprocess_agent
 
@@ -70,14 +77,15 @@ def run_doc(path: Path, workdir: Path, url: str, env: dict[str, str]) -> None:
     name = path.relative_to(ROOT)
     with ExitStack() as servers:
         for file, body in blocks(path):
-            body = body.replace(DOC_URL, url)
             if file:
-                (workdir / file).write_text(body)
+                (workdir / file).write_text(body.replace(DOC_URL, url))
                 continue
             for line in body.strip().splitlines():
                 argv = shlex.split(line)
                 if argv[:2] == ["skillrack", "serve"]:
-                    served = servers.enter_context(subprocess_agent(workdir, args=argv[2:], env=env))
+                    served = servers.enter_context(
+                        subprocess_agent(workdir, args=argv[2:], env=env)
+                    )
                     url = served.url
                     continue
                 line = line.replace(DOC_URL, url)
@@ -161,7 +169,9 @@ def assert_ignored_by_git(workdir: Path) -> None:
         text=True,
         check=False,
     )
-    not_ignored = [line.split("\t")[-1] for line in check.stdout.splitlines() if line.startswith("::")]
+    not_ignored = [
+        line.split("\t")[-1] for line in check.stdout.splitlines() if line.startswith("::")
+    ]
     assert not not_ignored, f".gitignore does not cover what the README leaves: {not_ignored}"
 
 
@@ -227,6 +237,6 @@ def test_every_configuration_key_is_documented() -> None:
         for f in dataclasses.fields(cls)
         if f.name != "provider"
     }
-    keys |= {"builtin", "api_keys", "jwt", "policy"}
+    keys |= {"builtin", *FIRST_PARTY}
     assert not keys - documented, f"not in docs/configuration.md: {sorted(keys - documented)}"
     assert {f.name for f in dataclasses.fields(Config)} >= {"agent", "server", "signing"}
