@@ -4,9 +4,9 @@ A handler receives the validated ``arguments`` and a context.  Through the
 context, and only through it, a handler publishes supporting records (each
 validated against its kind's schema before it leaves the host), publishes
 progressive versions of its primary result, asks the caller for more input,
-and notices cancellation.  The dispatcher owns the A2A side (``TaskUpdater``,
-Artifacts, states); the context only calls back into it, so this module knows
-nothing about a2a-sdk.
+and notices cancellation.  The executor (:mod:`skillrack.serve.executor`)
+owns the A2A side (``TaskUpdater``, Artifacts, states); the context only calls
+back into it, so this module knows nothing about a2a-sdk.
 
 Asking for input follows a *replay* model.  ``await context.request_input(q)``
 returns the caller's answer when the task already holds one; otherwise the
@@ -57,7 +57,7 @@ PublishProgress = Callable[[Any], Awaitable[None]]
 
 
 class Delegation(Protocol):
-    """What the dispatcher gives the context so that a handler can call other agents.
+    """What the executor gives the context so that a handler can call other agents.
 
     Implemented by :class:`skillrack.client.composition.Peers`; kept as a protocol here so
     that the context does not import the client (imports flow one way).

@@ -139,6 +139,7 @@ class SkillExecutor(AgentExecutor):
     # -- entry points called by a2a-sdk ---------------------------------------------------------
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """One turn of a task: admit the call, then run it; every error ends the task."""
         turn = _turn(context, event_queue)
         try:
             admitted = await self._admit(turn)

@@ -1,1 +1,1 @@
-"""Who is calling, what they may do, and whether a person said yes: before every dispatch."""
+"""Who is calling, what they may do, and whether the call is approved: before a handler runs."""

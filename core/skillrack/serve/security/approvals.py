@@ -2,9 +2,11 @@
 
 A skill whose authority is ``execute`` (for a multi-operation skill: an
 operation declared ``may_require_approval``) passes an approval step after
-authorization and before its handler runs.  Approval plugins give their
+authorization and before its handler runs
+(:mod:`skillrack.serve.security.approval_gate`).  Approval plugins give their
 opinion first (``approve_invocation``; any refusal refuses, an approval
-approves).  Without one, the request waits in a small SQLite store shared with
+approves; :mod:`skillrack_plugins.approval_rules` decides by configured
+rules).  Without one, the request waits in a small SQLite store shared with
 ``skillrack approvals list|grant|deny``: the task parks in
 ``TASK_STATE_INPUT_REQUIRED`` with a Data Part saying what awaits approval
 (``TASK_STATE_AUTH_REQUIRED`` is for missing credentials, not this), the
