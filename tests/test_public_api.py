@@ -80,6 +80,7 @@ TESTING_ALL = [
     "registry_under_test",
     "rpc",
     "send",
+    "skill_request",
     "skillrack_command",
     "skillrack_config",
     "skillrack_distributions",

@@ -16,8 +16,8 @@ A vendor's tests import from here and from ``skillrack``, nothing else
   (``skillrack_client``);
 * ``skillrack serve`` as a real process and raw A2A requests to it:
   ``subprocess_agent``, ``skillrack_command``, ``CARD_PATH``, ``message``,
-  ``send``, ``invoke``, ``rpc``, ``task_of``, ``wait_for_state``, ``stream``,
-  ``error_of``;
+  ``skill_request``, ``send``, ``invoke``, ``rpc``, ``task_of``,
+  ``wait_for_state``, ``stream``, ``error_of``;
 * the release check ``skillrack plugin check|bundle`` runs: ``check_release``,
   ``ReleaseReport``, ``write_bundle``.
 
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         message,
         rpc,
         send,
+        skill_request,
         skillrack_command,
         stream,
         subprocess_agent,
@@ -85,6 +86,7 @@ _ON_FIRST_USE = {
     "message": "skillrack.testing.serve",
     "rpc": "skillrack.testing.serve",
     "send": "skillrack.testing.serve",
+    "skill_request": "skillrack.testing.serve",
     "skillrack_command": "skillrack.testing.serve",
     "stream": "skillrack.testing.serve",
     "subprocess_agent": "skillrack.testing.serve",
@@ -117,6 +119,7 @@ __all__ = [
     "registry_under_test",
     "rpc",
     "send",
+    "skill_request",
     "skillrack_command",
     "skillrack_config",
     "skillrack_distributions",
