@@ -210,6 +210,14 @@ class ClientCode(enum.StrEnum):
     COMPOSITION_INELIGIBLE = "composition_ineligible"
     #: A delegation named a peer agent the configuration's ``[peers]`` table lacks.
     UNKNOWN_PEER = "unknown_peer"
+    #: A request would carry the caller's credentials to another origin (scheme, host,
+    #: port) than the URL the caller named: an Agent Card's interface URL or a redirect
+    #: elsewhere, or an https agent leading to plain http.  Refused before it is sent.
+    ORIGIN_REFUSED = "origin_refused"
+    #: This host's own outbound call (a peer, a delegation) would connect to an address
+    #: the address guard forbids: link-local or cloud metadata always; loopback, private
+    #: and other non-public ranges unless allowed.  Refused before any connection.
+    ADDRESS_REFUSED = "address_refused"
 
 
 @dataclass

@@ -15,6 +15,14 @@ With ``card_keys`` (a JWKS, or the path of one) the card must carry a JWS
 signature (A2A 1.0 section 8.4) by one of those pinned keys: a card without
 one is refused with ``card_signature_invalid`` before anything is sent.
 
+The client's trust boundary: every request goes through
+:mod:`skillrack.client.transport`, so the caller's credentials reach only the
+origin of the URL the caller named (or an origin allowed with
+``allow_origins``; :mod:`skillrack.client.origin`), bodies are read within
+:class:`~skillrack.client.bounds.ReadBounds`, a 401 or 403 is
+``authorization_failed``, and ``timeout`` bounds each whole public call
+(card, describe, streams and polling together) with ``resource_limit_exceeded``.
+
 Everything found locally raises :class:`~skillrack.errors.SkillCallError`
 with ``remote=False`` and without any task state; remote failures carry the
 remote task's error object, state and id.
@@ -23,14 +31,16 @@ remote task's error object, state and id.
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 import os
-import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import httpx
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory
@@ -50,8 +60,11 @@ from a2a.utils.errors import A2AError
 from google.protobuf import json_format
 
 from skillrack.client.advertisement import Advertisement, read_advertisement
-from skillrack.client.cache import CacheKey, InterfaceCache
+from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds, declared_length, exceeded
+from skillrack.client.cache import CARD_CACHE, CacheBounds, CacheKey, InterfaceCache, LruCache
+from skillrack.client.origin import Origin, OriginPolicy, parse_origin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
+from skillrack.client.transport import current_policy, http_client, origin_scope
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import (
     DESCRIBE_SKILL,
@@ -70,6 +83,31 @@ logger = logging.getLogger(__name__)
 
 Mode = Literal["sync", "stream", "poll"]
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+#: Set while a public call runs, so that the calls it makes inside share its deadline.
+_in_call: ContextVar[bool] = ContextVar("skillrack_client_in_call", default=False)
+
+
+def _allowed_origin(text: str) -> Origin:
+    try:
+        return parse_origin(text)
+    except ValueError as exc:
+        raise ValueError(f"allow_origins: {exc}") from None
+
+
+def _one_call(
+    method: Callable[Concatenate[Any, str, _P], Awaitable[_T]],
+) -> Callable[Concatenate[Any, str, _P], Awaitable[_T]]:
+    """A public call of :class:`SkillClient`: one origin policy and one deadline for all of it."""
+
+    @functools.wraps(method)
+    async def run(self: SkillClient, url: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        async with self._call_scope(url):
+            return await method(self, url, *args, **kwargs)
+
+    return run
+
 
 @dataclass
 class _CachedCard:
@@ -83,9 +121,19 @@ class SkillClient:
     """Calls schema-governed skills of any agent that implements the draft.
 
     ``headers`` (for example ``{"Authorization": "Bearer ..."}`` or an API key
-    header) are sent on every request to the agent.  ``card_keys`` pins the
-    public keys (a JWKS dict or the path of a JWKS file) the agent's card must
-    be signed by.  Use as an async context manager, or call :meth:`aclose`.
+    header) are sent on every request to the agent, and only to the origin of
+    the URL named in the call, or to one of ``allow_origins`` (``"https://host:port"``
+    strings).  ``card_keys`` pins the public keys (a JWKS dict or the path of
+    a JWKS file) the agent's card must be signed by.  ``bounds`` limits what is
+    read; ``timeout`` (seconds) limits each whole call.  ``transport`` is the
+    ``httpx`` transport that connects (``httpx.ASGITransport(app)`` for an
+    in-process agent, a host's address guard); the client wraps it with the
+    origin rule and the bounds.  Use as an async context manager, or call
+    :meth:`aclose`.
+
+    Every cache is bounded in entries and bytes, least recently used first:
+    ``card_cache`` for Agent Cards, ``limits.max_cache_entries`` and
+    ``limits.max_cache_bytes`` for the interface cache and ``describe_calls``.
     """
 
     def __init__(
@@ -99,20 +147,30 @@ class SkillClient:
         poll_interval: float = 0.2,
         card_keys: CardKeys | Mapping[str, Any] | str | os.PathLike[str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        allow_origins: Iterable[str] = (),
+        bounds: ReadBounds = DEFAULT_BOUNDS,
+        card_cache: CacheBounds = CARD_CACHE,
     ) -> None:
         self.limits = limits
+        self.bounds = bounds
+        #: Origins other than the one named in a call that may receive the credentials.
+        self.allow_origins: frozenset[Origin] = frozenset(
+            _allowed_origin(text) for text in allow_origins
+        )
         self.card_keys = CardKeys.load(card_keys) if card_keys is not None else None
-        self.cache = cache or InterfaceCache(limits.max_cache_entries)
+        self.cache = cache or InterfaceCache(limits.max_cache_entries, limits.max_cache_bytes)
         self.binding = binding
         self.poll_interval = poll_interval
         self.timeout = timeout
-        # ``transport``: e.g. ``httpx.ASGITransport(app)`` to call an in-process agent (tests).
-        self._http = httpx.AsyncClient(
-            timeout=timeout, headers=dict(headers or {}), transport=transport
+        self._http = http_client(
+            headers=dict(headers or {}), timeout=timeout, bounds=bounds, transport=transport
         )
-        self._cards: dict[str, _CachedCard] = {}
+        # Bounded: a client named many agents, or sent huge cards, must not grow without end.
+        self._cards: LruCache[str, _CachedCard] = LruCache(card_cache)
         #: Count of describe_skill exchanges sent, per (agent, skill): diagnostics.
-        self.describe_calls: dict[tuple[str, str], int] = {}
+        self.describe_calls: LruCache[tuple[str, str], int] = LruCache(
+            CacheBounds(limits.max_cache_entries, limits.max_cache_bytes)
+        )
 
     async def __aenter__(self) -> SkillClient:
         return self
@@ -123,8 +181,36 @@ class SkillClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    @asynccontextmanager
+    async def _call_scope(self, url: str) -> AsyncIterator[None]:
+        """Requests of this call obey the origin named by ``url``, all within ``timeout``.
+
+        A call made inside another (``call`` describes first) joins the outer
+        one: same agent, same deadline.
+        """
+        if _in_call.get():
+            yield
+            return
+        policy = OriginPolicy.for_url(url, self.allow_origins)
+        token = _in_call.set(True)
+        try:
+            with origin_scope(policy):
+                async with asyncio.timeout(self.timeout) as deadline:
+                    yield
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise SkillCallError.local(
+                ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+                f"the call to {url.rstrip('/')} did not finish within the client's timeout "
+                f"of {self.timeout:g} s (--timeout); it was stopped",
+            ) from None
+        finally:
+            _in_call.reset(token)
+
     # -- step 1: the card, revalidated with HTTP caching -------------------------------------------
 
+    @_one_call
     async def card(self, url: str) -> dict[str, Any]:
         """The agent's card as JSON (fetched, or revalidated with ``If-None-Match``)."""
         return (await self._card(url)).card
@@ -134,20 +220,16 @@ class SkillClient:
         cached = self._cards.get(agent)
         headers = {"If-None-Match": cached.etag} if cached and cached.etag else {}
         async with _transport(f"fetching the Agent Card of {agent}"):
-            response = await self._http.get(agent + CARD_PATH, headers=headers)
-        if response.status_code == 304 and cached is not None:
+            status, etag, body = await self._read_card(agent, headers)
+        if status == 304 and cached is not None:
             return cached
-        if response.status_code != 200:
+        if status != 200:
             raise SkillCallError(
                 ClientCode.TRANSPORT_ERROR,
-                f"the Agent Card of {agent} answered HTTP {response.status_code}",
-            )
-        if len(response.content) > self.limits.max_document_bytes:
-            raise SkillCallError.local(
-                ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the Agent Card is too large"
+                f"the Agent Card of {agent} answered HTTP {status}",
             )
         try:
-            card = response.json()
+            card = json.loads(body)
             proto = json_format.ParseDict(card, AgentCard(), ignore_unknown_fields=True)
         except (ValueError, json_format.ParseError) as exc:
             raise SkillCallError(
@@ -166,10 +248,32 @@ class SkillClient:
             advertisement: Advertisement | None = read_advertisement(card)
         except SkillCallError:
             advertisement = None
-        entry = _CachedCard(response.headers.get("etag"), card, advertisement, proto)
-        self._cards[agent] = entry
+        entry = _CachedCard(etag, card, advertisement, proto)
+        self._cards.put(agent, entry, len(body))
         return entry
 
+    async def _read_card(
+        self, agent: str, headers: Mapping[str, str]
+    ) -> tuple[int, str | None, bytes]:
+        """``(status, etag, body)`` of the card, read in chunks up to ``bounds.max_card_bytes``."""
+        limit = self.bounds.max_card_bytes
+        what = f"the Agent Card of {agent}"
+        async with self._http.stream("GET", agent + CARD_PATH, headers=headers) as response:
+            if response.status_code != 200:
+                return response.status_code, None, b""
+            length = declared_length(response)
+            if length is not None and length > limit:
+                raise exceeded(what, limit)
+            chunks: list[bytes] = []
+            total = 0
+            async for chunk in response.aiter_bytes():
+                total += len(chunk)
+                if total > limit:
+                    raise exceeded(what, limit)
+                chunks.append(chunk)
+            return 200, response.headers.get("etag"), b"".join(chunks)
+
+    @_one_call
     async def advertisement(self, url: str) -> Advertisement:
         """Steps 1-2 up to selection: the card's checked advertisement."""
         entry = await self._card(url)
@@ -180,6 +284,7 @@ class SkillClient:
 
     # -- steps 2-6: describe and verify ----------------------------------------------------
 
+    @_one_call
     async def describe(self, url: str, skill_id: str) -> VerifiedInterface:
         """The verified Skill Interface Document of ``skill_id`` (cached when possible)."""
         agent = url.rstrip("/")
@@ -192,7 +297,8 @@ class SkillClient:
             return cached
         # The card no longer advertises what may be cached for this skill: drop it.
         self.cache.invalidate(agent, skill_id)
-        self.describe_calls[(agent, skill_id)] = self.describe_calls.get((agent, skill_id), 0) + 1
+        counted = self.describe_calls.get((agent, skill_id), 0) + 1
+        self.describe_calls.put((agent, skill_id), counted, len(agent) + len(skill_id))
         task = await self._send(
             agent, {"skill": DESCRIBE_SKILL, "arguments": {"skill_id": skill_id}}, "sync"
         )
@@ -269,6 +375,7 @@ class SkillClient:
 
     # -- steps 7-10: invoke and validate --------------------------------------------------
 
+    @_one_call
     async def call(
         self, url: str, skill_id: str, arguments: Any, *, mode: Mode = "sync"
     ) -> SkillResult:
@@ -285,6 +392,7 @@ class SkillClient:
         task = await self._send(agent, request, mode)
         return outcome(task, skill_id, interface)
 
+    @_one_call
     async def respond(
         self, url: str, skill_id: str, task_id: str, answer: Any, *, mode: Mode = "sync"
     ) -> SkillResult:
@@ -315,6 +423,7 @@ class SkillClient:
                 details,
             )
 
+    @_one_call
     async def send_request(self, url: str, data: Any, *, mode: Mode = "sync") -> Task:
         """Send one raw request object and return the remote Task, unjudged.
 
@@ -334,7 +443,7 @@ class SkillClient:
             if self.binding
             else ["JSONRPC", "HTTP+JSON"],
         )
-        client = ClientFactory(config).create(entry.proto)
+        client = ClientFactory(config).create(self._reachable(agent, entry.proto))
         message = Message(
             message_id=str(uuid.uuid4()),
             role=Role.ROLE_USER,
@@ -354,12 +463,25 @@ class SkillClient:
         )
         assembler = TaskAssembler()
         async with _transport(f"calling {agent}"):
-            async for event in client.send_message(request, context=context):
-                if event.HasField("message"):
-                    raise SkillCallError.local(
-                        ErrorCode.OUTPUT_INVALID, "the agent answered with a Message, not a Task"
-                    )
-                assembler.apply(event)
+            events = client.send_message(request, context=context)
+            try:
+                count = 0
+                async for event in events:
+                    count += 1
+                    if count > self.bounds.max_stream_events:
+                        raise exceeded(
+                            f"the event stream of {agent}", self.bounds.max_stream_events, "events"
+                        )
+                    if event.HasField("message"):
+                        raise SkillCallError.local(
+                            ErrorCode.OUTPUT_INVALID,
+                            "the agent answered with a Message, not a Task",
+                        )
+                    assembler.apply(event)
+            finally:  # close the stream now, not when the generator is collected
+                close = getattr(events, "aclose", None)
+                if close is not None:
+                    await close()
             task = assembler.task
             if task is None:
                 raise SkillCallError(ClientCode.PROTOCOL_ERROR, "the agent sent no Task")
@@ -367,18 +489,32 @@ class SkillClient:
                 task = await self._poll(client, task.id, context)
         return task
 
+    def _reachable(self, agent: str, card: AgentCard) -> AgentCard:
+        """The card with only the interfaces the origin rule lets this call reach.
+
+        The SDK then chooses among those alone.  When every interface of a
+        binding the client speaks is on a refused origin, ``origin_refused``
+        names the first of them, before any request goes there.
+        """
+        policy = current_policy()
+        assert policy is not None, "_send runs inside a public call"
+        bindings = [self.binding] if self.binding else ["JSONRPC", "HTTP+JSON"]
+        usable = [i for i in card.supported_interfaces if i.protocol_binding in bindings]
+        reachable = [i for i in usable if policy.refusal(i.url, "") is None]
+        if usable and not reachable:
+            policy.check(usable[0].url, f"the Agent Card of {agent} names an interface on")
+        trimmed = AgentCard()
+        trimmed.CopyFrom(card)
+        del trimmed.supported_interfaces[:]
+        trimmed.supported_interfaces.extend(reachable)
+        return trimmed
+
     async def _poll(self, client: Any, task_id: str, context: ClientCallContext) -> Task:
-        deadline = time.monotonic() + self.timeout
+        """Ask for the task until it ends or waits; the call's ``timeout`` stops the loop."""
         while True:
             task: Task = await client.get_task(GetTaskRequest(id=task_id), context=context)
             if task.status.state in TERMINAL | INTERRUPTED:
                 return task
-            if time.monotonic() > deadline:
-                raise SkillCallError(
-                    ClientCode.TRANSPORT_ERROR,
-                    f"task {task_id} did not finish in {self.timeout} s",
-                    task_id=task_id,
-                )
             await asyncio.sleep(self.poll_interval)
 
 

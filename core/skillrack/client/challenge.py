@@ -1,0 +1,52 @@
+"""An agent's 401 or 403, told as ``authorization_failed`` with its challenge and what to do.
+
+An agent that refuses the caller's credentials answers HTTP 401 (with a
+``WWW-Authenticate`` challenge naming the scheme it wants) or 403.  That is
+not a broken transport: it is the draft's ``authorization_failed``, found
+before any task exists, so it is a local error.  The challenge is written by
+the remote side, so only its scheme and realm are repeated, stripped of
+anything but printable characters and cut short, never its other parameters.
+"""
+
+from __future__ import annotations
+
+import re
+
+from skillrack.errors import ErrorCode, SkillCallError
+
+#: At most this many characters of a challenge's scheme and realm are repeated.
+MAX_CHALLENGE_CHARS = 80
+
+_SCHEME = re.compile(r"\s*([A-Za-z0-9!#$%&'*+.^_`|~-]+)")
+_REALM = re.compile(r'realm\s*=\s*(?:"([^"]*)"|([^\s,]*))', re.IGNORECASE)
+_UNSAFE = re.compile(r"[^\x20-\x7e]")
+
+HINT = "send the agent's credentials, e.g. --header 'Authorization: Bearer TOKEN' (CLI)"
+
+
+def summarize_challenge(value: str | None) -> str:
+    """``Scheme realm="..."`` of the first challenge, sanitized and bounded; '' without one."""
+    if not value:
+        return ""
+    scheme = _SCHEME.match(value)
+    if scheme is None:
+        return ""
+    summary = scheme.group(1)
+    realm = _REALM.search(value[scheme.end() :])
+    if realm is not None:
+        summary += f' realm="{realm.group(1) if realm.group(1) is not None else realm.group(2)}"'
+    summary = _UNSAFE.sub("?", summary)
+    if len(summary) > MAX_CHALLENGE_CHARS:
+        summary = summary[: MAX_CHALLENGE_CHARS - 3] + "..."
+    return summary
+
+
+def authorization_failed(status: int, challenge: str | None, where: str) -> SkillCallError:
+    """The local ``authorization_failed`` for an HTTP 401 or 403 from ``where``."""
+    summary = summarize_challenge(challenge)
+    asked = f"; it asks for {summary}" if summary else ""
+    refused = "did not accept the credentials" if status == 403 else "requires authentication"
+    return SkillCallError.local(
+        ErrorCode.AUTHORIZATION_FAILED,
+        f"{where} answered HTTP {status}: the agent {refused}{asked}; {HINT}",
+    )

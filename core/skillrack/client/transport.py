@@ -1,0 +1,124 @@
+"""The one door every request of a :class:`SkillClient` goes through.
+
+The client's requests are made partly by skillrack (the Agent Card) and
+partly by a2a-sdk's transports (messages, streams, polls); a redirect is
+followed by httpx.  Checking the origin rule and the read bounds at each of
+those places would leave one out sooner or later, so they are enforced here,
+in an ``httpx`` transport that wraps the one that connects:
+
+* before a request is sent, its URL must satisfy the :class:`OriginPolicy` of
+  the exchange under way (set with :func:`origin_scope`): an interface URL or
+  a redirect to another origin never receives a byte, credentials included;
+* an HTTP 401 or 403 ends the exchange as ``authorization_failed``;
+* every body is read through a :class:`BoundedStream` (the stream bound for
+  ``text/event-stream``, the response bound otherwise), and a declared
+  ``Content-Length`` over the bound is refused before reading;
+* bodies are asked for without content coding, and a compressed body is
+  refused, since a few compressed bytes can inflate past any bound.
+
+``inner`` is the transport that opens connections (by default httpx's own);
+a host that must also decide which addresses may be dialled passes its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import httpx
+
+from skillrack.client.bounds import BoundedStream, ReadBounds, declared_length, exceeded
+from skillrack.client.challenge import authorization_failed
+from skillrack.client.origin import OriginPolicy
+from skillrack.errors import ClientCode, SkillCallError
+
+_policy: ContextVar[OriginPolicy | None] = ContextVar("skillrack_origin_policy", default=None)
+
+
+@contextmanager
+def origin_scope(policy: OriginPolicy) -> Iterator[None]:
+    """Requests made inside this block (this task and what it awaits) obey ``policy``."""
+    token = _policy.set(policy)
+    try:
+        yield
+    finally:
+        _policy.reset(token)
+
+
+def current_policy() -> OriginPolicy | None:
+    """The policy of the exchange under way, if any."""
+    return _policy.get()
+
+
+class GuardedTransport(httpx.AsyncBaseTransport):
+    """Origin rule before sending, authorization and bounds while receiving."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, bounds: ReadBounds) -> None:
+        self.inner = inner
+        self.bounds = bounds
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        policy = current_policy()
+        if policy is None:  # fail closed: every exchange of SkillClient sets one
+            raise SkillCallError.local(
+                ClientCode.ORIGIN_REFUSED,
+                f"a request to {request.url} was made outside any call: refused",
+            )
+        policy.check(request.url, "a request (to an interface URL or a redirect) to")
+        response = await self.inner.handle_async_request(request)
+        try:
+            return self._bounded(request, response)
+        except BaseException:
+            await response.aclose()
+            raise
+
+    def _bounded(self, request: httpx.Request, response: httpx.Response) -> httpx.Response:
+        where = f"{request.method} {request.url.copy_with(query=None)}"
+        if response.status_code in (401, 403):
+            raise authorization_failed(
+                response.status_code, response.headers.get("www-authenticate"), where
+            )
+        coding = response.headers.get("content-encoding", "identity").strip().lower()
+        if coding not in ("", "identity"):
+            raise SkillCallError.local(
+                ClientCode.PROTOCOL_ERROR,
+                f"{where} answered with a {coding!r}-encoded body though the client asked "
+                "for none (a compressed body could inflate past the client's read bounds)",
+            )
+        streaming = "text/event-stream" in response.headers.get("content-type", "")
+        limit = self.bounds.max_stream_bytes if streaming else self.bounds.max_response_bytes
+        what = f"the event stream of {where}" if streaming else f"the answer to {where}"
+        length = declared_length(response)
+        if length is not None and length > limit:
+            raise exceeded(what, limit)
+        stream = response.stream
+        assert isinstance(stream, httpx.AsyncByteStream)
+        response.stream = BoundedStream(stream, limit, what)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def http_client(
+    *,
+    headers: Mapping[str, str],
+    timeout: float,
+    bounds: ReadBounds,
+    transport: httpx.AsyncBaseTransport | None,
+) -> httpx.AsyncClient:
+    """The ``httpx`` client of a :class:`SkillClient`: every request through the guard.
+
+    ``trust_env`` is off: proxy variables would route requests around the
+    guard, and a ``.netrc`` would attach credentials the caller never gave.
+    Redirects are followed, hop by hop through the guard, so only same-origin
+    (or allowed) ones ever are.
+    """
+    return httpx.AsyncClient(
+        timeout=timeout,
+        headers={"Accept-Encoding": "identity", **headers},
+        transport=GuardedTransport(transport or httpx.AsyncHTTPTransport(), bounds),
+        follow_redirects=True,
+        trust_env=False,
+    )
