@@ -1,19 +1,94 @@
-"""The client's interface cache: validated documents and compiled validators, bounded.
+"""The client's caches: bounded in entries and in bytes, least recently used first.
 
-The draft: a cache entry "is bound to the agent identity, skill identifier,
-skill version, interface version, and interface digest", and "a changed
-advertised version or digest invalidates the corresponding entry".  The key
-is exactly that tuple, so a changed card simply misses; the entry for the old
-binding is dropped when the card no longer advertises it.  The size bound
-(least recently used goes first) is one of the draft's required limits.
+The draft: "An implementation MUST enforce limits on ... cache consumption".
+A client that talks to agents it does not control caches what they send
+(Agent Cards, verified documents with compiled validators), so a cache
+bounded only in entries can still be filled with a few huge values, and one
+bounded in nothing grows with every agent named.  :class:`LruCache` bounds
+both; an entry larger than the whole byte bound is simply not kept.
+
+The interface cache: an entry "is bound to the agent identity, skill
+identifier, skill version, interface version, and interface digest", and "a
+changed advertised version or digest invalidates the corresponding entry".
+The key is exactly that tuple, so a changed card simply misses; the entry for
+the old binding is dropped when the card no longer advertises it.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
+from skillrack.interface.canonical import canonical_bytes
 from skillrack.interface.document import VerifiedInterface
+from skillrack.interface.limits import DEFAULT_LIMITS
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class CacheBounds:
+    """How much one cache may hold: ``entries`` values of ``bytes`` bytes in all."""
+
+    entries: int
+    bytes: int
+
+
+#: The Agent Card cache of one client: a card may be up to a few MB (its skills' cards).
+CARD_CACHE = CacheBounds(entries=64, bytes=16_000_000)
+
+
+class LruCache(Mapping[K, V], Generic[K, V]):
+    """A mapping bounded by :class:`CacheBounds`; reading an entry makes it the most recent.
+
+    Iteration runs from the least to the most recently used entry, the order
+    in which entries are evicted.  ``size`` is what the caller counts as an
+    entry's bytes (the bytes it was read from, or its canonical JSON).
+    """
+
+    def __init__(self, bounds: CacheBounds) -> None:
+        self.bounds = bounds
+        self._entries: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._bytes = 0
+
+    def __getitem__(self, key: K) -> V:
+        value, _ = self._entries[key]
+        self._entries.move_to_end(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:  # a membership test is not a use
+        return key in self._entries
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the entries count for, together."""
+        return self._bytes
+
+    def put(self, key: K, value: V, size: int) -> None:
+        """Keep ``value`` as the most recent entry, evicting the least recent over the bounds."""
+        self.pop(key)
+        if size > self.bounds.bytes or self.bounds.entries < 1:
+            return
+        self._entries[key] = (value, size)
+        self._bytes += size
+        while len(self._entries) > self.bounds.entries or self._bytes > self.bounds.bytes:
+            _, (_, evicted) = self._entries.popitem(last=False)
+            self._bytes -= evicted
+
+    def pop(self, key: K) -> None:
+        """Forget ``key`` (nothing happens when it is not cached)."""
+        found = self._entries.pop(key, None)
+        if found is not None:
+            self._bytes -= found[1]
 
 
 @dataclass(frozen=True)
@@ -26,26 +101,40 @@ class CacheKey:
 
 
 class InterfaceCache:
-    def __init__(self, max_entries: int) -> None:
-        self._entries: OrderedDict[CacheKey, VerifiedInterface] = OrderedDict()
-        self.max_entries = max_entries
+    """Verified documents and compiled validators, by the draft's cache key.
+
+    An entry's size is its document's canonical JSON: the compiled
+    validators grow with the schemas it holds.
+    """
+
+    def __init__(self, max_entries: int, max_bytes: int = DEFAULT_LIMITS.max_cache_bytes) -> None:
+        self._entries: LruCache[CacheKey, VerifiedInterface] = LruCache(
+            CacheBounds(max_entries, max_bytes)
+        )
+
+    @property
+    def max_entries(self) -> int:
+        return self._entries.bounds.entries
+
+    @property
+    def nbytes(self) -> int:
+        return self._entries.nbytes
+
+    def least_recent_first(self) -> list[CacheKey]:
+        """The cached keys, least recently used first."""
+        return list(self._entries)
 
     def get(self, key: CacheKey) -> VerifiedInterface | None:
-        found = self._entries.get(key)
-        if found is not None:
-            self._entries.move_to_end(key)
-        return found
+        return self._entries.get(key)
 
     def put(self, key: CacheKey, interface: VerifiedInterface) -> None:
         self.invalidate(key.agent, key.skill_id)
-        self._entries[key] = interface
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        self._entries.put(key, interface, len(canonical_bytes(interface.document)))
 
     def invalidate(self, agent: str, skill_id: str) -> None:
         """Drop every entry for (agent, skill): a new binding replaces the old one."""
         for key in [k for k in self._entries if (k.agent, k.skill_id) == (agent, skill_id)]:
-            del self._entries[key]
+            self._entries.pop(key)
 
     def __len__(self) -> int:
         return len(self._entries)

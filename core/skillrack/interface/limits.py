@@ -32,6 +32,8 @@ class Limits:
     max_document_bytes: int = 4_000_000
     #: Entries a client keeps in its interface cache.
     max_cache_entries: int = 256
+    #: Bytes (documents' canonical JSON) a client keeps in its interface cache.
+    max_cache_bytes: int = 64_000_000
 
 
 DEFAULT_LIMITS = Limits()
