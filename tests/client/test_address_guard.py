@@ -210,6 +210,14 @@ async def test_an_unresolvable_name_is_a_connect_error() -> None:
             await client.get("http://nowhere.example")
 
 
+async def test_a_resolver_answer_that_is_no_address_is_a_connect_error() -> None:
+    spy = Spy()
+    async with httpx.AsyncClient(transport=guard(spy, FakeDNS({"odd.example": ["x"]}))) as client:
+        with pytest.raises(httpx.ConnectError, match="not an address"):
+            await client.get("http://odd.example")
+    assert spy.requests == []
+
+
 # Pinning: the checked address is the one connected to ---------------------------------------------
 
 

@@ -254,8 +254,12 @@ class AddressGuard(httpx.AsyncBaseTransport):
             if not addresses:
                 raise httpx.ConnectError(f"{host} resolved to no address")
         for address in addresses:
-            parsed = ipaddress.ip_address(address)
-            kind = classify(parsed)
+            try:
+                kind = classify(ipaddress.ip_address(address))
+            except ValueError:
+                raise httpx.ConnectError(
+                    f"{host} resolved to {address!r}, not an address"
+                ) from None
             if not policy.allows(kind):
                 raise _refused(origin, address, kind.label, kind.setting, policy)
         return addresses
