@@ -18,6 +18,7 @@ from typing import Any
 
 from skillrack.cli import operator as cli_operator
 from skillrack.cli import plugin as cli_plugin
+from skillrack.cli.client_options import add_client_options, client_settings
 from skillrack.client.skill_client import Mode, SkillClient
 from skillrack.errors import SkillCallError, SkillrackError
 from skillrack.host.compose import compose_host
@@ -201,7 +202,7 @@ def _client_failure(error: SkillCallError) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     async def run() -> int:
-        async with SkillClient(headers=args.headers) as client:
+        async with SkillClient(**client_settings(args)) as client:
             try:
                 interface = await client.describe(args.url, args.skill_id)
             except SkillCallError as exc:
@@ -236,7 +237,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     mode: Mode = "stream" if args.stream else "poll" if args.poll else "sync"
 
     async def run() -> int:
-        async with SkillClient(headers=args.headers, timeout=args.timeout) as client:
+        async with SkillClient(**client_settings(args)) as client:
             try:
                 result = await client.call(args.url, args.skill_id, args.args, mode=mode)
             except SkillCallError as exc:
@@ -249,7 +250,7 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     async def run() -> CheckReport:
-        async with SkillClient(headers=args.headers) as client:
+        async with SkillClient(**client_settings(args)) as client:
             return await check_agent(args.url, client)
 
     report = asyncio.run(run())
@@ -359,6 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("skill_id")
     p.add_argument("--json", action="store_true")
     p.add_argument("--header", **header)  # type: ignore[arg-type]
+    add_client_options(p)
     p.set_defaults(func=cmd_describe)
 
     p = sub.add_parser("call", help="invoke a remote skill with verified input and output")
@@ -368,14 +370,15 @@ def build_parser() -> argparse.ArgumentParser:
     way = p.add_mutually_exclusive_group()
     way.add_argument("--stream", action="store_true", help="receive the result by streaming")
     way.add_argument("--poll", action="store_true", help="return immediately, then poll")
-    p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--header", **header)  # type: ignore[arg-type]
+    add_client_options(p)
     p.set_defaults(func=cmd_call)
 
     p = sub.add_parser("check", help="check an agent against the draft's client-checkable rules")
     p.add_argument("url")
     p.add_argument("--json", action="store_true")
     p.add_argument("--header", **header)  # type: ignore[arg-type]
+    add_client_options(p)
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("approvals", help="list, grant or refuse invocations awaiting approval")

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from skillrack.cli.client_options import add_client_options, client_settings
 from skillrack.errors import StartupError
 from skillrack.host.compose import compose_host, is_loopback
 from skillrack.host.config import Config, ConfigError, load_config
@@ -89,7 +90,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from skillrack.ops.doctor import diagnose_agent, diagnose_configuration
 
     if args.url:
-        diagnosis = asyncio.run(diagnose_agent(args.url, args.headers))
+        diagnosis = asyncio.run(diagnose_agent(args.url, **client_settings(args)))
     else:
         config = _config(args)
         where = f"configuration {args.config}" if args.config else "embedded configuration"
@@ -160,6 +161,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--url", help="diagnose the running agent at URL instead")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--header", **HEADER)
+    add_client_options(p)
     p.set_defaults(func=cmd_doctor)
 
 

@@ -89,11 +89,24 @@ _T = TypeVar("_T")
 _in_call: ContextVar[bool] = ContextVar("skillrack_client_in_call", default=False)
 
 
-def _allowed_origin(text: str) -> Origin:
-    try:
-        return parse_origin(text)
-    except ValueError as exc:
-        raise ValueError(f"allow_origins: {exc}") from None
+def _allowed_origins(
+    allow: Iterable[str] | Mapping[str, Iterable[str]],
+) -> dict[Origin | None, frozenset[Origin]]:
+    """``allow_origins`` read once: ``None`` -> for every call, an origin -> for calls to it."""
+
+    def origins(texts: Iterable[str]) -> frozenset[Origin]:
+        try:
+            return frozenset(parse_origin(text) for text in texts)
+        except ValueError as exc:
+            raise ValueError(f"allow_origins: {exc}") from None
+
+    if isinstance(allow, Mapping):
+        table: dict[Origin | None, frozenset[Origin]] = {}
+        for url, texts in allow.items():
+            named = Origin.of(url)
+            table[named] = table.get(named, frozenset()) | origins(texts)
+        return table
+    return {None: origins(allow)}
 
 
 def _one_call(
@@ -122,9 +135,11 @@ class SkillClient:
 
     ``headers`` (for example ``{"Authorization": "Bearer ..."}`` or an API key
     header) are sent on every request to the agent, and only to the origin of
-    the URL named in the call, or to one of ``allow_origins`` (``"https://host:port"``
-    strings).  ``card_keys`` pins the public keys (a JWKS dict or the path of
-    a JWKS file) the agent's card must be signed by.  ``bounds`` limits what is
+    the URL named in the call, or to one of ``allow_origins``
+    (``"https://host:port"`` strings; or a mapping from an agent's URL to the
+    origins allowed for calls to that agent alone, as ``[peers]`` configures
+    them).  ``card_keys`` pins the public keys (a JWKS dict or the path of a
+    JWKS file) the agent's card must be signed by.  ``bounds`` limits what is
     read; ``timeout`` (seconds) limits each whole call.  ``transport`` is the
     ``httpx`` transport that connects (``httpx.ASGITransport(app)`` for an
     in-process agent, a host's address guard); the client wraps it with the
@@ -147,16 +162,15 @@ class SkillClient:
         poll_interval: float = 0.2,
         card_keys: CardKeys | Mapping[str, Any] | str | os.PathLike[str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        allow_origins: Iterable[str] = (),
+        allow_origins: Iterable[str] | Mapping[str, Iterable[str]] = (),
         bounds: ReadBounds = DEFAULT_BOUNDS,
         card_cache: CacheBounds = CARD_CACHE,
     ) -> None:
         self.limits = limits
         self.bounds = bounds
-        #: Origins other than the one named in a call that may receive the credentials.
-        self.allow_origins: frozenset[Origin] = frozenset(
-            _allowed_origin(text) for text in allow_origins
-        )
+        #: Origins other than the one a call names that may receive the credentials:
+        #: under ``None`` for every call, under an origin for calls naming it.
+        self.allow_origins = _allowed_origins(allow_origins)
         self.card_keys = CardKeys.load(card_keys) if card_keys is not None else None
         self.cache = cache or InterfaceCache(limits.max_cache_entries, limits.max_cache_bytes)
         self.binding = binding
@@ -191,7 +205,11 @@ class SkillClient:
         if _in_call.get():
             yield
             return
-        policy = OriginPolicy.for_url(url, self.allow_origins)
+        named = OriginPolicy.for_url(url).named  # origin_refused when url is not http(s)
+        allowed = self.allow_origins.get(None, frozenset()) | self.allow_origins.get(
+            named, frozenset()
+        )
+        policy = OriginPolicy(named, allowed)
         token = _in_call.set(True)
         try:
             with origin_scope(policy):

@@ -41,6 +41,7 @@ file = "policy.toml"
 
 [peers]             # agents that skills may delegate to, by name
 observer = "http://127.0.0.1:8001"
+inventory = { url = "https://inventory.example.net", allow_origins = ["https://api.example.net"] }
 
 [signing]           # sign the Agent Card (JWS, A2A 1.0 section 8.4); see skillrack.protocol.signing
 key = "card-signing-ec.pem"   # unencrypted PEM private key: EC P-256/P-384/P-521 or RSA
@@ -52,6 +53,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +138,9 @@ class Config:
     base_dir: Path = field(default_factory=Path.cwd)
     #: Agents that skills may delegate to, by name (``context.delegate(name, ...)``).
     peers: Mapping[str, str] = field(default_factory=dict)
+    #: Per peer name: other origins its card may send this host's requests to (the
+    #: peer's own origin always may); ``allow_origins`` in the peer's ``[peers]`` table.
+    peer_allow_origins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Sign the Agent Card with this key (``[signing]``); unsigned when None.
     signing: SigningSettings | None = None
 
@@ -191,6 +196,46 @@ def _signing(table: Any) -> SigningSettings | None:
     return SigningSettings(key=key, kid=kid)
 
 
+def _is_origin(text: Any) -> bool:
+    """``scheme://host[:port]`` and nothing else (the client checks it again, strictly)."""
+    if not isinstance(text, str):
+        return False
+    parts = urllib.parse.urlsplit(text)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and "@" not in parts.netloc
+        and parts.path in ("", "/")
+        and not parts.query
+        and not parts.fragment
+    )
+
+
+def _peers(table: Any) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
+    """``[peers]``: name = URL, or name = { url = URL, allow_origins = [ORIGIN, ...] }."""
+    if not isinstance(table, dict):
+        raise ConfigError("[peers] maps names to http(s) URLs of other agents")
+    urls: dict[str, str] = {}
+    allowed: dict[str, tuple[str, ...]] = {}
+    for name, value in table.items():
+        entry = value if isinstance(value, dict) else {"url": value}
+        unknown = set(entry) - {"url", "allow_origins"}
+        if unknown:
+            raise ConfigError(f"unknown key(s) peers.{name}.{', '.join(sorted(unknown))}")
+        url, origins = entry.get("url"), entry.get("allow_origins", [])
+        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"peers.{name}: [peers] maps names to http(s) URLs of other agents")
+        if not isinstance(origins, list) or not all(_is_origin(o) for o in origins):
+            raise ConfigError(
+                f"peers.{name}.allow_origins must be a list of origins "
+                '(e.g. ["https://api.example.net:8443"], scheme://host[:port] only)'
+            )
+        urls[name] = url
+        if origins:
+            allowed[name] = tuple(origins)
+    return urls, allowed
+
+
 def load_config(path: Path | None) -> Config:
     """The configuration in ``path``, or the embedded default when ``path`` is None."""
     if path is None:
@@ -219,11 +264,7 @@ def load_config(path: Path | None) -> Config:
             )
         if not isinstance(settings, dict):
             raise ConfigError(f"[plugins.{name}] must be a table of settings")
-    peers = raw.get("peers", {})
-    if not isinstance(peers, dict) or not all(
-        isinstance(url, str) and url.startswith(("http://", "https://")) for url in peers.values()
-    ):
-        raise ConfigError("[peers] maps names to http(s) URLs of other agents")
+    peers, peer_allow_origins = _peers(raw.get("peers", {}))
     server = _build(ServerSettings, raw.get("server", {}), "server")
     base_dir = path.resolve().parent
     try:
@@ -231,7 +272,8 @@ def load_config(path: Path | None) -> Config:
     except ConfigError as exc:
         raise ConfigError(f"server.store: {exc}") from None
     return Config(
-        peers=dict(peers),
+        peers=peers,
+        peer_allow_origins=peer_allow_origins,
         signing=_signing(raw.get("signing")),
         agent=agent,
         limits=_build(Limits, raw.get("limits", {}), "limits"),

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.host.config import DEVELOPMENT_POLICY, Config
 from skillrack.host.registry import Registry
 from skillrack.interface.document import InterfaceError, VerifiedInterface, verify_document
@@ -317,15 +318,33 @@ def _server_limits(config: Config) -> dict[str, Any]:
 # -- a running agent ------------------------------------------------------------------------------
 
 
-async def diagnose_agent(url: str, headers: Mapping[str, str] | None = None) -> Diagnosis:
-    """Diagnose the agent at ``url`` through the client procedure."""
+async def diagnose_agent(
+    url: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    allow_origins: Iterable[str] = (),
+    timeout: float = 60.0,
+    bounds: ReadBounds = DEFAULT_BOUNDS,
+) -> Diagnosis:
+    """Diagnose the agent at ``url`` through the client procedure.
+
+    ``allow_origins``, ``timeout`` and ``bounds`` are the client's trust
+    boundary (``--allow-origin``, ``--timeout``, ``--max-response-bytes``):
+    the diagnosis sends ``headers`` only where ``skillrack call`` would.
+    """
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
 
     diagnosis = Diagnosis(url)
     if not check_interface_schema(diagnosis):
         return diagnosis
-    async with SkillClient(headers=headers) as client:
+    settings: dict[str, Any] = {
+        "headers": headers,
+        "allow_origins": list(allow_origins),
+        "timeout": timeout,
+        "bounds": bounds,
+    }
+    async with SkillClient(**settings) as client:
         try:
             card = await client.card(url)
         except SkillCallError as exc:
@@ -372,19 +391,34 @@ async def diagnose_agent(url: str, headers: Mapping[str, str] | None = None) -> 
             f"{exchanges} describe_skill exchange(s) for {len(verified)} skill(s); a repeated "
             "retrieval was served from the client cache",
         )
-    await _hops(diagnosis, url, headers)
+    await _hops(diagnosis, url, settings)
     return diagnosis
 
 
-async def _hops(diagnosis: Diagnosis, url: str, headers: Mapping[str, str] | None) -> None:
-    """The agent's recent delegation hops (skillrack's ``/-/hops``), when it publishes them."""
+async def _hops(diagnosis: Diagnosis, url: str, settings: Mapping[str, Any]) -> None:
+    """The agent's recent delegation hops (skillrack's ``/-/hops``), when it publishes them.
+
+    Read through the client's guarded transport: the same origin rule and bounds.
+    """
     import httpx
 
+    from skillrack.client.origin import OriginPolicy, parse_origin
+    from skillrack.client.transport import http_client, origin_scope
+    from skillrack.errors import SkillCallError
+
     try:
-        async with httpx.AsyncClient(headers=dict(headers or {}), timeout=30) as http:
-            response = await http.get(url.rstrip("/") + "/-/hops")
-        hops = response.json().get("hops") if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
+        policy = OriginPolicy.for_url(url, [parse_origin(o) for o in settings["allow_origins"]])
+        http = http_client(
+            headers=dict(settings["headers"] or {}),
+            timeout=settings["timeout"],
+            bounds=settings["bounds"],
+            transport=None,
+        )
+        with origin_scope(policy):
+            async with http:
+                response = await http.get(url.rstrip("/") + "/-/hops")
+                hops = response.json().get("hops") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError, SkillCallError):
         hops = None
     if not isinstance(hops, list):
         diagnosis.add("hops", INFO, "the agent publishes no delegation hops (/-/hops)")

@@ -219,7 +219,13 @@ def create_app(
     assert manager is not None, "a registry built from plugins carries its manager"
     signer = load_card_signer(config.signing, config.base_dir) if config.signing else None
     card = build_card(registry, config, base_url, signer)
-    peers = Peers(config.peers, base_url, lambda: SkillClient(limits=config.limits))
+    # Each peer's own origin, plus what its [peers] table allows (allow_origins).
+    peer_origins = {config.peers[name]: o for name, o in config.peer_allow_origins.items()}
+    peers = Peers(
+        config.peers,
+        base_url,
+        lambda: SkillClient(limits=config.limits, allow_origins=peer_origins),
+    )
     storage: TaskStorage | None = None
     if task_store is None:
         spec = parse_store(config.server.store, config.base_dir)

@@ -1,0 +1,84 @@
+"""Options shared by the commands that call an agent: where credentials may go, how long, how much.
+
+``call``, ``describe``, ``check`` and ``doctor --url`` all run the client
+procedure with the operator's ``--header`` credentials; they take the same
+trust-boundary options so that each one can be told the same thing:
+``--allow-origin`` (another origin that may receive the credentials, when
+the agent's card or a redirect leads there), ``--timeout`` (seconds for a
+whole call: card, describe, streams and polling), ``--max-response-bytes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds
+from skillrack.client.origin import parse_origin
+
+DEFAULT_TIMEOUT = 60.0
+
+
+def _origin(text: str) -> str:
+    try:
+        return str(parse_origin(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--allow-origin: {exc}") from None
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"--timeout {text!r} is not a positive number of seconds")
+    return value
+
+
+def _bytes(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of bytes")
+    return value
+
+
+def add_client_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--allow-origin``, ``--timeout`` and ``--max-response-bytes`` to ``parser``."""
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        dest="allow_origins",
+        type=_origin,
+        default=[],
+        metavar="ORIGIN",
+        help="also send the --header credentials to ORIGIN (scheme://host[:port]) when the "
+        "agent's card or a redirect leads there (repeatable); by default they go only to "
+        "the origin of the URL given",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="seconds one whole call may take, streams and polling included "
+        f"(default {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--max-response-bytes",
+        type=_bytes,
+        default=DEFAULT_BOUNDS.max_response_bytes,
+        metavar="BYTES",
+        help="bytes one answer of the agent may have "
+        f"(default {DEFAULT_BOUNDS.max_response_bytes})",
+    )
+
+
+def client_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``SkillClient`` keyword arguments from the options above and ``--header``."""
+    return {
+        "headers": args.headers or {},
+        "allow_origins": list(args.allow_origins),
+        "timeout": args.timeout,
+        "bounds": ReadBounds(max_response_bytes=args.max_response_bytes),
+    }
