@@ -186,11 +186,15 @@ def test_schema_too_large() -> None:
 
 def test_schema_too_deep() -> None:
     schema: dict[str, Any] = {"type": "string"}
-    for _ in range(40):
+    for _ in range(11):
         schema = {"properties": {"a": schema}}  # two JSON levels per schema level
-    assert_refused(schema, "schema_too_deep", "", LIMIT)
-    compile_ok(schema, Limits(max_schema_depth=81))
-    assert_refused(schema, "schema_too_deep", "", LIMIT, limits=Limits(max_schema_depth=80))
+    compile_ok(schema)  # 23 levels: within the default (24, what describe_skill carries)
+    compile_ok(schema, Limits(max_schema_depth=23))
+    assert_refused(schema, "schema_too_deep", "", LIMIT, limits=Limits(max_schema_depth=22))
+    deeper = {"properties": {"a": schema}}
+    assert_refused(deeper, "schema_too_deep", "", LIMIT)
+    # A configured depth beyond what the wire carries is lowered to it.
+    assert_refused(deeper, "schema_too_deep", "", LIMIT, limits=Limits(max_schema_depth=81))
 
 
 def test_limit_messages_do_not_disclose_thresholds() -> None:

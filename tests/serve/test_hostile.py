@@ -45,6 +45,7 @@ from skillrack.errors import ErrorCode
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
 from skillrack.interface.limits import Limits
+from skillrack.protocol.wire import DATA_PART_DEPTH
 from skillrack.testing.serve import HEADERS
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
@@ -734,7 +735,12 @@ MESSAGE_CASES = [
         id="part-v03-kind",
     ),
     *(
-        pytest.param(hostile_message(parts=[{"data": value}]), NOT_A_REQUEST, id=f"data-{i}")
+        pytest.param(
+            hostile_message(parts=[{"data": value}]),
+            # An integer a double would round is refused before any task exists.
+            refused(-32602, 400) if value == 2**53 + 1 else NOT_A_REQUEST,
+            id=f"data-{i}",
+        )
         for i, value in enumerate(EVERY_JSON_TYPE)
     ),
     pytest.param(hostile_message(taskId={"a": 1}), refused(-32602, 400), id="taskId-object"),
@@ -1094,12 +1100,21 @@ def test_chunked_body_over_the_limit(http: httpx.Client, binding: str) -> None:
 
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_body_at_the_depth_limit_is_processed(http: httpx.Client, binding: str) -> None:
-    outer = 6 if binding == "JSONRPC" else 4  # envelope, params, message, parts, part, data
-    data = {"skill": "describe_skill", "arguments": nested(MAX_DEPTH - outer - 2)}
+    """A Data Part as deep as A2A carries (below the body's own limit) reaches the executor."""
+    data = {"skill": "describe_skill", "arguments": nested(DATA_PART_DEPTH - 1)}
     body = encode(wrap_for(binding, data))
     answer = check_answer(post(http, path_of(binding), body), body)
     task = answer["result"]["task"] if binding == "JSONRPC" else answer["task"]
     assert error_code(task) == "input_invalid"
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_data_part_deeper_than_carried_is_refused(http: httpx.Client, binding: str) -> None:
+    """One level more, still within the body's limit: refused before protobuf sees it."""
+    data = {"skill": "describe_skill", "arguments": nested(DATA_PART_DEPTH)}
+    body = encode(wrap_for(binding, data))
+    answer = check_answer(post(http, path_of(binding), body), body)
+    binding_refusal(answer, binding, -32600, 413, "resource_limit_exceeded")
 
 
 @pytest.mark.parametrize("depth", [MAX_DEPTH, 1_000, (MAX_BODY - 1_000) // 2])
@@ -1285,10 +1300,11 @@ def test_fuzzed_request_objects(
     task = answer.get("task") or answer.get("result", {}).get("task")
     event(f"{task['status']['state']} {error_code(task)}" if task else "binding error")
     if binding == "JSONRPC" and "error" in answer:
-        # Only the body guard may refuse a well-formed Message: nested too deeply.
-        assert rpc_code(answer) == -32700, answer
+        # Only the body guard may refuse a well-formed Message: nested too deeply
+        # (for the body, or for a Data Part), or an integer a double would round.
+        assert rpc_code(answer) in {-32700, -32600, -32602}, answer
     elif binding == "HTTP+JSON" and "error" in answer:
-        assert answer["error"]["code"] == 400, answer
+        assert answer["error"]["code"] in {400, 413}, answer
 
 
 # Non-finite numbers (after the fuzz: a stored Task with NaN breaks ListTasks) --------------------

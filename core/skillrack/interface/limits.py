@@ -11,14 +11,32 @@ plugin or peer cannot exhaust the host.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
+
+#: The deepest JSON value one A2A Data Part carries, end to end, through a2a-sdk 1.3:
+#: its value is a protobuf ``Value`` that protobuf parses with a nesting limit
+#: (the derivation is :data:`skillrack.protocol.wire.DATA_PART_DEPTH`'s, which
+#: a test checks against protobuf itself).  Every depth limit below is lowered
+#: to what this leaves, so that nothing legal under a configured limit fails
+#: on the wire instead.
+WIRE_DATA_DEPTH: Final = 31
+#: An argument, result or record sits one object below its Data Part's root
+#: (``{"arguments": ...}``, ``{"result": ...}``; records at the root).
+MAX_CARRIED_INSTANCE_DEPTH: Final = WIRE_DATA_DEPTH - 1
+#: A schema sits seven levels below the root of ``describe_skill``'s Data Part
+#: (``result.interface.supporting_record_schemas[i].schema_reference.resolution.schema``).
+MAX_CARRIED_SCHEMA_DEPTH: Final = WIRE_DATA_DEPTH - 7
 
 
 @dataclass(frozen=True)
 class Limits:
+    """The limits, with every depth lowered to what the wire carries (see ``__post_init__``)."""
+
     #: Bytes of one schema's JCS form (one ``resolution.schema`` value).
     max_schema_bytes: int = 1_000_000
-    #: Nesting depth of arrays/objects inside one schema.
-    max_schema_depth: int = 64
+    #: Nesting depth of arrays/objects inside one schema (at most
+    #: :data:`MAX_CARRIED_SCHEMA_DEPTH`).
+    max_schema_depth: int = MAX_CARRIED_SCHEMA_DEPTH
     #: Longest chain of ``$ref``/``$dynamicRef`` hops followed without consuming instance.
     max_reference_depth: int = 32
     #: Seconds allowed to check and compile one schema.  Measured, so it is a
@@ -26,14 +44,24 @@ class Limits:
     max_compile_seconds: float = 2.0
     #: Bytes of one instance (arguments, result, record) in its JSON form.
     max_instance_bytes: int = 4_000_000
-    #: Nesting depth of one instance.
-    max_instance_depth: int = 64
+    #: Nesting depth of one instance (at most :data:`MAX_CARRIED_INSTANCE_DEPTH`).
+    max_instance_depth: int = MAX_CARRIED_INSTANCE_DEPTH
     #: Bytes of one whole Skill Interface Document.
     max_document_bytes: int = 4_000_000
     #: Entries a client keeps in its interface cache.
     max_cache_entries: int = 256
     #: Bytes (documents' canonical JSON) a client keeps in its interface cache.
     max_cache_bytes: int = 64_000_000
+
+    def __post_init__(self) -> None:
+        # A deeper configured value would let through schemas and instances that
+        # then fail inside a2a-sdk (an internal error, or a task that never
+        # exists); lowered here, every check that reads the limit enforces the
+        # depth that holds, and reports resource_limit_exceeded.
+        if self.max_schema_depth > MAX_CARRIED_SCHEMA_DEPTH:
+            object.__setattr__(self, "max_schema_depth", MAX_CARRIED_SCHEMA_DEPTH)
+        if self.max_instance_depth > MAX_CARRIED_INSTANCE_DEPTH:
+            object.__setattr__(self, "max_instance_depth", MAX_CARRIED_INSTANCE_DEPTH)
 
 
 DEFAULT_LIMITS = Limits()

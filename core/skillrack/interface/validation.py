@@ -36,7 +36,7 @@ from jsonschema.exceptions import (  # type: ignore[import-untyped, unused-ignor
 from skillrack.errors import ConditionError, ErrorCode, ErrorDetail
 from skillrack.interface import patterns
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
-from skillrack.interface.limits import DEFAULT_LIMITS, Limits, json_depth
+from skillrack.interface.limits import DEFAULT_LIMITS, WIRE_DATA_DEPTH, Limits, json_depth
 from skillrack.interface.pointers import escape, resolve, to_pointer, unescape
 from skillrack.interface.schemaerror import refuse
 from skillrack.interface.schemawalk import Location
@@ -140,6 +140,13 @@ def _json_type(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+#: The deepest ``actual`` value a detail carries: ``{"error": {"details": [{"actual":
+#: ...}]}}`` must fit in one Data Part (:data:`WIRE_DATA_DEPTH`), and a deeper
+#: value is left out, as a sensitive one is.  (``expected`` comes from a schema,
+#: whose depth limit already keeps it shallower.)
+_DETAIL_VALUE_DEPTH: Final = WIRE_DATA_DEPTH - 4
 
 
 @contextlib.contextmanager
@@ -835,6 +842,8 @@ class CompiledSchema:
 
         def detail(at: str, expected: Any, actual: Any, has_actual: bool = True) -> ErrorDetail:
             show = has_actual and not any(_is_related(at, h) for h in hidden)
+            if show and json_depth(actual, _DETAIL_VALUE_DEPTH) > _DETAIL_VALUE_DEPTH:
+                show = False  # the error object could not be sent (see _DETAIL_VALUE_DEPTH)
             return ErrorDetail(
                 instance_path=at,
                 schema_path=schema_path,

@@ -11,7 +11,7 @@ malformed request gets the same detail entries as malformed arguments.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from a2a.types import Message, Role
@@ -31,15 +31,18 @@ _DESCRIBE_REQUEST = compile_inline_schema(
         "type": "object",
         "required": ["skill", "arguments"],
         "additionalProperties": False,
-        "properties": {
-            "skill": {"const": DESCRIBE_SKILL},
-            "arguments": {
-                "type": "object",
-                "required": ["skill_id"],
-                "additionalProperties": False,
-                "properties": {"skill_id": {"type": "string", "minLength": 1}},
-            },
-        },
+        "properties": {"skill": {"const": DESCRIBE_SKILL}, "arguments": True},
+    },
+    DRAFT_2020_12,
+)
+#: ``describe_skill``'s arguments, checked on their own: the request object is one
+#: level deeper than its arguments, and the instance depth limit is the arguments'.
+_DESCRIBE_ARGUMENTS = compile_inline_schema(
+    {
+        "type": "object",
+        "required": ["skill_id"],
+        "additionalProperties": False,
+        "properties": {"skill_id": {"type": "string", "minLength": 1}},
     },
     DRAFT_2020_12,
 )
@@ -90,8 +93,28 @@ def request_value(message: Message) -> Any:
     return from_value(message.parts[0].data)
 
 
-def _check(schema: CompiledSchema, value: Any, what: str) -> None:
-    details = schema.validate(value)
+#: Where the arguments' schema sits in the one envelope schema the details describe.
+_ARGUMENTS_AT = "/properties/arguments"
+
+
+def _check(schema: CompiledSchema, value: dict[str, Any], what: str) -> None:
+    """Check the request object's envelope, its ``arguments`` standing in as ``null``.
+
+    The arguments themselves are checked against the skill's input schema (and
+    ``describe_skill``'s against :data:`_DESCRIBE_ARGUMENTS`), under the
+    instance limits, which are the arguments' and not the envelope's.
+    """
+    envelope = {**value, "arguments": None} if "arguments" in value else value
+    details = schema.validate(envelope)
+    if not details and what == DESCRIBE_SKILL:
+        details = tuple(
+            replace(
+                d,
+                instance_path="/arguments" + d.instance_path,
+                schema_path=None if d.schema_path is None else _ARGUMENTS_AT + d.schema_path,
+            )
+            for d in _DESCRIBE_ARGUMENTS.validate(value["arguments"])
+        )
     if details:
         raise ConditionError(ErrorCode.INPUT_INVALID, f"malformed {what} request object", details)
 
@@ -102,7 +125,7 @@ def parse_request(message: Message) -> SkillRequest:
     if not isinstance(value, dict) or not isinstance(value.get("skill"), str):
         raise ConditionError(ErrorCode.INPUT_INVALID, NOT_A_REQUEST)
     if value["skill"] == DESCRIBE_SKILL:
-        _check(_DESCRIBE_REQUEST, value, "describe_skill")
+        _check(_DESCRIBE_REQUEST, value, DESCRIBE_SKILL)
         return SkillRequest(skill=DESCRIBE_SKILL, arguments=value["arguments"])
     _check(_DOMAIN_REQUEST, value, "domain-skill")
     return SkillRequest(

@@ -9,6 +9,21 @@ double.  Two consequences are handled here, in one place:
 * an outgoing integer beyond +/-2^53 would be rounded silently on the wire, so
   it is refused instead (the host reports ``output_invalid``); vendors carry
   64-bit counters as strings, as RFC 7951 does for YANG data.
+
+A third is the nesting a Data Part can hold.  protobuf parses at most
+:data:`PROTOBUF_MAX_DEPTH` nested messages, and a2a-sdk parses (and copies,
+which in upb is a parse) every Task and event it handles.  Each JSON object
+level of a ``Value`` costs three of those levels (``Struct``, its map entry,
+the member's ``Value``), and a Data Part's value sits six levels deep in a
+streamed status event (``StreamResponse`` > ``TaskStatusUpdateEvent`` >
+``TaskStatus`` > ``Message`` > ``Part`` > ``Value``).  So a Data Part carries
+at most :data:`DATA_PART_DEPTH` levels of JSON; a deeper value fails inside
+a2a-sdk (an internal error, or a task that was never created).  The server
+refuses deeper requests before any protobuf conversion (the body guard),
+and :func:`data_part` refuses to build a deeper part, with
+``resource_limit_exceeded``.  (``google._upb._message.SetAllowOversizeProtos``
+would lift upb's limit, process-wide and through a private module, but
+a2a-sdk's own ``ParseDict`` calls keep json_format's limit of 100 anyway.)
 """
 
 from __future__ import annotations
@@ -19,10 +34,28 @@ from typing import Any
 from a2a.types import Part
 from google.protobuf import json_format, struct_pb2
 
-from skillrack.errors import SkillrackError
+from skillrack.errors import ConditionError, ErrorCode, SkillrackError
+from skillrack.interface.limits import json_depth
 from skillrack.interface.pointers import escape
 
 SAFE_INTEGER = 2**53 - 1
+
+#: upb's limit on nested messages when it parses one (also json_format's default).
+PROTOBUF_MAX_DEPTH = 100
+#: How deep a Data Part's ``Value`` sits in the deepest message a2a-sdk parses.
+DATA_PART_VALUE_LEVEL = 6
+#: protobuf levels per JSON object level inside a ``Value`` (Struct, map entry, Value).
+LEVELS_PER_JSON_LEVEL = 3
+#: The deepest JSON value a Data Part carries: the interface room's
+#: :data:`~skillrack.interface.limits.WIRE_DATA_DEPTH` (which cannot import
+#: this module), derived here; tests/serve/test_deep_arguments.py checks that
+#: both agree and that protobuf carries exactly this much.
+DATA_PART_DEPTH = (PROTOBUF_MAX_DEPTH - DATA_PART_VALUE_LEVEL) // LEVELS_PER_JSON_LEVEL
+
+#: What a sender is told when a value nests deeper than a Data Part carries.
+TOO_DEEP = (
+    f"the value nests more than {DATA_PART_DEPTH} levels deep, more than an A2A Data Part carries"
+)
 
 
 class UnsafeNumber(SkillrackError, ValueError):
@@ -120,11 +153,16 @@ def data_part(value: Any) -> Part:
     per-member bookkeeping; anything unusual (a type it refuses, nesting near
     its recursion limit) is handed to ``ParseDict`` itself, which then
     succeeds or fails exactly as before.
+
+    Raises ``resource_limit_exceeded`` for a value nested deeper than
+    :data:`DATA_PART_DEPTH`: such a part would fail later, inside a2a-sdk.
     """
     built = struct_pb2.Value()
     try:
         _fill(value, built, 1)
     except Exception:
+        if json_depth(value, DATA_PART_DEPTH) > DATA_PART_DEPTH:
+            raise ConditionError(ErrorCode.RESOURCE_LIMIT_EXCEEDED, TOO_DEEP) from None
         built = json_format.ParseDict(value, struct_pb2.Value())
     part = Part(media_type="application/json")
     # Copied in, as before: a copy can lay out a Struct's map differently from

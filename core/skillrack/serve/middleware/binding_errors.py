@@ -27,13 +27,20 @@ _STATUS_NAMES = {
 }
 
 
-def error_info(code: ErrorCode) -> dict[str, Any]:
-    """The ``google.rpc.ErrorInfo`` that carries one of the draft's codes in either binding."""
+def error_info(code: ErrorCode, pointer: str | None = None) -> dict[str, Any]:
+    """The ``google.rpc.ErrorInfo`` that carries one of the draft's codes in either binding.
+
+    ``pointer``, when given, is a JSON Pointer into the request body to the
+    value that was refused (its ``metadata.pointer``).
+    """
+    metadata = {"code": code.value}
+    if pointer is not None:
+        metadata["pointer"] = pointer
     return {
         "@type": "type.googleapis.com/google.rpc.ErrorInfo",
         "reason": code.value.upper(),
         "domain": "skillrack",
-        "metadata": {"code": code.value},
+        "metadata": metadata,
     }
 
 
@@ -46,6 +53,7 @@ async def binding_error(
     code: ErrorCode,
     message: str,
     headers: list[tuple[bytes, bytes]] | None = None,
+    pointer: str | None = None,
 ) -> None:
     """An error before any task exists, in the binding's form, carrying the draft's code.
 
@@ -57,7 +65,11 @@ async def binding_error(
         payload: dict[str, Any] = {
             "jsonrpc": "2.0",
             "id": None,
-            "error": {"code": jsonrpc_code, "message": message, "data": [error_info(code)]},
+            "error": {
+                "code": jsonrpc_code,
+                "message": message,
+                "data": [error_info(code, pointer)],
+            },
         }
         http_status = status if status in (401, 429) else 200
     else:
@@ -66,7 +78,7 @@ async def binding_error(
                 "code": status,
                 "status": _STATUS_NAMES.get(status, "INVALID_ARGUMENT"),
                 "message": message,
-                "details": [error_info(code)],
+                "details": [error_info(code, pointer)],
             }
         }
         http_status = status

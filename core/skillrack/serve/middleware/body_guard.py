@@ -5,29 +5,54 @@ not UTF-8 JSON, nest too deeply or carry too many parts (JSON-RPC
 ``-32700``/``-32600``, REST 400/413, with the draft's code), instead of
 a2a-sdk's ``-32603`` carrying the Python exception text.  It then replays the
 body it read to the application, so the bindings parse what was checked.
+
+Two more refusals protect what a2a-sdk does next with the body.  Every value
+it will hold as a protobuf ``Struct``/``Value`` (a Part's ``data`` and
+``metadata``, the Message's and the request's ``metadata``) may nest at most
+:data:`~skillrack.protocol.wire.DATA_PART_DEPTH` levels: deeper, protobuf's
+nesting limit fails the request inside a2a-sdk (an internal error, or a task
+that is never created), so it is refused here first with
+``resource_limit_exceeded`` (HTTP 413 / JSON-RPC -32600), naming the field.
+And an integer outside +/-(2^53-1) anywhere in the body is refused with
+``input_invalid`` (HTTP 400 / JSON-RPC -32602) and a JSON Pointer to it
+(``ErrorInfo.metadata.pointer``): a Data Part holds doubles, so it would be
+rounded silently and the skill would run on another number.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from collections.abc import Iterator
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
 from skillrack.interface.limits import json_depth
-from skillrack.serve.middleware.binding_errors import binding_error
+from skillrack.protocol.wire import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
+from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error
 
 
 class BodyGuard:
     """Reads a POST body once, within limits, and refuses what is not UTF-8 JSON."""
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int, max_depth: int, max_parts: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        max_depth: int,
+        max_parts: int,
+        max_data_depth: int = DATA_PART_DEPTH,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.max_depth = max_depth
         self.max_parts = max_parts
+        #: Nesting of one Struct/Value field; never more than a Data Part carries.
+        self.max_data_depth = min(max_data_depth, DATA_PART_DEPTH)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -59,6 +84,33 @@ class BodyGuard:
         if _parts(value) > self.max_parts:
             await self._too_large(scope, send, "the message has too many parts")
             return
+        rpc = scope["path"] == JSONRPC_PATH
+        if data.count(b"{") + data.count(b"[") > self.max_data_depth:
+            deep = _too_deep_field(value, rpc, self.max_data_depth)
+            if deep is not None:
+                await self._too_large(
+                    scope,
+                    send,
+                    f"the value at {deep} nests more than {self.max_data_depth} levels deep, "
+                    "more than an A2A Data Part carries; flatten it",
+                    pointer=deep,
+                )
+                return
+        if _LONG_NUMBER.search(data):
+            try:
+                check_numbers(value)
+            except UnsafeNumber as exc:
+                await binding_error(
+                    scope,
+                    send,
+                    status=400,
+                    jsonrpc_code=-32602,
+                    code=ErrorCode.INPUT_INVALID,
+                    message=f"the integer at {exc.pointer} is outside +/-{SAFE_INTEGER} (2^53-1) "
+                    "and would be rounded; send it as a string",
+                    pointer=exc.pointer,
+                )
+                return
         replayed = False
 
         async def replay() -> Message:
@@ -93,7 +145,9 @@ class BodyGuard:
         return value, None
 
     @staticmethod
-    async def _too_large(scope: Scope, send: Send, message: str) -> None:
+    async def _too_large(
+        scope: Scope, send: Send, message: str, pointer: str | None = None
+    ) -> None:
         await binding_error(
             scope,
             send,
@@ -101,6 +155,7 @@ class BodyGuard:
             jsonrpc_code=-32600,
             code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
             message=message,
+            pointer=pointer,
         )
 
 
@@ -150,6 +205,49 @@ def _has_lone_surrogate(value: Any) -> bool:
         elif isinstance(node, list):
             stack.extend(node)
     return False
+
+
+#: Sixteen digits in a row: the shortest integer beyond 2^53-1 has them, so a body
+#: without such a run holds no unsafe integer and is not walked.
+_LONG_NUMBER = re.compile(rb"[0-9]{16}")
+
+
+def _struct_fields(value: Any, rpc: bool) -> Iterator[tuple[str, Any]]:
+    """The request's values a2a-sdk holds as protobuf Struct/Value, with their pointers.
+
+    ``params`` of a JSON-RPC request, the whole body of an HTTP+JSON one: its
+    ``metadata``, its Message's ``metadata``, and each Part's ``data`` and
+    ``metadata`` (SendMessage; other requests have at most ``metadata``).
+    """
+    base, params = (
+        ("/params", value.get("params"))
+        if rpc and isinstance(value, dict)
+        else (
+            "",
+            value,
+        )
+    )
+    if not isinstance(params, dict):
+        return
+    yield f"{base}/metadata", params.get("metadata")
+    message = params.get("message")
+    if not isinstance(message, dict):
+        return
+    yield f"{base}/message/metadata", message.get("metadata")
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        for i, part in enumerate(parts):
+            if isinstance(part, dict):
+                yield f"{base}/message/parts/{i}/data", part.get("data")
+                yield f"{base}/message/parts/{i}/metadata", part.get("metadata")
+
+
+def _too_deep_field(value: Any, rpc: bool, limit: int) -> str | None:
+    """The pointer of the first Struct/Value field nested deeper than ``limit``, if any."""
+    for pointer, field in _struct_fields(value, rpc):
+        if isinstance(field, dict | list) and json_depth(field, limit) > limit:
+            return pointer
+    return None
 
 
 def _parts(value: Any) -> int:
