@@ -45,7 +45,8 @@ from skillrack_example_vendor.inventory import interfaces
 
 DRAFT_DIGEST = "sha256:4dedea3f7ddf19e94d9fd0b30886624f50afb5aadc1b407508a05dd3c40f380d"
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
-README = Path(__file__).resolve().parents[2] / "README.md"
+#: The raw-request walk-through the README links to (docs/wire.md, "Raw requests").
+WIRE_DOC = Path(__file__).resolve().parents[2] / "docs" / "wire.md"
 
 SKILLS: dict[str, Skill] = {s.id: s for s in ALL_SKILLS}
 INTERFACES: dict[str, VerifiedInterface] = {sid: assemble(s) for sid, s in SKILLS.items()}
@@ -330,13 +331,13 @@ def test_manage_interface_stale_digest_is_interface_mismatch(base: str) -> None:
     assert INTERFACES["manage_interface"].interface_digest in error["message"]
 
 
-# 8. The README's example -------------------------------------------------------------------------
+# 8. The documented raw requests ---------------------------------------------------------------
 
 
-def readme_curl_commands() -> list[list[str]]:
-    """The curl commands in README.md's "Try it" section, each split into words as sh would."""
-    text = README.read_text(encoding="utf-8")
-    section = re.search(r"^#+[ \t]*Try it\b[^\n]*\n(.*?)(?=^#+[ \t]|\Z)", text, re.M | re.S)
+def documented_curl_commands() -> list[list[str]]:
+    """The curl commands in docs/wire.md's "Raw requests" section, split into words as sh would."""
+    text = WIRE_DOC.read_text(encoding="utf-8")
+    section = re.search(r"^#+[ \t]*Raw requests\b[^\n]*\n(.*?)(?=^#+[ \t]|\Z)", text, re.M | re.S)
     if section is None:
         return []
     commands: list[list[str]] = []
@@ -351,9 +352,9 @@ def readme_curl_commands() -> list[list[str]]:
 
 
 def replay(base: str, words: list[str], *, path: str | None = None, body: Any = None) -> Any:
-    """Send what a README curl command sends, to this test's server instead of its host.
+    """Send what a documented curl command sends, to this test's server instead of its host.
 
-    ``path`` and ``body`` override the command's, for the variant the README
+    ``path`` and ``body`` override the command's, for the variant the document
     describes in prose (the same request at ``/message:send``).
     """
     headers: dict[str, str] = {}
@@ -379,10 +380,10 @@ def replay(base: str, words: list[str], *, path: str | None = None, body: Any = 
     return httpx.post(target, content=data.encode(), headers=headers, timeout=30)
 
 
-def readme_requests() -> dict[str, list[str]]:
-    """The README's curl commands by what they do: card, describe_skill, the invocation."""
+def documented_requests() -> dict[str, list[str]]:
+    """The documented curl commands by what they do: card, describe_skill, the invocation."""
     found: dict[str, list[str]] = {}
-    for command in readme_curl_commands():
+    for command in documented_curl_commands():
         text = " ".join(command)
         if CARD_PATH in text:
             found["card"] = command
@@ -393,10 +394,9 @@ def readme_requests() -> dict[str, list[str]]:
     return found
 
 
-def test_readme_try_it_walk_through(base: str) -> None:
-    commands = readme_requests()
-    if "describe" not in commands:
-        pytest.skip("README.md has no 'Try it' section with a curl describe_skill request")
+def test_documented_raw_requests(base: str) -> None:
+    commands = documented_requests()
+    assert "describe" in commands, "docs/wire.md lost its 'Raw requests' describe_skill curl"
 
     described = replay(base, commands["describe"])
     assert described.status_code == 200, described.text
