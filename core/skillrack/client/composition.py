@@ -83,9 +83,14 @@ class Hop:
     started_at: str
     ended_at: str
     terminal_state: str
+    #: Whose upstream task this was (``tenant:...`` or ``identity:...``): the serving
+    #: agent shows a tenant only its own hops.  Not part of the hop's JSON.
+    owner: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        shown = asdict(self)
+        del shown["owner"]
+        return shown
 
 
 class HopLog:
@@ -116,6 +121,7 @@ async def delegate(
     skill_id: str,
     arguments: Any,
     mode: Mode = "sync",
+    owner: str = "",
 ) -> SkillResult:
     """Call a skill of another agent as a new downstream task, and record the hop."""
     started = _now()
@@ -144,6 +150,7 @@ async def delegate(
                 started_at=started,
                 ended_at=_now(),
                 terminal_state=state,
+                owner=owner,
             )
         )
 
@@ -161,6 +168,7 @@ async def compose(
     domain_checks: Mapping[str, DomainCheck] | None = None,
     mode: Mode = "sync",
     delegating_agent: str | None = None,
+    owner: str = "",
 ) -> SkillResult:
     """Feed an upstream skill's output into a downstream skill, if and only if eligible.
 
@@ -181,6 +189,7 @@ async def compose(
         skill_id=downstream_skill,
         arguments=instance,
         mode=mode,
+        owner=owner,
     )
 
 
@@ -225,7 +234,13 @@ class Peers:
             await self._client.aclose()
 
     async def delegate(
-        self, upstream_task_id: str, peer: str, skill_id: str, arguments: Any, mode: Mode
+        self,
+        upstream_task_id: str,
+        peer: str,
+        skill_id: str,
+        arguments: Any,
+        mode: Mode,
+        owner: str = "",
     ) -> SkillResult:
         return await delegate(
             self.client,
@@ -236,6 +251,7 @@ class Peers:
             skill_id=skill_id,
             arguments=arguments,
             mode=mode,
+            owner=owner,
         )
 
     async def compose(
@@ -245,6 +261,7 @@ class Peers:
         instance: Any,
         downstream: tuple[str, str],
         domain_checks: Mapping[str, DomainCheck] | None = None,
+        owner: str = "",
     ) -> SkillResult:
         return await compose(
             self.client,
@@ -257,4 +274,5 @@ class Peers:
             downstream_skill=downstream[1],
             domain_checks=domain_checks,
             delegating_agent=self.self_url,
+            owner=owner,
         )

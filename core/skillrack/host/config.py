@@ -110,6 +110,13 @@ class ServerSettings:
     rate_per_minute: int = 600
     #: Tasks one caller may have running at once.
     max_concurrent_tasks: int = 32
+    #: Seconds one run of a handler may take before it is cancelled and its task fails
+    #: (``resource_limit_exceeded``); a skill's own ``timeout`` takes its place.
+    handler_timeout: float = 300.0
+    #: Progress updates and supporting records one task may publish, counted together.
+    max_task_outputs: int = 1000
+    #: Bytes (compact JSON) of those progress updates and records, counted together.
+    max_task_output_bytes: int = 10_000_000
     #: Where approvals wait for an operator (SQLite file, shared with `skillrack approvals`).
     approvals_store: str = "skillrack-approvals.db"
     #: Where tasks are kept: ``sqlite:///PATH`` (relative to the configuration's

@@ -13,6 +13,7 @@ loading.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -129,6 +130,14 @@ class Skill:
     that holds the skill's representative examples for ``skillrack plugin
     check``; by default they are in ``examples/<skill id>`` of the plugin's
     own package.  It is not part of the Skill Interface Document.
+
+    ``timeout`` is how many seconds one run of the handler may take before the
+    host cancels it and fails the task with ``resource_limit_exceeded``;
+    ``None`` takes the operator's default (``[server] handler_timeout``).  A
+    deadline is what frees the caller's concurrency slot when a handler hangs,
+    so it applies whether or not the skill is cancellable.  Not part of the
+    Skill Interface Document either: it bounds this host's work, not the
+    interface.
     """
 
     id: str
@@ -150,3 +159,19 @@ class Skill:
     sensitive: Sequence[str] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
     examples_path: tuple[str, str] | None = None
+    timeout: float | None = None
+
+
+def timeout_problem(timeout: object) -> str | None:
+    """Why a declared ``timeout`` cannot be a deadline, or ``None`` when it can.
+
+    A deadline that is zero, negative, infinite or not a number would either
+    fail every call or never free the slot; assembly refuses the skill instead.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        return f"timeout must be a number of seconds or None, not {type(timeout).__name__}"
+    if not math.isfinite(timeout) or timeout <= 0:
+        return f"timeout must be a positive, finite number of seconds, not {timeout!r}"
+    return None

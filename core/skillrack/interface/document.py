@@ -17,7 +17,7 @@ from typing import Any
 
 from skillrack.errors import ConditionError, ErrorCode
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes, digest_of
-from skillrack.interface.declare import DomainSchema, Skill
+from skillrack.interface.declare import DomainSchema, Skill, timeout_problem
 from skillrack.interface.inline import CompiledSchema, InlineSchemaError, compile_inline_schema
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 from skillrack.interface.pointers import to_pointer
@@ -200,6 +200,9 @@ def _check_declaration(skill: Skill) -> None:
         )
     if not callable(skill.handler):
         raise _invalid("handler", "", "the skill's handler is not callable")
+    problem = timeout_problem(skill.timeout)
+    if problem is not None:
+        raise _invalid("timeout", "", problem)
     for name in ("resources", "constraints", "sensitive"):
         for pointer in getattr(skill, name):
             if not isinstance(pointer, str) or (pointer and not pointer.startswith("/")):

@@ -54,10 +54,11 @@ from skillrack.serve.card import (
     jwks_endpoint,
     load_card_signer,
 )
-from skillrack.serve.context import ANONYMOUS, Caller
+from skillrack.serve.context import ANONYMOUS, Caller, owner_of
 from skillrack.serve.executor import (
     ACTIVATED_STATE_KEY,
     CALLER_STATE_KEY,
+    CLIENT_STATE_KEY,
     SkillExecutor,
     skill_of,
 )
@@ -71,6 +72,8 @@ from skillrack.serve.middleware import (
     ExtensionEcho,
     RateLimit,
 )
+from skillrack.serve.operations import HOPS_PATH, OperationsGuard, hops_endpoint
+from skillrack.serve.outputs import OutputLimits
 from skillrack.serve.process import freeze_startup_heap
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.serve.stores.recovery import fail_interrupted
@@ -83,8 +86,6 @@ from skillrack.serve.stores.storage import (
 )
 
 logger = logging.getLogger(__name__)
-#: Diagnostics: the most recent delegation hops (upstream/downstream agents and task ids).
-HOPS_PATH = "/-/hops"
 
 
 class CallerUser(User):
@@ -108,8 +109,7 @@ def tenant_scope(context: ServerCallContext) -> str:
     Taken from the credential (via authentication), never from message content
     or the A2A ``tenant`` field.
     """
-    caller = context.state.get(CALLER_STATE_KEY, ANONYMOUS)
-    return f"tenant:{caller.tenant}" if caller.tenant else f"identity:{caller.identity}"
+    return owner_of(context.state.get(CALLER_STATE_KEY, ANONYMOUS))
 
 
 class ContextBuilder(DefaultServerCallContextBuilder):
@@ -120,6 +120,7 @@ class ContextBuilder(DefaultServerCallContextBuilder):
         caller = request.scope.get(CALLER_SCOPE_KEY, ANONYMOUS)
         context.user = CallerUser(caller)
         context.state[CALLER_STATE_KEY] = caller
+        context.state[CLIENT_STATE_KEY] = request.client.host if request.client else None
         context.state[ACTIVATED_STATE_KEY] = request.scope.setdefault(ACTIVATED_SCOPE_KEY, set())
         return context
 
@@ -192,13 +193,6 @@ async def _json_http_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-def _hops_view(peers: Peers) -> Any:
-    async def hops(request: Request) -> JSONResponse:
-        return JSONResponse({"hops": [hop.to_json() for hop in peers.hops.recent()]})
-
-    return hops
-
-
 def create_app(
     registry: Registry,
     config: Config,
@@ -237,6 +231,11 @@ def create_app(
             peers,
             max_concurrent=config.server.max_concurrent_tasks,
             approvals=ApprovalStore(config.base_dir / config.server.approvals_store),
+            handler_timeout=config.server.handler_timeout,
+            output_limits=OutputLimits(
+                max_count=config.server.max_task_outputs,
+                max_bytes=config.server.max_task_output_bytes,
+            ),
         ),
         task_store=storage.task_store if storage is not None else task_store,
         event_stream=storage.event_stream if storage is not None else None,
@@ -252,7 +251,9 @@ def create_app(
     card_endpoint = CardEndpoint.of(card, config.server.card_max_age)
     routes: list[BaseRoute] = [
         Route(CARD_PATH, card_endpoint.respond, methods=["GET"]),
-        Route(HOPS_PATH, _hops_view(peers), methods=["GET"]),
+        Route(
+            HOPS_PATH, hops_endpoint(peers.hops.recent, OperationsGuard(manager)), methods=["GET"]
+        ),
     ]
     if signer is not None:  # the card's jku: public, like the card
         jwks = jwks_endpoint(signer, config.server.card_max_age)

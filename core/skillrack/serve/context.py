@@ -52,6 +52,16 @@ class Caller:
 
 ANONYMOUS = Caller(identity="anonymous")
 
+
+def owner_of(caller: Caller) -> str:
+    """Whose a task (and what it leads to) is: the caller's tenant, else its own identity.
+
+    Tasks are stored under this name, and the delegation hops a task makes are
+    recorded under it, so that one tenant never sees another's.
+    """
+    return f"tenant:{caller.tenant}" if caller.tenant else f"identity:{caller.identity}"
+
+
 PublishRecord = Callable[[str, Any, str | None], Awaitable[str]]
 PublishProgress = Callable[[Any], Awaitable[None]]
 
@@ -64,7 +74,13 @@ class Delegation(Protocol):
     """
 
     async def delegate(
-        self, upstream_task_id: str, peer: str, skill_id: str, arguments: Any, mode: Any
+        self,
+        upstream_task_id: str,
+        peer: str,
+        skill_id: str,
+        arguments: Any,
+        mode: Any,
+        owner: str = "",
     ) -> Any: ...
 
     async def compose(
@@ -74,6 +90,7 @@ class Delegation(Protocol):
         instance: Any,
         downstream: tuple[str, str],
         domain_checks: Any = None,
+        owner: str = "",
     ) -> Any: ...
 
 
@@ -149,12 +166,13 @@ class SkillContext:
 
         Runs the whole client procedure (retrieve and verify the interface,
         validate the arguments, validate the result and records) and records
-        the hop (both task ids, both agents) for diagnostics.  Returns a
+        the hop (both task ids, both agents) for diagnostics, under the
+        caller's tenant (:func:`owner_of`).  Returns a
         :class:`skillrack.client.outcome.SkillResult`; raises
         :class:`skillrack.errors.SkillCallError` on failure.
         """
         return await self._delegation_or_fail().delegate(
-            self.task_id, peer, skill_id, arguments, mode
+            self.task_id, peer, skill_id, arguments, mode, owner_of(self.caller)
         )
 
     async def compose(
@@ -173,7 +191,7 @@ class SkillContext:
         nothing is sent.
         """
         return await self._delegation_or_fail().compose(
-            self.task_id, upstream, instance, downstream, domain_checks
+            self.task_id, upstream, instance, downstream, domain_checks, owner_of(self.caller)
         )
 
     def _delegation_or_fail(self) -> Delegation:

@@ -20,12 +20,25 @@ execution*.  The draft ends a refusal during admission ``TASK_STATE_REJECTED``
 and a failure after acceptance ``TASK_STATE_FAILED``; either way the status
 Message holds exactly one Data Part ``{"error": {...}}``.  A handler's
 exception never reaches the caller: the log keeps it with the task id.
+
+Every run of a handler has a deadline (the skill's ``timeout``, else the
+operator's ``[server] handler_timeout``).  The handler runs as its own
+asyncio task; at the deadline it is cancelled, the task ends
+``TASK_STATE_FAILED`` with ``resource_limit_exceeded`` and the slot is given
+back *without waiting for the handler*: one that swallows ``CancelledError``
+or awaits something that never comes keeps running in the background (logged,
+its outputs closed) but holds no caller's slot.  A handler that blocks the
+event loop itself (a synchronous call that never returns) cannot be stopped
+by any deadline; handlers must not block.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import math
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +62,7 @@ from skillrack.serve.artifacts import ArtifactPublisher
 from skillrack.serve.context import ANONYMOUS, Caller, Delegation, InputRequired, SkillContext
 from skillrack.serve.invocation import Invocation, check_invocation
 from skillrack.serve.limiter import ConcurrencyLimiter, Slot
-from skillrack.serve.outputs import Outputs, check_safe_numbers
+from skillrack.serve.outputs import OutputLimits, Outputs, check_safe_numbers
 from skillrack.serve.replay import replay
 from skillrack.serve.security.approval_gate import seek_approval
 from skillrack.serve.security.approvals import ApprovalStore
@@ -66,6 +79,10 @@ SKILL_METADATA_KEY = "skillrack_skill"
 ACTIVATED_STATE_KEY = "skillrack.activated_extensions"
 #: Where the server puts the authenticated Caller.
 CALLER_STATE_KEY = "skillrack.caller"
+#: Where the server puts the client's address (concurrency slots of anonymous callers).
+CLIENT_STATE_KEY = "skillrack.client_host"
+#: The operator's default deadline of one run of a handler, seconds.
+DEFAULT_HANDLER_TIMEOUT_S = 300.0
 
 
 def final_state(code: ErrorCode, *, accepted: bool) -> TaskState:
@@ -100,6 +117,13 @@ def caller_of(context: RequestContext) -> Caller:
     return caller if isinstance(caller, Caller) else ANONYMOUS
 
 
+def client_host_of(context: RequestContext) -> str | None:
+    """The address the request came from, as the server saw it (for anonymous slots)."""
+    call = context.call_context
+    host = call.state.get(CLIENT_STATE_KEY) if call is not None else None
+    return host if isinstance(host, str) else None
+
+
 def skill_of(task: Task) -> str | None:
     """The skill a task invokes, as recorded when the task was created."""
     value = task.metadata.fields.get(SKILL_METADATA_KEY)
@@ -115,6 +139,7 @@ class _Turn:
     updater: TaskUpdater
     task_id: str
     caller: Caller
+    client_host: str | None
 
 
 class SkillExecutor(AgentExecutor):
@@ -127,14 +152,20 @@ class SkillExecutor(AgentExecutor):
         delegation: Delegation | None = None,
         max_concurrent: int = 32,
         approvals: ApprovalStore | None = None,
+        handler_timeout: float = DEFAULT_HANDLER_TIMEOUT_S,
+        output_limits: OutputLimits | None = None,
     ) -> None:
         self.registry = registry
         self.manager = manager
         self.delegation = delegation
         self.approvals = approvals
         self.limiter = ConcurrencyLimiter(max_concurrent)
+        self.handler_timeout = handler_timeout
+        self.output_limits = output_limits or OutputLimits()
         self._describe = describe_payloads(registry)
         self._running: dict[str, SkillContext] = {}
+        #: Handlers still running after their deadline (held here: asyncio keeps weak references).
+        self._overdue: set[asyncio.Task[Any]] = set()
 
     # -- entry points called by a2a-sdk ---------------------------------------------------------
 
@@ -188,7 +219,7 @@ class SkillExecutor(AgentExecutor):
         await self._authorize(invocation, turn)
         if not await self._approve(invocation, turn):
             return None
-        return invocation, self.limiter.acquire(turn.caller)
+        return invocation, self.limiter.acquire(turn.caller, turn.client_host)
 
     async def _parse(self, turn: _Turn) -> tuple[SkillRequest, list[Any]]:
         """The request and the caller's answers so far; a new task is created first."""
@@ -258,7 +289,7 @@ class SkillExecutor(AgentExecutor):
     async def _run(self, invocation: Invocation, turn: _Turn) -> None:
         """Run the handler, then validate and send its result: ``TASK_STATE_COMPLETED``."""
         skill = invocation.skill
-        outputs = Outputs(skill, ArtifactPublisher(turn.updater))
+        outputs = Outputs(skill, ArtifactPublisher(turn.updater), self.output_limits)
         handler_context = SkillContext(
             task_id=turn.task_id,
             context_id=turn.updater.context_id,
@@ -274,7 +305,12 @@ class SkillExecutor(AgentExecutor):
         self._running[turn.task_id] = handler_context
         await turn.updater.start_work()
         try:
-            result = await skill.skill.handler(invocation.arguments, handler_context)
+            try:
+                result = await self._within_deadline(invocation, handler_context, outputs, turn)
+            except Exception:
+                if outputs.refusal is not None:  # a limit passed fails the task, whatever came next
+                    raise outputs.refusal from None
+                raise
         except InputRequired as asked:
             check_safe_numbers(asked.request, "input request")
             await turn.updater.requires_input(
@@ -293,6 +329,71 @@ class SkillExecutor(AgentExecutor):
         await outputs.publish_result(result)
         await turn.updater.complete()
         audit.info("task %s of %s completed", turn.task_id, skill.skill_id)
+
+    async def _within_deadline(
+        self, invocation: Invocation, context: SkillContext, outputs: Outputs, turn: _Turn
+    ) -> Any:
+        """The handler's result, or ``resource_limit_exceeded`` at its deadline.
+
+        The handler runs as its own asyncio task so that the deadline never
+        depends on the handler's cooperation: at the deadline it is cancelled
+        and, finished or not, left behind (see the module docstring).
+        """
+        skill = invocation.skill
+        timeout = skill.skill.timeout or self.handler_timeout
+        running = asyncio.ensure_future(skill.skill.handler(invocation.arguments, context))
+        try:
+            done, _ = await asyncio.wait(
+                {running}, timeout=timeout if math.isfinite(timeout) else None
+            )
+        except asyncio.CancelledError:  # the task was cancelled: so is its handler
+            running.cancel()
+            raise
+        if done:
+            return running.result()
+        outputs.close()
+        context._mark_cancelled()
+        running.cancel()
+        self._overdue.add(running)
+        running.add_done_callback(self._overdue_finished(skill.skill_id, skill.plugin, turn))
+        logger.warning(
+            "task %s: handler of %s (plugin %s) passed its deadline of %g s; cancelled",
+            turn.task_id,
+            skill.skill_id,
+            skill.plugin,
+            timeout,
+        )
+        raise ConditionError(
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"skill {skill.skill_id!r} did not finish within its deadline of {timeout:g} s",
+        )
+
+    def _overdue_finished(
+        self, skill_id: str, plugin: str, turn: _Turn
+    ) -> Callable[[asyncio.Task[Any]], None]:
+        """What to do when a handler left at its deadline finally ends: forget it, log how."""
+
+        def finished(running: asyncio.Task[Any]) -> None:
+            self._overdue.discard(running)
+            if running.cancelled():
+                return
+            exc = running.exception()  # retrieved, so asyncio does not log it again
+            if exc is None:
+                logger.warning(
+                    "task %s: handler of %s (plugin %s) ignored cancellation and returned "
+                    "after its deadline; the result was dropped",
+                    turn.task_id,
+                    skill_id,
+                    plugin,
+                )
+            elif not isinstance(exc, ConditionError | InputRequired):
+                _log_failure(
+                    f"task %s: handler of {skill_id} (plugin {plugin}) raised after its deadline",
+                    turn.task_id,
+                    exc,
+                )
+
+        return finished
 
     # -- respond with an error ------------------------------------------------------------------
 
@@ -327,6 +428,7 @@ def _turn(context: RequestContext, event_queue: EventQueue) -> _Turn:
         updater=TaskUpdater(event_queue, context.task_id, context_id),
         task_id=context.task_id,
         caller=caller_of(context),
+        client_host=client_host_of(context),
     )
 
 

@@ -9,12 +9,24 @@ failure is ``output_invalid`` and nothing of the failed value is sent.
 :class:`Outputs` hands its ``publish_record`` and ``publish_progress`` to the
 :class:`~skillrack.serve.context.SkillContext`, and the executor gives it the
 handler's return value.
+
+One task may publish at most :attr:`OutputLimits.max_count` progress updates
+and records, of at most :attr:`OutputLimits.max_bytes` together: past either,
+nothing more is sent, the handler's publish call raises
+``resource_limit_exceeded``, and the task fails with it even if the handler
+catches the error and returns a result.  A stream's growth is thereby bounded
+by the operator (``[server] max_task_outputs`` / ``max_task_output_bytes``),
+not by the handler.  After the handler's deadline the outputs are
+:meth:`~Outputs.closed` so that a handler still running in the background
+cannot add to a task that has ended.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from skillrack.errors import ConditionError, ErrorCode, ErrorDetail
 from skillrack.host.registry import RegisteredSkill
@@ -34,18 +46,82 @@ def check_safe_numbers(value: Any, what: str) -> None:
         ) from None
 
 
+@dataclass(frozen=True)
+class OutputLimits:
+    """How much one run of a handler may publish besides its final result."""
+
+    #: Progress updates and supporting records, counted together.
+    max_count: int = 1000
+    #: Their compact JSON size in bytes, added up.
+    max_bytes: int = 10_000_000
+
+
+def json_size(value: Any, what: str) -> int:
+    """Bytes of ``value`` as compact UTF-8 JSON; ``output_invalid`` when it is not JSON."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return len(text.encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError, RecursionError):
+        raise ConditionError(ErrorCode.OUTPUT_INVALID, f"{what} is not a JSON value") from None
+
+
 class Outputs:
     """The records, progressive results and final result of one run of one skill's handler."""
 
-    def __init__(self, skill: RegisteredSkill, artifacts: ArtifactPublisher) -> None:
+    def __init__(
+        self,
+        skill: RegisteredSkill,
+        artifacts: ArtifactPublisher,
+        limits: OutputLimits | None = None,
+    ) -> None:
         self.skill = skill
         self.artifacts = artifacts
+        self.limits = limits or OutputLimits()
         #: Whether a progressive result went out: a final result that then fails
         #: validation makes those unusable, and the error says so.
         self.progress_sent = False
+        #: Progress updates and records sent so far, and their bytes.
+        self.count = 0
+        self.bytes = 0
+        #: Why the task must fail whatever the handler does next (a limit was passed).
+        self.refusal: ConditionError | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        """Send nothing more: the task ended (its deadline passed) while the handler runs on."""
+        self._closed = True
+
+    def _check_open(self) -> None:
+        """Refuse at once, before any validation work, what can no longer be sent."""
+        if self._closed:
+            raise ConditionError(
+                ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+                f"{self.skill.skill_id!r} published after its task ended",
+            )
+        if self.refusal is not None:
+            raise self.refusal
+        if self.count >= self.limits.max_count:
+            self._refuse("more progress updates and records than allowed")
+
+    def _admit(self, value: Any, what: str) -> None:
+        """Count one more progress update or record, or refuse it (and fail the task)."""
+        self._check_open()
+        size = json_size(value, what)
+        if self.bytes + size > self.limits.max_bytes:
+            self._refuse("progress updates and records larger than allowed")
+        self.count += 1
+        self.bytes += size
+
+    def _refuse(self, reason: str) -> NoReturn:
+        self.refusal = ConditionError(
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"{self.skill.skill_id!r} published {reason} for one task",
+        )
+        raise self.refusal
 
     async def publish_record(self, kind: str, record: Any, artifact_id: str | None) -> str:
         """Validate a supporting record and send it; returns its Artifact id."""
+        self._check_open()
         schema = self.skill.interface.records.get(kind)
         if schema is None:
             raise ConditionError(
@@ -66,17 +142,26 @@ class Outputs:
                 f"a supporting record of kind {kind!r} does not validate against its schema",
                 details,
             )
+        self._admit(record, f"supporting record of kind {kind!r}")
         await self.artifacts.record(kind, record, chosen)
         return chosen
 
     async def publish_progress(self, partial: Any) -> None:
         """Send a progressive version of the primary result (replacing the previous one)."""
+        self._check_open()
         check_safe_numbers(partial, "progressive result")
+        self._admit(partial, "progressive result")
         await self.artifacts.result(self.skill.skill_id, partial, final=False)
         self.progress_sent = True
 
     async def publish_result(self, result: Any) -> None:
-        """Validate the final result against ``output_schema`` and send it."""
+        """Validate the final result against ``output_schema`` and send it.
+
+        A limit passed earlier fails the task here, even when the handler
+        caught the publish call's error and returned.
+        """
+        if self.refusal is not None:
+            raise self.refusal
         check_safe_numbers(result, "result")
         details = self.skill.interface.output.validate(result)
         if details:

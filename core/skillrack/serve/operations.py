@@ -1,0 +1,106 @@
+"""The operations endpoints under ``/-/``: who may read them, and what each tenant sees.
+
+They show what an agent did for its callers (``/-/hops``: delegation hops with
+both task ids and the peers' URLs), so they are guarded like the tasks they
+describe.  Once authentication is configured (an authentication plugin is
+installed), a caller reads them only with the :data:`OPERATOR_ROLE` among its
+``attributes["roles"]`` (the first-party ``api_keys`` and ``jwt`` plugins set
+them from the key entry or the token), and sees only what belongs to its own
+tenant (:func:`~skillrack.serve.context.owner_of`): 403 otherwise, in the
+HTTP+JSON error form.  Without authentication there are no tenants; the
+endpoints then answer loopback clients only, which is where a development
+agent without authentication listens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+import pluggy
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from skillrack.host.compose import is_loopback
+from skillrack.serve.context import ANONYMOUS, Caller, owner_of
+from skillrack.serve.middleware import CALLER_SCOPE_KEY
+
+#: The prefix of every operations endpoint.
+OPERATIONS_PREFIX = "/-/"
+#: Diagnostics: the most recent delegation hops (upstream/downstream agents and task ids).
+HOPS_PATH = "/-/hops"
+#: The role a caller needs to read an operations endpoint once authentication is configured.
+OPERATOR_ROLE = "operator"
+
+Endpoint = Callable[[Request], Awaitable[JSONResponse]]
+
+
+class RecordedHop(Protocol):
+    """One delegation hop as :class:`skillrack.client.composition.HopLog` keeps it."""
+
+    @property
+    def owner(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+def roles_of(caller: Caller) -> list[str]:
+    """The caller's roles, as authentication plugins put them in ``attributes["roles"]``."""
+    roles = caller.attributes.get("roles")
+    if isinstance(roles, list | tuple | set | frozenset):
+        return [role for role in roles if isinstance(role, str)]
+    return []
+
+
+def _forbidden(message: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": 403, "status": "PERMISSION_DENIED", "message": message}},
+        status_code=403,
+    )
+
+
+class OperationsGuard:
+    """Decides who reads the operations endpoints; see the module docstring."""
+
+    def __init__(self, manager: pluggy.PluginManager) -> None:
+        self._manager = manager
+
+    @property
+    def authentication_configured(self) -> bool:
+        return bool(self._manager.hook.authenticate.get_hookimpls())
+
+    def refusal(self, request: Request) -> JSONResponse | None:
+        """``None`` when ``request`` may read an operations endpoint, else the 403 to send."""
+        if not self.authentication_configured:
+            client = request.client
+            if client is None or not is_loopback(client.host):
+                return _forbidden(
+                    "operations endpoints answer loopback clients only while no "
+                    "authentication plugin is installed"
+                )
+            return None
+        caller = request.scope.get(CALLER_SCOPE_KEY)
+        if not isinstance(caller, Caller) or OPERATOR_ROLE not in roles_of(caller):
+            return _forbidden(f"operations endpoints need the {OPERATOR_ROLE!r} role")
+        return None
+
+    def owner(self, request: Request) -> str | None:
+        """Whose records the request may see; ``None`` (all of them) without authentication."""
+        if not self.authentication_configured:
+            return None
+        caller = request.scope.get(CALLER_SCOPE_KEY, ANONYMOUS)
+        return owner_of(caller)
+
+
+def hops_endpoint(recent: Callable[[], Sequence[RecordedHop]], guard: OperationsGuard) -> Endpoint:
+    """``GET /-/hops``: the recent delegation hops of the caller's tenant."""
+
+    async def hops(request: Request) -> JSONResponse:
+        refusal = guard.refusal(request)
+        if refusal is not None:
+            return refusal
+        owner = guard.owner(request)
+        shown = [hop.to_json() for hop in recent() if owner is None or hop.owner == owner]
+        return JSONResponse({"hops": shown})
+
+    return hops
