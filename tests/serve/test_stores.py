@@ -700,6 +700,10 @@ def test_memory_store_runs_and_forgets(tmp_path: Path) -> None:
         task = send(served.url, probe_request(served.url, "echo", {}))
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
         assert "task store: memory" in served.output()
+        # The approvals store is a file even then, and serve says where it is.
+        assert "approvals store: sqlite " + str(tmp_path.resolve() / "skillrack-approvals.db") in (
+            served.output()
+        )
     assert not (tmp_path / "skillrack-tasks.db").exists()
 
 

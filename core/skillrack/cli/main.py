@@ -104,6 +104,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from skillrack.serve.app import SERVE_ENV, create_app, with_store
+    from skillrack.serve.connections import HeaderDeadlineProtocol
     from skillrack.serve.process import describe_tracing, freeze_startup_heap
     from skillrack.serve.stores.storage import parse_store, prepare
 
@@ -135,6 +136,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if host.development_policy:
         print(f"  WARNING: development policy: {host.development_policy}")
     print(f"  task store: {store.describe(cluster=cluster)}")
+    # Written even under --store memory: pending approvals must survive a restart.
+    approvals_path = (config.base_dir / config.server.approvals_store).resolve()
+    print(f"  approvals store: sqlite {approvals_path}")
     print(f"  a2a-sdk tracing: {describe_tracing()}")
     if args.workers > 1:
         print(f"  workers: {args.workers}")
@@ -147,6 +151,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         "ssl_keyfile": args.ssl_keyfile,
         # uvicorn logs access lines at INFO: below it, skip building them at all.
         "access_log": args.log_level in ("info", "debug"),
+        # h11 with a deadline on request headers, which uvicorn lacks ([server] header_timeout).
+        "http": HeaderDeadlineProtocol,
     }
     if args.workers > 1:
         # Each worker is a process of its own that builds the app again (same
@@ -169,7 +175,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             **options,
         )
     else:
-        app = create_app(registry, config, base_url, cluster=cluster)
+        app = create_app(registry, config, base_url, cluster=cluster, listen_host=args.host)
         freeze_startup_heap()
         uvicorn.run(app, **options)
     return EXIT_OK
