@@ -24,9 +24,10 @@ from helpers.served_process import digests
 from starlette.requests import Request
 
 from skillrack.host.config import Config, ServerSettings
+from skillrack.serve.app import create_app
 from skillrack.serve.context import Caller
 from skillrack.serve.middleware import CALLER_SCOPE_KEY
-from skillrack.serve.operations import HOPS_PATH, OperationsGuard
+from skillrack.serve.operations import HOPS_PATH, OPERATIONS_PREFIX, OperationsGuard
 from skillrack.testing.serve import invoke, skill_request
 
 
@@ -109,6 +110,23 @@ def test_callers_without_the_operator_role_get_403(upstream: str) -> None:
         assert "hops" not in refused.json()
         assert "operator" in refused.json()["error"]["message"]
     assert hops(upstream).status_code == 401  # no credential at all: authentication refuses
+
+
+def test_every_operations_endpoint_needs_the_operator_role(upstream: str, tmp_path: Path) -> None:
+    """Any route under ``/-/`` (today ``/-/hops``; later ones too) is guarded the same way."""
+    registry = registry_of([("allow", AllowAll()), ("callers", HeaderCallers())])
+    config = Config(base_dir=tmp_path, server=ServerSettings(store="memory"))
+    app = create_app(registry, config, "http://127.0.0.1:9")
+    paths = [
+        path
+        for route in app.routes
+        if isinstance(path := getattr(route, "path", None), str)
+        and path.startswith(OPERATIONS_PREFIX)
+    ]
+    assert HOPS_PATH in paths
+    for path in paths:
+        answer = httpx.get(upstream + path, headers=caller_header("t1", "plain"), timeout=10)
+        assert answer.status_code == 403, path
 
 
 def test_without_authentication_loopback_clients_see_every_hop(development: str) -> None:
