@@ -37,7 +37,7 @@ by the caller's identity and tenant, keys sharing an identity and tenant (say,
 an old and a new key during rotation) must carry the same ``skills``.
 
 A request without the header is not this plugin's business (``None``); a
-request whose key is unknown is refused.  Keys are never logged.
+request whose key is unknown, or that repeats the header, is refused.  Keys are never logged.
 """
 
 from __future__ import annotations
@@ -106,6 +106,8 @@ class ApiKeys:
         presented = _header(request.headers, self._header)
         if presented is None:
             return None
+        if self._header.lower() in request.repeated:  # which copy is the key? neither
+            raise AuthenticationFailed("repeated API key header", challenge=self._challenge)
         digest = hashlib.sha256(presented.strip().encode("utf-8")).digest()
         found: _Key | None = None
         for key in self._keys:  # every entry is compared: no early exit

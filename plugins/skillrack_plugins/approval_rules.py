@@ -19,13 +19,17 @@ the agent's configuration::
     roles = ["operator"]                  # optional; the caller must have one of them
     tenants = ["acme"]                    # optional
     resources = ["lab-*"]                 # optional
+    case_sensitive = false                # optional, default false (resources only)
     authenticated = true                  # optional, default true
     description = "reads need no operator"   # optional, logged
 
-Every list holds case-sensitive :func:`fnmatch.fnmatchcase` patterns and must
-not be empty; a rule matches when every condition it states matches, as in
-the policy file (:mod:`skillrack_plugins.policy_file`): an operation rule
-never matches a call without an operation, an unauthenticated caller matches
+Every list holds :func:`fnmatch.fnmatchcase` patterns and must not be empty;
+resource values are compared as written and in the policy file's normal form
+(NFKC, format characters removed, whitespace stripped, case folded unless
+``case_sensitive = true``;
+:func:`skillrack_plugins.policy_file.normalize_resource`).  A rule matches
+when every condition it states matches, as in the policy file: an operation
+rule never matches a call without an operation, an unauthenticated caller matches
 only ``authenticated = false`` rules, and for ``resources`` an approve rule
 needs every resource value to match while one matching value is enough for a
 refuse rule (adding an unprotected resource cannot slip past a refusal).
@@ -48,13 +52,14 @@ from pathlib import Path
 from typing import Any
 
 from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl
+from skillrack_plugins.policy_file import ResourcePatterns, resource_values
 
 NAME = "approval-rules"
 SECTION = "[plugins.approval_rules]"
 
 _EFFECTS = ("approve", "refuse")
 _PATTERN_KEYS = ("skills", "operations", "identities", "roles", "tenants", "resources")
-_RULE_KEYS = frozenset({"effect", "authenticated", "description", *_PATTERN_KEYS})
+_RULE_KEYS = frozenset({"effect", "authenticated", "case_sensitive", "description", *_PATTERN_KEYS})
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ class ApprovalRule:
     identities: tuple[str, ...] | None = None
     roles: tuple[str, ...] | None = None
     tenants: tuple[str, ...] | None = None
-    resources: tuple[str, ...] | None = None
+    resources: ResourcePatterns | None = None
     authenticated: bool = True
     description: str = ""
 
@@ -96,13 +101,11 @@ class ApprovalRule:
             return False
         return self.resources is None or self._resources_match(request.resources, self.resources)
 
-    def _resources_match(self, resources: Mapping[str, Any], patterns: tuple[str, ...]) -> bool:
-        values: list[Any] = []
-        for value in resources.values():
-            values.extend(value if isinstance(value, list | tuple) else [value])
+    def _resources_match(self, resources: Mapping[str, Any], patterns: ResourcePatterns) -> bool:
+        values = resource_values(resources)
         if not values:
             return False
-        fits = [isinstance(v, str) and _matches([v], patterns) for v in values]
+        fits = [patterns.match(v) for v in values]
         return any(fits) if self.effect == "refuse" else all(fits)
 
 
@@ -167,9 +170,13 @@ def parse_rule(number: int, table: Any) -> ApprovalRule:
     authenticated = table.get("authenticated", True)
     if not isinstance(authenticated, bool):
         raise ConfigError(f"{here}: key 'authenticated' must be true or false")
+    case_sensitive = table.get("case_sensitive", False)
+    if not isinstance(case_sensitive, bool):
+        raise ConfigError(f"{here}: key 'case_sensitive' must be true or false")
     description = table.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"{here}: key 'description' must be a string")
+    resources = lists.get("resources")
     return ApprovalRule(
         number=number,
         effect=effect,
@@ -178,7 +185,7 @@ def parse_rule(number: int, table: Any) -> ApprovalRule:
         identities=lists.get("identities"),
         roles=lists.get("roles"),
         tenants=lists.get("tenants"),
-        resources=lists.get("resources"),
+        resources=None if resources is None else ResourcePatterns(resources, case_sensitive),
         authenticated=authenticated,
         description=description.strip().replace("\n", " "),
     )

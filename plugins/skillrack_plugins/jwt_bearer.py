@@ -27,7 +27,8 @@ Settings:
 
 A request without ``Authorization: Bearer`` is not this plugin's business
 (``None``).  A token that fails any check (signature, unknown ``kid``,
-algorithm, ``exp`` missing or past, ``iss``, ``aud``, claim types) is refused
+algorithm, ``exp`` missing or past, ``iss``, ``aud``, claim types), or that
+comes with a second ``Authorization`` header, is refused
 with one generic message: the caller is never told which check failed.  The
 reason is logged (never the token).
 """
@@ -119,6 +120,8 @@ class JwtBearer:
         token = _bearer(request.headers)
         if token is None:
             return None
+        if "authorization" in request.repeated:  # which copy is the token? neither
+            raise AuthenticationFailed(MESSAGE, challenge=CHALLENGE)
         try:
             return self._verify(token)
         except Exception as exc:  # every failure looks the same to the caller

@@ -13,12 +13,14 @@ The file is a list of rules::
     skills = ["evaluate_resource_condition", "collect_*"]   # required
     operations = ["get_status"]           # optional (multi-operation skills)
     resources = ["core-router-*"]         # optional
+    case_sensitive = false                # optional, default false (resources only)
     authenticated = true                  # optional, default true
     description = "..."                   # optional, for operators
 
-Every list holds case-sensitive :func:`fnmatch.fnmatchcase` patterns and must
-not be empty.  A rule matches when every condition it states matches; an
-absent condition matches anything:
+Every list holds :func:`fnmatch.fnmatchcase` patterns and must not be empty;
+identities, tenants, roles, skills and operations are compared exactly.  A
+rule matches when every condition it states matches; an absent condition
+matches anything:
 
 * ``identities``, ``tenants``: the caller's identity / tenant matches a pattern.
 * ``roles``: one of the caller's ``attributes["roles"]`` matches a pattern.
@@ -34,6 +36,17 @@ absent condition matches anything:
   checked (a number, an object, a nested list) makes the rule not match.  For
   a **deny** rule one matching value is enough: a caller cannot slip past a
   deny by adding an unprotected resource next to a protected one.
+
+Resource values and ``resources`` patterns are compared in a normal form
+(:func:`normalize_resource`), because a device name has many spellings that
+reach the same device: Unicode NFKC (a full-width ``U+FF43`` is ``c``, a
+composed and a decomposed ``é`` are one letter), invisible format characters
+(zero-width space, soft hyphen: Unicode category Cf) removed, surrounding
+whitespace stripped, and case folded unless the rule says ``case_sensitive =
+true``.  A value matches a pattern when it matches as written **or** in the
+normal form, so normalization only ever widens a rule: ``Core-Router-1``,
+a full-width ``c`` or a leading space no longer pass a deny rule written
+for ``core-router-*``, and nothing a rule matched before escapes it now.
 
 Decision: if any deny rule matches, the call is denied; otherwise if any allow
 rule matches, it is allowed; otherwise this plugin has no opinion (``None``)
@@ -56,8 +69,9 @@ import logging
 import os
 import threading
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -69,7 +83,7 @@ NAME = "policy-file"
 logger = logging.getLogger(__name__)
 
 _PATTERN_KEYS = ("identities", "roles", "tenants", "skills", "operations", "resources")
-_RULE_KEYS = frozenset({"effect", "authenticated", "description", *_PATTERN_KEYS})
+_RULE_KEYS = frozenset({"effect", "authenticated", "case_sensitive", "description", *_PATTERN_KEYS})
 _SETTINGS_KEYS = frozenset({"file"})
 
 
@@ -84,7 +98,7 @@ class Rule:
     roles: tuple[str, ...] | None = None
     tenants: tuple[str, ...] | None = None
     operations: tuple[str, ...] | None = None
-    resources: tuple[str, ...] | None = None
+    resources: ResourcePatterns | None = None
     authenticated: bool = True
     description: str = ""
 
@@ -110,18 +124,59 @@ class Rule:
             return False
         return self.resources is None or self._resources_match(request.resources, self.resources)
 
-    def _resources_match(self, resources: Mapping[str, Any], patterns: tuple[str, ...]) -> bool:
-        values: list[Any] = []
-        for value in resources.values():
-            if isinstance(value, list | tuple):
-                values.extend(value)
-            else:
-                values.append(value)
+    def _resources_match(self, resources: Mapping[str, Any], patterns: ResourcePatterns) -> bool:
+        values = resource_values(resources)
         if not values:
             return False
         if self.effect == "deny":
-            return any(isinstance(v, str) and _any_match([v], patterns) for v in values)
-        return all(isinstance(v, str) and _any_match([v], patterns) for v in values)
+            return any(patterns.match(v) for v in values)
+        return all(patterns.match(v) for v in values)
+
+
+def normalize_resource(value: str, *, case_sensitive: bool = False) -> str:
+    """The form resource values and patterns are compared in (module docstring).
+
+    NFKC rather than NFC: NFC leaves full-width and other compatibility
+    letters as they are, and those are exactly the spellings that slip past
+    a deny rule written in ASCII.
+    """
+    text = unicodedata.normalize("NFKC", value)
+    if any(unicodedata.category(c) == "Cf" for c in text):
+        text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    text = text.strip()
+    return text if case_sensitive else text.casefold()
+
+
+@dataclass(frozen=True)
+class ResourcePatterns:
+    """A rule's ``resources`` patterns, as written and in the normal form."""
+
+    written: tuple[str, ...]
+    case_sensitive: bool = False
+    normal: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        normal = tuple(
+            normalize_resource(p, case_sensitive=self.case_sensitive) for p in self.written
+        )
+        object.__setattr__(self, "normal", normal)
+
+    def match(self, value: Any) -> bool:
+        """Whether ``value`` (a string) matches a pattern as written or in the normal form."""
+        if not isinstance(value, str):
+            return False
+        if _any_match([value], self.written):
+            return True
+        folded = normalize_resource(value, case_sensitive=self.case_sensitive)
+        return _any_match([folded], self.normal)
+
+
+def resource_values(resources: Mapping[str, Any]) -> list[Any]:
+    """The values a rule's ``resources`` are compared to: lists are checked element by element."""
+    values: list[Any] = []
+    for value in resources.values():
+        values.extend(value if isinstance(value, list | tuple) else [value])
+    return values
 
 
 def _any_match(values: Iterable[str], patterns: tuple[str, ...]) -> bool:
@@ -165,9 +220,13 @@ def _parse_rule(number: int, table: Any, where: str) -> Rule:
     authenticated = table.get("authenticated", True)
     if not isinstance(authenticated, bool):
         raise ConfigError(f"{here}: key 'authenticated' must be true or false")
+    case_sensitive = table.get("case_sensitive", False)
+    if not isinstance(case_sensitive, bool):
+        raise ConfigError(f"{here}: key 'case_sensitive' must be true or false")
     description = table.get("description", "")
     if not isinstance(description, str):
         raise ConfigError(f"{here}: key 'description' must be a string")
+    resources = lists.get("resources")
     return Rule(
         number=number,
         effect=effect,
@@ -176,7 +235,7 @@ def _parse_rule(number: int, table: Any, where: str) -> Rule:
         roles=lists.get("roles"),
         tenants=lists.get("tenants"),
         operations=lists.get("operations"),
-        resources=lists.get("resources"),
+        resources=None if resources is None else ResourcePatterns(resources, case_sensitive),
         authenticated=authenticated,
         description=description.strip().replace("\n", " "),
     )

@@ -52,6 +52,7 @@ kid = "card-2025"             # optional; default: the key's RFC 7638 thumbprint
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 import urllib.parse
 from collections.abc import Mapping
@@ -74,6 +75,12 @@ FIRST_PARTY: Mapping[str, str] = {
     "policy": "skillrack_plugins.policy_file",
     "approval_rules": "skillrack_plugins.approval_rules",
 }
+
+
+#: A host name, an IPv4 literal or a bracketed IPv6 literal, with an optional port.
+_HOST_PATTERN = re.compile(
+    r"([A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?|\[[0-9A-Fa-f:.]+\])(:[0-9]+)?"
+)
 
 
 class ConfigError(SkillrackError):
@@ -122,6 +129,15 @@ class ServerSettings:
     #: Where tasks are kept: ``sqlite:///PATH`` (relative to the configuration's
     #: directory), ``memory``, or ``postgresql+asyncpg://...`` (see ``serve.stores``).
     store: str = DEFAULT_STORE
+    #: ``Host`` names the agent answers to (``*.example.net``, ``*`` for any); empty:
+    #: the public URL's host, plus the loopback names when listening on loopback.
+    allowed_hosts: tuple[str, ...] = ()
+    #: Failed authentications per minute per client address before it is answered 429.
+    failed_auth_per_minute: int = 20
+    #: Seconds a connection may take to send a request's headers (``skillrack serve``).
+    header_timeout: float = 10.0
+    #: Seconds a request may take to send its body once its headers arrived (408 after).
+    body_timeout: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -175,7 +191,11 @@ def _build(cls: type[Any], table: Any, where: str) -> Any:
         default = getattr(defaults, key)
         if isinstance(default, bool) or isinstance(value, bool):
             raise ConfigError(f"{where}.{key} cannot be set from the configuration file")
-        if isinstance(default, int | float):
+        if isinstance(default, tuple):
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                raise ConfigError(f"{where}.{key} must be a list of non-empty strings")
+            table = {**table, key: tuple(value)}
+        elif isinstance(default, int | float):
             number = isinstance(value, int) or (
                 isinstance(value, float) and isinstance(default, float)
             )
@@ -273,6 +293,12 @@ def load_config(path: Path | None) -> Config:
             raise ConfigError(f"[plugins.{name}] must be a table of settings")
     peers, peer_allow_origins = _peers(raw.get("peers", {}))
     server = _build(ServerSettings, raw.get("server", {}), "server")
+    for host in server.allowed_hosts:
+        if host != "*" and not _HOST_PATTERN.fullmatch(host.removeprefix("*.")):
+            raise ConfigError(
+                f"server.allowed_hosts: {host!r} is not a host name (give names such as "
+                "agents.example.net, *.example.net, 127.0.0.1 or [::1], without scheme or path)"
+            )
     base_dir = path.resolve().parent
     try:
         parse_store(server.store, base_dir)

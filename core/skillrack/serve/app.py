@@ -3,8 +3,9 @@
 Routes come from a2a-sdk's factories (JSON-RPC at ``/``, HTTP+JSON after it,
 last, because its ``/{tenant}`` mount shadows anything added later); the card
 route is skillrack's own so that its bytes are built once.  The middleware
-(:mod:`skillrack.serve.middleware`), outermost first: error sanitizer,
-extension echo, authentication, rate limit, body guard.  Tasks are stored per
+(:mod:`skillrack.serve.middleware`), outermost first: host allowlist,
+error sanitizer, extension echo, failed-authentication limit,
+authentication, rate limit, body timeout, body guard.  Tasks are stored per
 tenant of the authenticated caller, so another tenant's task answers as if it
 did not exist.  Where they are stored (memory, a SQLite file, PostgreSQL
 shared by replicas) is ``config.server.store``
@@ -54,6 +55,7 @@ from skillrack.serve.card import (
     jwks_endpoint,
     load_card_signer,
 )
+from skillrack.serve.connections import HEADER_TIMEOUT_STATE
 from skillrack.serve.context import ANONYMOUS, Caller, owner_of
 from skillrack.serve.executor import (
     ACTIVATED_STATE_KEY,
@@ -68,10 +70,14 @@ from skillrack.serve.middleware import (
     JSONRPC_PATH,
     AuthenticationGate,
     BodyGuard,
+    BodyTimeout,
     ErrorSanitizer,
     ExtensionEcho,
+    FailedAuthenticationLimit,
+    HostAllowlist,
     RateLimit,
 )
+from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.operations import HOPS_PATH, OperationsGuard, hops_endpoint
 from skillrack.serve.outputs import OutputLimits
 from skillrack.serve.process import freeze_startup_heap
@@ -200,6 +206,7 @@ def create_app(
     task_store: TaskStore | None = None,
     *,
     cluster: bool = False,
+    listen_host: str | None = None,
 ) -> Starlette:
     """The composed agent as an ASGI app.
 
@@ -207,7 +214,9 @@ def create_app(
     the store ``config.server.store`` names, opened here, initialized in the
     lifespan and disposed of at shutdown.  ``cluster`` runs a SQLite store in
     a2a-sdk's cluster mode, for several processes on one file; PostgreSQL
-    always runs in it.
+    always runs in it.  ``listen_host`` (where uvicorn listens) chooses the
+    default ``[server] allowed_hosts``
+    (:func:`~skillrack.serve.middleware.host_allowlist.default_allowed_hosts`).
     """
     manager = registry.manager
     assert manager is not None, "a registry built from plugins carries its manager"
@@ -262,7 +271,7 @@ def create_app(
     routes += create_rest_routes(handler, context_builder=builder)  # last: see module docstring
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         if storage is not None:
             try:
                 await storage.start()
@@ -278,7 +287,8 @@ def create_app(
                     ", ".join(settled[:10]) + (" ..." if len(settled) > 10 else ""),
                 )
         try:
-            yield
+            # uvicorn hands this state to each connection (skillrack.serve.connections).
+            yield {HEADER_TIMEOUT_STATE: config.server.header_timeout}
         finally:
             await handler.aclose()
             await peers.aclose()
@@ -300,10 +310,16 @@ def create_app(
         max_depth=config.server.max_json_depth,
         max_parts=config.server.max_parts,
     )
+    app.add_middleware(BodyTimeout, seconds=config.server.body_timeout)
     app.add_middleware(RateLimit, per_minute=config.server.rate_per_minute, public=public)
     app.add_middleware(AuthenticationGate, manager=manager, public=public)
+    app.add_middleware(
+        FailedAuthenticationLimit, per_minute=config.server.failed_auth_per_minute, public=public
+    )
     app.add_middleware(ExtensionEcho)
     app.add_middleware(ErrorSanitizer)
+    allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host)
+    app.add_middleware(HostAllowlist, allowed=allowed)  # first: before the card, before all
     return app
 
 
@@ -330,7 +346,13 @@ def app_from_environment() -> Starlette:
         insecure_allow_all=bool(settings["insecure_allow_all"]),
     )
     base_url = config.public_url(settings["host"], int(settings["port"]), settings["scheme"])
-    app = create_app(host.registry, config, base_url, cluster=bool(settings["cluster"]))
+    app = create_app(
+        host.registry,
+        config,
+        base_url,
+        cluster=bool(settings["cluster"]),
+        listen_host=settings["host"],
+    )
     freeze_startup_heap()  # a worker is a process skillrack serve owns, as the parent is
     return app
 

@@ -2,10 +2,13 @@
 
 Outermost first, as :func:`skillrack.serve.app.create_app` installs them:
 
+* :class:`HostAllowlist` answers a ``Host`` the agent is not reached by with 421;
 * :class:`ErrorSanitizer` keeps a2a-sdk's internal error text away from callers;
 * :class:`ExtensionEcho` writes ``A2A-Extensions`` when the request activated the extension;
+* :class:`FailedAuthenticationLimit` answers 429 to an address after too many 401s;
 * :class:`AuthenticationGate` establishes the caller, or answers 401;
 * :class:`RateLimit` caps requests per minute per caller (429);
+* :class:`BodyTimeout` answers 408 when the body does not arrive in time;
 * :class:`BodyGuard` reads each POST body once, within limits, as UTF-8 I-JSON.
 
 Each refusal answers before any task exists, in the binding's own form, through
@@ -20,8 +23,11 @@ from __future__ import annotations
 from skillrack.serve.middleware.authentication import CALLER_SCOPE_KEY, AuthenticationGate
 from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error, error_info
 from skillrack.serve.middleware.body_guard import BodyGuard
+from skillrack.serve.middleware.body_timeout import BodyTimeout
 from skillrack.serve.middleware.error_sanitizer import ErrorSanitizer
 from skillrack.serve.middleware.extension_echo import ACTIVATED_SCOPE_KEY, ExtensionEcho
+from skillrack.serve.middleware.failed_auth_limit import FailedAuthenticationLimit
+from skillrack.serve.middleware.host_allowlist import HostAllowlist
 from skillrack.serve.middleware.rate_limit import RateLimit
 
 __all__ = [
@@ -30,8 +36,11 @@ __all__ = [
     "JSONRPC_PATH",
     "AuthenticationGate",
     "BodyGuard",
+    "BodyTimeout",
     "ErrorSanitizer",
     "ExtensionEcho",
+    "FailedAuthenticationLimit",
+    "HostAllowlist",
     "RateLimit",
     "binding_error",
     "error_info",

@@ -11,17 +11,33 @@ never taken from message content.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pluggy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
 from skillrack.serve.middleware.binding_errors import binding_error
-from skillrack.serve.security.authn import RequestCredentials, authenticate
+from skillrack.serve.security.authn import RequestCredentials, authenticate, security_schemes
 
 #: Where the authenticated :class:`~skillrack.serve.context.Caller` is put in the ASGI scope.
 CALLER_SCOPE_KEY = "skillrack.caller"
 #: JSON-RPC has no code for authentication; -32000 is the first implementation-defined one.
 JSONRPC_UNAUTHENTICATED = -32000
+#: Headers that carry credentials whatever the plugins (RFC 9110 section 11.6).
+STANDARD_CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization"})
+
+
+def credential_headers(manager: pluggy.PluginManager) -> frozenset[str]:
+    """Lower-case names of the headers that carry credentials on this agent."""
+    names = set(STANDARD_CREDENTIAL_HEADERS)
+    for scheme in security_schemes(manager).values():
+        api_key = scheme.get("apiKeySecurityScheme") if isinstance(scheme, dict) else None
+        if isinstance(api_key, dict) and api_key.get("location") == "header":
+            name = api_key.get("name")
+            if isinstance(name, str) and name:
+                names.add(name.lower())
+    return frozenset(names)
 
 
 class AuthenticationGate:
@@ -31,30 +47,46 @@ class AuthenticationGate:
         self.app = app
         self.manager = manager
         self.public = public
+        self.credential_headers = credential_headers(manager)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public:
             await self.app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        headers: dict[str, str] = {}
+        repeated: set[str] = set()
+        for raw_name, raw_value in scope["headers"]:
+            name = raw_name.decode("latin-1").lower()
+            if name in headers:
+                repeated.add(name)
+            headers[name] = raw_value.decode("latin-1")
         client = scope.get("client")
-        outcome = await authenticate(
-            self.manager,
-            RequestCredentials(
-                headers=headers, client_host=client[0] if client else None, path=scope["path"]
-            ),
+        credentials = RequestCredentials(
+            headers=headers,
+            client_host=client[0] if client else None,
+            path=scope["path"],
+            repeated=frozenset(repeated),
         )
+        duplicated = sorted(repeated & self.credential_headers)
+        if duplicated and self.manager.hook.authenticate.get_hookimpls():
+            schemes = [s for s in self.manager.hook.www_authenticate() if s]
+            await self._refuse(scope, send, f"repeated credential header {duplicated[0]}", schemes)
+            return
+        outcome = await authenticate(self.manager, credentials)
         if outcome.caller is None:
-            challenges = [(b"www-authenticate", c.encode("latin-1")) for c in outcome.challenges]
-            await binding_error(
-                scope,
-                send,
-                status=401,
-                jsonrpc_code=JSONRPC_UNAUTHENTICATED,
-                code=ErrorCode.AUTHORIZATION_FAILED,
-                message=outcome.message,
-                headers=challenges,
-            )
+            await self._refuse(scope, send, outcome.message, outcome.challenges)
             return
         scope[CALLER_SCOPE_KEY] = outcome.caller
         await self.app(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(scope: Scope, send: Send, message: str, challenges: Sequence[str]) -> None:
+        await binding_error(
+            scope,
+            send,
+            status=401,
+            jsonrpc_code=JSONRPC_UNAUTHENTICATED,
+            code=ErrorCode.AUTHORIZATION_FAILED,
+            message=message,
+            headers=[(b"www-authenticate", c.encode("latin-1")) for c in challenges],
+        )

@@ -22,9 +22,14 @@ JSONRPC_PATH = "/"
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
+    408: "DEADLINE_EXCEEDED",
     413: "INVALID_ARGUMENT",
+    421: "FAILED_PRECONDITION",
     429: "RESOURCE_EXHAUSTED",
 }
+#: Statuses a JSON-RPC error keeps: they speak of the connection, the credential or the
+#: request rate, which HTTP clients and proxies act on, not of the JSON-RPC call.
+_HTTP_LEVEL = frozenset({401, 408, 421, 429})
 
 
 def error_info(code: ErrorCode, pointer: str | None = None) -> dict[str, Any]:
@@ -57,9 +62,10 @@ async def binding_error(
 ) -> None:
     """An error before any task exists, in the binding's form, carrying the draft's code.
 
-    JSON-RPC errors keep their HTTP status only for authentication (401) and
-    rate limiting (429), where HTTP clients and proxies rely on it; other
-    JSON-RPC errors answer 200, as JSON-RPC over HTTP does.
+    JSON-RPC errors keep their HTTP status only for authentication (401), a
+    request too slow to arrive (408), a Host the agent does not answer to
+    (421) and rate limiting (429), where HTTP clients and proxies rely on it;
+    other JSON-RPC errors answer 200, as JSON-RPC over HTTP does.
     """
     if scope["path"] == JSONRPC_PATH:
         payload: dict[str, Any] = {
@@ -71,7 +77,7 @@ async def binding_error(
                 "data": [error_info(code, pointer)],
             },
         }
-        http_status = status if status in (401, 429) else 200
+        http_status = status if status in _HTTP_LEVEL else 200
     else:
         payload = {
             "error": {

@@ -3,7 +3,9 @@
 :class:`RateLimit` counts per caller (the authenticated identity, else the
 client address) and answers HTTP 429 with ``resource_limit_exceeded`` and a
 ``Retry-After``; the threshold itself is not disclosed.  It runs after
-authentication, so that a caller is counted as who it is.
+authentication, so that a caller is counted as who it is.  The counting
+itself is :class:`SlidingWindow`, which the failed-authentication limit
+(:mod:`skillrack.serve.middleware.failed_auth_limit`) counts with too.
 """
 
 from __future__ import annotations
@@ -18,15 +20,60 @@ from skillrack.serve.context import Caller
 from skillrack.serve.middleware.authentication import CALLER_SCOPE_KEY
 from skillrack.serve.middleware.binding_errors import binding_error
 
+#: Beyond this many keys, the ones idle for a whole window are forgotten.
+MAX_KEYS = 100_000
+
+
+class SlidingWindow:
+    """Events per key over the last ``seconds``; cheap enough to consult on every request."""
+
+    def __init__(self, limit: int, seconds: float = 60.0) -> None:
+        self.limit = limit
+        self.seconds = seconds
+        self._seen: dict[str, deque[float]] = {}
+
+    def retry_after(self, key: str) -> int | None:
+        """Seconds until ``key`` may have another event, or None when it may now."""
+        now = time.monotonic()
+        window = self._seen.get(key)
+        if window is None:
+            return None
+        while window and now - window[0] > self.seconds:
+            window.popleft()
+        if len(window) < self.limit:
+            return None
+        return max(1, int(self.seconds + 1 - (now - window[0])))
+
+    def record(self, key: str) -> None:
+        """Count one event of ``key`` now."""
+        now = time.monotonic()
+        self._seen.setdefault(key, deque()).append(now)
+        if len(self._seen) > MAX_KEYS:  # bound memory: forget idle keys
+            idle = [k for k, w in self._seen.items() if not w or now - w[-1] > self.seconds]
+            for stale in idle:
+                del self._seen[stale]
+
+
+async def too_many(scope: Scope, send: Send, message: str, retry_after: int) -> None:
+    """HTTP 429 with ``resource_limit_exceeded`` and ``Retry-After``, in the binding's form."""
+    await binding_error(
+        scope,
+        send,
+        status=429,
+        jsonrpc_code=-32000,
+        code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        message=message,
+        headers=[(b"retry-after", str(retry_after).encode())],
+    )
+
 
 class RateLimit:
-    """A sliding one-minute window per caller; cheap enough to run on every request."""
+    """A sliding one-minute window per caller."""
 
     def __init__(self, app: ASGIApp, *, per_minute: int, public: set[str]) -> None:
         self.app = app
-        self.per_minute = per_minute
         self.public = public
-        self._seen: dict[str, deque[float]] = {}
+        self._window = SlidingWindow(per_minute)
 
     def _key(self, scope: Scope) -> str:
         caller: Caller | None = scope.get(CALLER_SCOPE_KEY)
@@ -39,23 +86,10 @@ class RateLimit:
         if scope["type"] != "http" or scope["path"] in self.public:
             await self.app(scope, receive, send)
             return
-        now = time.monotonic()
-        window = self._seen.setdefault(self._key(scope), deque())
-        while window and now - window[0] > 60:
-            window.popleft()
-        if len(window) >= self.per_minute:
-            await binding_error(
-                scope,
-                send,
-                status=429,
-                jsonrpc_code=-32000,
-                code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-                message="too many requests",
-                headers=[(b"retry-after", str(int(61 - (now - window[0]))).encode())],
-            )
+        key = self._key(scope)
+        retry_after = self._window.retry_after(key)
+        if retry_after is not None:
+            await too_many(scope, send, "too many requests", retry_after)
             return
-        window.append(now)
-        if len(self._seen) > 100_000:  # bound memory: forget idle callers
-            for key in [k for k, w in self._seen.items() if not w or now - w[-1] > 60]:
-                del self._seen[key]
+        self._window.record(key)
         await self.app(scope, receive, send)

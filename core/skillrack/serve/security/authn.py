@@ -50,11 +50,21 @@ class AuthenticationFailed(SkillrackError):
 
 @dataclass(frozen=True)
 class RequestCredentials:
-    """What an authentication plugin may look at: headers (lower-case names) and the peer."""
+    """What an authentication plugin may look at: headers (lower-case names) and the peer.
+
+    ``headers`` holds one value per name; ``repeated`` names (lower-case) the
+    headers the request carried more than once.  The authentication gate
+    refuses a request that repeats ``Authorization`` or a header an
+    authentication plugin's security scheme names, before any plugin runs; a
+    plugin reading another header refuses it when that header is repeated,
+    because which copy is "the" credential is exactly what an attacker
+    would like to choose.
+    """
 
     headers: Mapping[str, str]
     client_host: str | None = None
     path: str = "/"
+    repeated: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,98 @@
+"""The connection deadline uvicorn lacks: a client must finish its request's headers in time.
+
+uvicorn (0.54, h11) closes a connection that stays idle between requests
+(``timeout_keep_alive``), but once a single byte of a request has arrived it
+waits for the rest of the headers for ever, and after answering a request
+whose body is still arriving it reads that body for ever too: 300 clients
+sending one header byte a minute held 300 connections.  It has no setting for
+either, and ``limit_concurrency`` only answers 503 to *complete* requests
+over the limit, so it cannot help.
+
+:class:`HeaderDeadlineProtocol` is uvicorn's own h11 protocol with one timer
+more.  Whenever the connection waits for the client (it has just opened, or
+the previous response is complete), the client has ``header_timeout`` seconds
+to complete the headers of its next request; when they run out, the
+connection is closed, after a ``408 Request Timeout`` when part of a request
+had arrived.  An idle connection is still closed earlier by
+``timeout_keep_alive``.  The body is bounded by the application
+(:class:`~skillrack.serve.middleware.body_timeout.BodyTimeout`).
+
+``skillrack serve`` passes the class as uvicorn's ``http`` protocol (it
+replaces ``auto``, which would pick httptools where it is installed).  The
+app hands the timeout over through its lifespan state
+(:data:`HEADER_TIMEOUT_STATE`), which uvicorn gives every protocol instance
+and which every ``--workers`` process builds for itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+#: The lifespan state key the app sets to ``[server] header_timeout``.
+HEADER_TIMEOUT_STATE = "skillrack.header_timeout"
+#: Used when the app sets none (an app served without skillrack's lifespan).
+DEFAULT_HEADER_TIMEOUT = 10.0
+_REQUEST_TIMEOUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 34\r\nconnection: close\r\n\r\nthe request headers did not arrive"
+)
+
+
+class HeaderDeadlineProtocol(H11Protocol):
+    """uvicorn's h11 protocol, closing a connection whose request headers do not arrive in time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.header_timeout = float(
+            self.app_state.get(HEADER_TIMEOUT_STATE, DEFAULT_HEADER_TIMEOUT)
+        )
+        self._deadline: asyncio.TimerHandle | None = None
+        self._partial = False  # bytes of a request arrived since the deadline was set
+
+    def _waiting_for_client(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._partial = False
+        self._deadline = self.loop.call_later(self.header_timeout, self._expired)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expired(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing() or not self._waiting_for_client():
+            return
+        if self._partial and self.conn.our_state is h11.IDLE:
+            self.transport.write(_REQUEST_TIMEOUT)
+        self.transport.close()
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self._waiting_for_client():
+            self._partial = self._partial or bool(data)
+        else:
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self.transport.is_closing():
+            self._disarm()
+        elif self._waiting_for_client():
+            self._arm()
+            self._partial = self.conn.their_state is not h11.IDLE
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
