@@ -21,6 +21,7 @@ builtin in parentheses is a second base)::
       x CanonicalizationError (ValueError)    interface.canonical
       x VersionError (ValueError)             interface.versions
       x SchemaReferenceError (ValueError)     interface.schemaref
+      x SchemaFileTooLarge (ValueError)       interface.declare
       x PointerError (LookupError)            interface.pointers
       x PatternTimeLimit                      interface.patterns
       x RetrievalRefused                      interface.schemawalk
@@ -47,8 +48,8 @@ What each one means, in one line:
   not start; the message names the plugin, skill or option.
 * ``CanonicalizationError`` … ``InterfaceSchemaIntegrityError``: a value,
   Version String, Schema Reference or pointer that breaks the draft's rules; a
-  pattern match out of time; a ``$ref`` that would leave the document; the
-  pinned standard schema altered.
+  schema file too large to read; a pattern match out of time; a ``$ref`` that
+  would leave the document; the pinned standard schema altered.
 * ``UnsafeNumber``, ``CardSignatureError``: an integer A2A would round; an Agent
   Card signature that does not verify.
 * ``InputRequired``: a signal, not a failure: ``SkillContext.request_input``

@@ -141,10 +141,22 @@ def collect_declarations(loaded: LoadedPlugins) -> list[tuple[str, object]]:
     return declared
 
 
+def _name_of(skill: object) -> str:
+    """A declaration's id for a refusal, whatever the declaration is."""
+    try:
+        skill_id = getattr(skill, "id", "?")
+    except Exception:  # a hostile object's property
+        return "?"
+    return skill_id if isinstance(skill_id, str) else repr(skill_id)[:60]
+
+
 def _check_duplicates(declared: list[tuple[str, object]]) -> None:
     owner: dict[str, str] = {}
     for plugin, skill in declared:
-        skill_id = getattr(skill, "id", None)
+        try:
+            skill_id = getattr(skill, "id", None)
+        except Exception:  # refused as unreadable below
+            continue
         if not isinstance(skill_id, str):
             continue
         if skill_id in owner:
@@ -163,7 +175,13 @@ def _check_duplicates(declared: list[tuple[str, object]]) -> None:
 
 
 def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Registry:
-    """Assemble every declared skill; refuse what breaks a rule; stop on duplicate ids."""
+    """Assemble every declared skill; refuse what breaks a rule; stop on duplicate ids.
+
+    Any exception while one declaration is read or checked (a hostile value's
+    property, a RecursionError, a bug a plugin's object triggers) refuses that
+    skill, naming the plugin, the skill and the rule; the other skills and
+    plugins load as before.
+    """
     declared = collect_declarations(loaded)
     _check_duplicates(declared)
     skills: dict[str, RegisteredSkill] = {}
@@ -173,7 +191,7 @@ def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Re
             refused.append(
                 RefusedSkill(
                     plugin,
-                    str(getattr(skill, "id", "?")),
+                    _name_of(skill),
                     "not_a_skill",
                     "",
                     f"register() was given a {type(skill).__name__}, not a skillrack.Skill",
@@ -183,7 +201,21 @@ def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Re
         try:
             interface = assemble(skill, limits)
         except InterfaceError as exc:
-            refused.append(RefusedSkill(plugin, skill.id, exc.rule, exc.pointer, exc.message))
+            refused.append(
+                RefusedSkill(plugin, _name_of(skill), exc.rule, exc.pointer, exc.message)
+            )
+            continue
+        except Exception as exc:  # one declaration never stops the host
+            refused.append(
+                RefusedSkill(
+                    plugin,
+                    _name_of(skill),
+                    "declaration_unreadable",
+                    "",
+                    "reading or checking the declaration raised "
+                    f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}",
+                )
+            )
             continue
         skills[skill.id] = RegisteredSkill(plugin, skill, interface)
     return Registry(

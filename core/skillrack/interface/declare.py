@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
+from skillrack.errors import SkillrackError
 from skillrack.interface.canonical import loads_strict
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
@@ -64,12 +65,20 @@ class DomainSchema:
         """Declare a schema given as a Python value (tests, generated schemas)."""
         return cls(schema_uri=schema_uri, version=version, source=schema, dialect=dialect)
 
-    def load(self) -> Any:
-        """The schema value; raises ``OSError`` or ``ValueError`` when it cannot be read."""
+    def load(self, max_bytes: int | None = None) -> Any:
+        """The schema value; raises ``OSError`` or ``ValueError`` when it cannot be read.
+
+        A package file longer than ``max_bytes`` is refused (``SchemaFileTooLarge``)
+        after reading at most ``max_bytes + 1`` of it, before it is parsed.
+        """
         if isinstance(self.source, _PackageFile):
-            return self.source.read()
+            return self.source.read(max_bytes)
         # Round-trip through strict JSON: the document must hold JSON, not Python objects.
         return loads_strict(json.dumps(self.source, allow_nan=True))
+
+
+class SchemaFileTooLarge(SkillrackError, ValueError):
+    """A schema file longer than the limit; refused before it is parsed."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +86,13 @@ class _PackageFile:
     package: str
     path: str
 
-    def read(self) -> Any:
+    def read(self, max_bytes: int | None = None) -> Any:
         resource = resources.files(self.package).joinpath(self.path)
-        return loads_strict(resource.read_bytes())
+        with resource.open("rb") as stream:
+            data = stream.read() if max_bytes is None else stream.read(max_bytes + 1)
+        if max_bytes is not None and len(data) > max_bytes:
+            raise SchemaFileTooLarge(f"{self} is larger than {max_bytes} bytes")
+        return loads_strict(data)
 
     def __str__(self) -> str:
         return f"{self.package}:{self.path}"

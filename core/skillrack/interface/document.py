@@ -17,7 +17,16 @@ from typing import Any
 
 from skillrack.errors import ConditionError, ErrorCode
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes, digest_of
-from skillrack.interface.declare import DomainSchema, Skill, timeout_problem
+from skillrack.interface.declare import (
+    Authority,
+    DomainSchema,
+    Interaction,
+    Operation,
+    SchemaFileTooLarge,
+    Skill,
+    SupportingRecord,
+    timeout_problem,
+)
 from skillrack.interface.inline import CompiledSchema, InlineSchemaError, compile_inline_schema
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 from skillrack.interface.pointers import to_pointer
@@ -162,14 +171,34 @@ def verify_document(document: Any, limits: Limits = DEFAULT_LIMITS) -> VerifiedI
     )
 
 
-def _reference(schema: DomainSchema, pointer: str) -> dict[str, Any]:
+def _reference(schema: DomainSchema, pointer: str, limits: Limits) -> dict[str, Any]:
+    if not isinstance(schema, DomainSchema):
+        raise _invalid(
+            "declaration_type",
+            pointer,
+            f"a schema must be a skillrack.DomainSchema, not {type(schema).__name__}",
+        )
     try:
-        value = schema.load()
-    except (OSError, ValueError, TypeError, ModuleNotFoundError) as exc:
+        # A schema file is embedded in the document, so one longer than the
+        # whole document's limit is refused before it is read any further.
+        value = schema.load(max_bytes=limits.max_document_bytes)
+    except SchemaFileTooLarge as exc:
+        raise _invalid(
+            "schema_too_large", pointer, str(exc), ErrorCode.RESOURCE_LIMIT_EXCEEDED
+        ) from exc
+    except RecursionError as exc:
+        raise _invalid(
+            "schema_too_deep",
+            pointer,
+            f"schema {schema.schema_uri} is nested more deeply than allowed",
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        ) from exc
+    except Exception as exc:  # a plugin's value or file: whatever it raises refuses the skill
         raise _invalid(
             "schema_unreadable",
             pointer,
-            f"cannot load schema {schema.schema_uri} from {schema.source}: {exc}",
+            f"cannot load schema {schema.schema_uri} from {schema.source}: "
+            f"{type(exc).__name__}: {exc}",
         ) from exc
     try:
         return SchemaReference.build(
@@ -177,6 +206,78 @@ def _reference(schema: DomainSchema, pointer: str) -> dict[str, Any]:
         ).to_json()
     except SchemaReferenceError as exc:
         raise _invalid("schema_reference", pointer + exc.pointer, str(exc)) from exc
+
+
+def _strings(value: Any) -> bool:
+    """A list or tuple of strings (a ``str`` itself is a sequence, but of characters)."""
+    return isinstance(value, list | tuple) and all(isinstance(item, str) for item in value)
+
+
+def _check_types(skill: Skill) -> None:
+    """The declaration's fields have the types the card and the document need.
+
+    A dataclass does not check its annotations: ``tags=123`` used to pass
+    ``skillrack plugins`` and then crash ``serve`` while the Agent Card was built.
+    The pointers name the declaration's fields.
+    """
+    for name in ("name", "description", "operation_selector"):
+        if not isinstance(getattr(skill, name), str):
+            raise _invalid(
+                "declaration_type",
+                f"/{name}",
+                f"{name} must be a string, not {type(getattr(skill, name)).__name__}",
+            )
+    for name in ("tags", "examples", "resources", "constraints", "sensitive"):
+        if not _strings(getattr(skill, name)):
+            raise _invalid(
+                "declaration_type",
+                f"/{name}",
+                f"{name} must be a list of strings, not {getattr(skill, name)!r:.60}",
+            )
+    if not isinstance(skill.metadata, Mapping):
+        raise _invalid("declaration_type", "/metadata", "metadata must be a mapping")
+    interaction, authority = skill.interaction, skill.authority
+    if not isinstance(interaction, Interaction) or not _strings(
+        interaction.supported_response_modes
+    ):
+        raise _invalid(
+            "declaration_type",
+            "/interaction",
+            "interaction must be a skillrack.Interaction with a list of response modes",
+        )
+    if not isinstance(interaction.cancellable, bool):
+        raise _invalid(
+            "declaration_type", "/interaction/cancellable", "cancellable must be true or false"
+        )
+    if not isinstance(authority, Authority) or not isinstance(authority.default_mode, str):
+        raise _invalid("declaration_type", "/authority", "authority must be a skillrack.Authority")
+    if not isinstance(authority.approval_may_be_required, bool):
+        raise _invalid(
+            "declaration_type",
+            "/authority/approval_may_be_required",
+            "approval_may_be_required must be true or false",
+        )
+    for name, kind in (("supporting_records", SupportingRecord), ("operations", Operation)):
+        items = getattr(skill, name)
+        if not isinstance(items, list | tuple):
+            raise _invalid("declaration_type", f"/{name}", f"{name} must be a list")
+        for i, item in enumerate(items):
+            if not isinstance(item, kind):
+                raise _invalid(
+                    "declaration_type",
+                    f"/{name}/{i}",
+                    f"{name} entries must be skillrack.{kind.__name__}, not {type(item).__name__}",
+                )
+    for i, record in enumerate(skill.supporting_records):
+        if not isinstance(record.kind, str):
+            raise _invalid(
+                "declaration_type", f"/supporting_records/{i}/kind", "kind must be a string"
+            )
+    for i, operation in enumerate(skill.operations):
+        if not isinstance(operation.name, str):
+            raise _invalid(
+                "declaration_type", f"/operations/{i}/name", "an operation name must be a string"
+            )
 
 
 def _check_declaration(skill: Skill) -> None:
@@ -192,7 +293,8 @@ def _check_declaration(skill: Skill) -> None:
             "/skill_id",
             "'describe_skill' is the host's own skill and cannot be registered",
         )
-    if not is_version(skill.version):
+    _check_types(skill)
+    if not isinstance(skill.version, str) or not is_version(skill.version):
         raise _invalid(
             "skill_version",
             "/skill_version",
@@ -260,20 +362,20 @@ def _check_operations(skill: Skill, input_schema: Any) -> None:
         )
 
 
-def build_document(skill: Skill) -> dict[str, Any]:
+def build_document(skill: Skill, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The Skill Interface Document for a declaration (not yet verified)."""
     _check_declaration(skill)
     document: dict[str, Any] = {
         "interface_version": INTERFACE_VERSION,
         "skill_id": skill.id,
         "skill_version": skill.version,
-        "input_schema": _reference(skill.input_schema, "/input_schema"),
-        "output_schema": _reference(skill.output_schema, "/output_schema"),
+        "input_schema": _reference(skill.input_schema, "/input_schema", limits),
+        "output_schema": _reference(skill.output_schema, "/output_schema", limits),
         "supporting_record_schemas": [
             {
                 "kind": record.kind,
                 "schema_reference": _reference(
-                    record.schema, f"/supporting_record_schemas/{i}/schema_reference"
+                    record.schema, f"/supporting_record_schemas/{i}/schema_reference", limits
                 ),
             }
             for i, record in enumerate(skill.supporting_records)
@@ -294,6 +396,6 @@ def build_document(skill: Skill) -> dict[str, Any]:
 def assemble(skill: Skill, limits: Limits = DEFAULT_LIMITS) -> VerifiedInterface:
     """Declaration -> verified, digested, immutable interface; :class:`InterfaceError` otherwise."""
     try:
-        return verify_document(build_document(skill), limits)
+        return verify_document(build_document(skill, limits), limits)
     except VersionError as exc:  # defensive: versions are checked above
         raise _invalid("version", "", str(exc)) from exc
