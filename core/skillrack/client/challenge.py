@@ -45,7 +45,7 @@ def authorization_failed(status: int, challenge: str | None, where: str) -> Skil
     """The local ``authorization_failed`` for an HTTP 401 or 403 from ``where``."""
     summary = summarize_challenge(challenge)
     asked = f"; it asks for {summary}" if summary else ""
-    refused = "did not accept the credentials" if status == 403 else "requires authentication"
+    refused = "refuses this caller's credentials" if status == 403 else "requires valid credentials"
     return SkillCallError.local(
         ErrorCode.AUTHORIZATION_FAILED,
         f"{where} answered HTTP {status}: the agent {refused}{asked}; {HINT}",
