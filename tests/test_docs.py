@@ -41,6 +41,7 @@ from skillrack.host.config import (
     FIRST_PARTY,
     AgentIdentity,
     Config,
+    PeerAddresses,
     Provider,
     ServerSettings,
     SigningSettings,
@@ -233,7 +234,7 @@ def test_every_configuration_key_is_documented() -> None:
     documented = set(re.findall(r"[a-z_]+", text))
     keys = {
         f.name
-        for cls in (AgentIdentity, Provider, ServerSettings, SigningSettings, Limits)
+        for cls in (AgentIdentity, Provider, ServerSettings, SigningSettings, PeerAddresses, Limits)
         for f in dataclasses.fields(cls)
         if f.name != "provider"
     }

@@ -42,6 +42,7 @@ file = "policy.toml"
 [peers]             # agents that skills may delegate to, by name
 observer = "http://127.0.0.1:8001"
 inventory = { url = "https://inventory.example.net", allow_origins = ["https://api.example.net"] }
+lab = { url = "http://lab-agent.internal:8000", allow_private = true }  # address guard
 
 [signing]           # sign the Agent Card (JWS, A2A 1.0 section 8.4); see skillrack.protocol.signing
 key = "card-signing-ec.pem"   # unencrypted PEM private key: EC P-256/P-384/P-521 or RSA
@@ -141,6 +142,18 @@ class ServerSettings:
 
 
 @dataclass(frozen=True)
+class PeerAddresses:
+    """A peer's ``allow_loopback`` / ``allow_private``: ranges delegation to it may reach.
+
+    The address guard (:mod:`skillrack.client.address_guard`) refuses them
+    otherwise, unless the peer's URL is itself such an address.
+    """
+
+    allow_loopback: bool = False
+    allow_private: bool = False
+
+
+@dataclass(frozen=True)
 class SigningSettings:
     """``[signing]``: the Agent Card's signing key (relative to the config's directory)."""
 
@@ -164,6 +177,8 @@ class Config:
     #: Per peer name: other origins its card may send this host's requests to (the
     #: peer's own origin always may); ``allow_origins`` in the peer's ``[peers]`` table.
     peer_allow_origins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Per peer name: the non-public ranges its table allows (``allow_loopback``, ...).
+    peer_addresses: Mapping[str, PeerAddresses] = field(default_factory=dict)
     #: Sign the Agent Card with this key (``[signing]``); unsigned when None.
     signing: SigningSettings | None = None
 
@@ -246,7 +261,7 @@ def _peers(table: Any) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     allowed: dict[str, tuple[str, ...]] = {}
     for name, value in table.items():
         entry = value if isinstance(value, dict) else {"url": value}
-        unknown = set(entry) - {"url", "allow_origins"}
+        unknown = set(entry) - {"url", "allow_origins", *_PEER_ADDRESS_KEYS}
         if unknown:
             raise ConfigError(f"unknown key(s) peers.{name}.{', '.join(sorted(unknown))}")
         url, origins = entry.get("url"), entry.get("allow_origins", [])
@@ -261,6 +276,24 @@ def _peers(table: Any) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
         if origins:
             allowed[name] = tuple(origins)
     return urls, allowed
+
+
+_PEER_ADDRESS_KEYS = ("allow_loopback", "allow_private")
+
+
+def _peer_addresses(table: dict[str, Any]) -> dict[str, PeerAddresses]:
+    """``allow_loopback`` / ``allow_private`` of the peers given as tables (booleans)."""
+    found: dict[str, PeerAddresses] = {}
+    for name, entry in table.items():
+        if not isinstance(entry, dict):
+            continue
+        flags = {k: v for k, v in entry.items() if k in _PEER_ADDRESS_KEYS}
+        for key, value in flags.items():
+            if not isinstance(value, bool):
+                raise ConfigError(f"peers.{name}.{key} must be true or false")
+        if flags:
+            found[name] = PeerAddresses(**flags)
+    return found
 
 
 def load_config(path: Path | None) -> Config:
@@ -307,6 +340,7 @@ def load_config(path: Path | None) -> Config:
     return Config(
         peers=peers,
         peer_allow_origins=peer_allow_origins,
+        peer_addresses=_peer_addresses(raw.get("peers", {})),
         signing=_signing(raw.get("signing")),
         agent=agent,
         limits=_build(Limits, raw.get("limits", {}), "limits"),

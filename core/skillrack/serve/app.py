@@ -42,10 +42,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from skillrack.client.address_guard import AddressGuard, AddressPolicy, policy_for_url
 from skillrack.client.composition import Peers
 from skillrack.client.skill_client import SkillClient
 from skillrack.host.compose import compose_host
-from skillrack.host.config import Config, load_config
+from skillrack.host.config import Config, PeerAddresses, load_config
 from skillrack.host.registry import Registry
 from skillrack.protocol.signing import JWKS_PATH
 from skillrack.serve.card import (
@@ -199,6 +200,28 @@ async def _json_http_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+def _address_guard(config: Config) -> AddressGuard:
+    """Delegation connects only to vetted addresses (:mod:`skillrack.client.address_guard`).
+
+    Each peer's URL, and each origin its table allows, may reach what the
+    operator's own address choice or its ``allow_loopback`` / ``allow_private`` allow.
+    """
+    destinations: list[tuple[str, AddressPolicy]] = []
+    for name, url in config.peers.items():
+        allowed = config.peer_addresses.get(name, PeerAddresses())
+        for destination in (url, *config.peer_allow_origins.get(name, ())):
+            policy = policy_for_url(
+                destination,
+                allow_loopback=allowed.allow_loopback,
+                allow_private=allowed.allow_private,
+                where=f"[peers.{name}]",
+            )
+            destinations.append((destination, policy))
+    return AddressGuard.for_destinations(
+        destinations, AddressPolicy(where="the [peers] table of the peer that led there")
+    )
+
+
 def create_app(
     registry: Registry,
     config: Config,
@@ -227,7 +250,9 @@ def create_app(
     peers = Peers(
         config.peers,
         base_url,
-        lambda: SkillClient(limits=config.limits, allow_origins=peer_origins),
+        lambda: SkillClient(
+            limits=config.limits, allow_origins=peer_origins, transport=_address_guard(config)
+        ),
     )
     storage: TaskStorage | None = None
     if task_store is None:
