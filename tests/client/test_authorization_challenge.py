@@ -29,11 +29,20 @@ def test_the_summary_is_bounded() -> None:
     assert len(summarize_challenge('Bearer realm="' + "r" * 10_000 + '"')) == MAX_CHALLENGE_CHARS
 
 
-@pytest.mark.parametrize("card_too", [True, False], ids=["card", "message"])
+@pytest.mark.parametrize(
+    ("card_too", "binding"),
+    [(True, "JSONRPC"), (False, "JSONRPC"), (False, "HTTP+JSON")],
+    ids=["card", "message-jsonrpc", "message-http-json"],
+)
 @pytest.mark.parametrize("status", [401, 403])
-async def test_a_refusing_agent_is_authorization_failed(status: int, card_too: bool) -> None:
-    with serving_self_described(refusing_app(status, card_too=card_too)) as url:
-        async with SkillClient(headers={"Authorization": "Bearer wrong"}) as client:
+async def test_a_refusing_agent_is_authorization_failed(
+    status: int, card_too: bool, binding: str
+) -> None:
+    app = refusing_app(status, card_too=card_too, binding=binding)
+    with serving_self_described(app) as url:
+        async with SkillClient(
+            headers={"Authorization": "Bearer wrong"}, binding=binding
+        ) as client:
             with pytest.raises(SkillCallError) as info:
                 await client.send_request(url, {"skill": "x"})
     error = info.value

@@ -139,9 +139,11 @@ async def test_a_declared_length_over_the_bound_is_refused_before_reading() -> N
     assert error.code == ErrorCode.RESOURCE_LIMIT_EXCEEDED
 
 
-async def test_the_response_bound_is_a_setting() -> None:
-    with serving_self_described(huge_response_app(3 * MB)) as url:
-        async with SkillClient(bounds=ReadBounds(max_response_bytes=MB)) as client:
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_the_response_bound_is_a_setting(binding: str) -> None:
+    with serving_self_described(huge_response_app(3 * MB, binding)) as url:
+        bounds = ReadBounds(max_response_bytes=MB)
+        async with SkillClient(bounds=bounds, binding=binding) as client:
             error = await failure(client.send_request(url, {"skill": "flood"}))
     assert error.code == ErrorCode.RESOURCE_LIMIT_EXCEEDED and "answer" in error.message
 

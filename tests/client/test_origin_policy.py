@@ -145,10 +145,11 @@ def test_a_url_that_is_not_http_is_refused() -> None:
 # A card that names another server ----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 async def test_a_card_naming_another_origin_gets_no_credentials(
-    agent: tuple[str, CredentialCounter], steering: str, counter: CredentialCounter
+    agent: tuple[str, CredentialCounter], steering: str, counter: CredentialCounter, binding: str
 ) -> None:
-    async with SkillClient(headers=CREDENTIALS) as client:
+    async with SkillClient(headers=CREDENTIALS, binding=binding) as client:
         for attempt in (client.call(steering, SKILL, ARGS), client.describe(steering, SKILL)):
             error = await refused(attempt)
             assert error.code == ClientCode.ORIGIN_REFUSED and not error.remote
@@ -157,11 +158,13 @@ async def test_a_card_naming_another_origin_gets_no_credentials(
     assert counter.with_credentials == [] and counter.requests == 0
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 async def test_an_allowed_origin_receives_the_call(
-    agent: tuple[str, CredentialCounter], steering: str, counter: CredentialCounter
+    agent: tuple[str, CredentialCounter], steering: str, counter: CredentialCounter, binding: str
 ) -> None:
-    async with SkillClient(headers=CREDENTIALS, allow_origins=[agent[0]]) as client:
-        result = await client.call(steering, SKILL, ARGS)
+    client = SkillClient(headers=CREDENTIALS, allow_origins=[agent[0]], binding=binding)
+    async with client:
+        result = await client.call(steering, SKILL, ARGS, mode="stream")
     assert result.state == "TASK_STATE_COMPLETED"
     assert counter.with_credentials  # the allowed origin did get them
 

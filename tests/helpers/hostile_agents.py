@@ -97,7 +97,7 @@ def with_interfaces(card: dict[str, Any], url: str) -> dict[str, Any]:
 
 
 def decoy(card: Callable[[], dict[str, Any]], post: Any = None) -> Starlette:
-    """An agent that serves ``card()`` and answers POST / with ``post(request)``."""
+    """An agent that serves ``card()`` and answers any POST with ``post(request)``."""
 
     async def card_route(request: Request) -> Response:
         return JSONResponse(card())
@@ -108,7 +108,9 @@ def decoy(card: Callable[[], dict[str, Any]], post: Any = None) -> Starlette:
         result: Response = await post(request)
         return result
 
-    return Starlette(routes=[Route(CARD_PATH, card_route), Route("/", message, methods=["POST"])])
+    return Starlette(
+        routes=[Route(CARD_PATH, card_route), Route("/{path:path}", message, methods=["POST"])]
+    )
 
 
 def redirect_to(url: str, status: int = 307) -> Starlette:
@@ -120,15 +122,13 @@ def redirect_to(url: str, status: int = 307) -> Starlette:
     return Starlette(routes=[Route("/{path:path}", go, methods=["GET", "POST"])])
 
 
-def minimal_card(url: str, streaming: bool = False) -> dict[str, Any]:
-    """An A2A 1.0 card with one JSON-RPC interface at ``url`` and nothing else."""
+def minimal_card(url: str, streaming: bool = False, binding: str = "JSONRPC") -> dict[str, Any]:
+    """An A2A 1.0 card with one interface (``binding``) at ``url`` and nothing else."""
     return {
         "name": "hostile",
         "description": "a test agent",
         "version": "1.0",
-        "supportedInterfaces": [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
-        ],
+        "supportedInterfaces": [{"url": url, "protocolBinding": binding, "protocolVersion": "1.0"}],
         "capabilities": {"streaming": streaming},
         "defaultInputModes": ["application/json"],
         "defaultOutputModes": ["application/json"],
@@ -167,8 +167,8 @@ def _rpc(result: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": "1", "result": result}).encode()
 
 
-def huge_response_app(total: int = 300 * MB) -> Starlette:
-    """A card of its own; POST / answers with a JSON body of ``total`` bytes."""
+def huge_response_app(total: int = 300 * MB, binding: str = "JSONRPC") -> Starlette:
+    """A card of its own (one ``binding`` interface); a POST answers ``total`` bytes of JSON."""
     holder: dict[str, str] = {}
 
     async def post(request: Request) -> Response:
@@ -178,7 +178,7 @@ def huge_response_app(total: int = 300 * MB) -> Starlette:
         )
         return StreamingResponse(lazy_bytes(total, head), media_type="application/json")
 
-    app = decoy(lambda: minimal_card(holder["url"]), post)
+    app = decoy(lambda: minimal_card(holder["url"], binding=binding), post)
     app.state.holder = holder
     return app
 
@@ -232,7 +232,9 @@ CHALLENGE = (
 )
 
 
-def refusing_app(status: int = 401, *, card_too: bool = True) -> Starlette:
+def refusing_app(
+    status: int = 401, *, card_too: bool = True, binding: str = "JSONRPC"
+) -> Starlette:
     """Answers ``status`` with a WWW-Authenticate challenge (the card too, unless ``card_too``)."""
     holder: dict[str, str] = {}
 
@@ -242,12 +244,12 @@ def refusing_app(status: int = 401, *, card_too: bool = True) -> Starlette:
         )
 
     async def card(request: Request) -> Response:
-        return refuse() if card_too else JSONResponse(minimal_card(holder["url"]))
+        return refuse() if card_too else JSONResponse(minimal_card(holder["url"], binding=binding))
 
     async def post(request: Request) -> Response:
         return refuse()
 
-    app = Starlette(routes=[Route(CARD_PATH, card), Route("/", post, methods=["POST"])])
+    app = Starlette(routes=[Route(CARD_PATH, card), Route("/{path:path}", post, methods=["POST"])])
     app.state.holder = holder
     return app
 
