@@ -266,3 +266,62 @@ async def test_a_redirect_within_the_origin_is_followed() -> None:
         holder["url"] = url
         async with SkillClient(headers=CREDENTIALS) as client:
             assert (await client.card(url))["name"] == "hostile"
+
+
+# Delegation through [peers], end to end ----------------------------------------------------------
+
+
+async def _relay(arguments: Any, context: Any) -> dict[str, Any]:
+    """Delegates to the ``observer`` peer; reports how it ended instead of failing."""
+    try:
+        result = await context.delegate("observer", SKILL, ARGS)
+    except SkillCallError as exc:
+        return {"outcome": exc.code}
+    return {"outcome": result.state}
+
+
+def _relay_outcome(url: str) -> Any:
+    import httpx
+
+    from skillrack.protocol.messages import EXTENSION_URI
+    from skillrack.testing.serve import invoke
+
+    card = httpx.get(url + CARD_PATH, timeout=10).json()
+    [extension] = [e for e in card["capabilities"]["extensions"] if e["uri"] == EXTENSION_URI]
+    [binding] = [s for s in extension["params"]["skills"] if s["skill_id"] == "relay"]
+    task = invoke(
+        url,
+        {
+            "skill": "relay",
+            "skill_version": "1.0",
+            "interface_digest": binding["interface_digest"],
+            "arguments": {},
+        },
+    )
+    [artifact] = [a for a in task.get("artifacts", []) if a.get("name") == "relay"]
+    return artifact["parts"][0]["data"]["result"]["outcome"]
+
+
+@pytest.mark.parametrize("allowed", [False, True], ids=["refused", "allow_origins"])
+def test_a_delegating_agent_follows_its_peers_allow_origins(
+    agent: tuple[str, CredentialCounter],
+    steering: str,
+    counter: CredentialCounter,
+    tmp_path: Path,
+    allowed: bool,
+) -> None:
+    """A real agent whose [peers] observer is the decoy: the decoy's card names the agent B."""
+    from helpers.builders import SkillsPlugin, simple_skill
+
+    from skillrack.host.config import Config
+
+    peer_allow = {"observer": (agent[0],)} if allowed else {}
+    config = Config(base_dir=tmp_path, peers={"observer": steering}, peer_allow_origins=peer_allow)
+    relay = simple_skill("relay", handler=_relay)
+    registry = registry_of([("relay", SkillsPlugin(relay)), ("allow", AllowAll())])
+    with running_agent(registry, config) as delegator:
+        outcome = _relay_outcome(delegator)
+    if allowed:
+        assert outcome == "TASK_STATE_COMPLETED" and counter.requests > 0
+    else:
+        assert outcome == ClientCode.ORIGIN_REFUSED and counter.requests == 0
