@@ -199,6 +199,11 @@ class Peers:
     Handlers name a peer (``context.delegate("observer", ...)``) instead of
     passing a URL, so that a caller can never make this agent contact an
     address the operator did not list (server-side request forgery).
+    What the peer's card then names is checked twice by the client
+    ``client()`` makes: the origin rule (:mod:`skillrack.client.origin`) and,
+    since ``serve/app.py`` gives it an
+    :class:`~skillrack.client.address_guard.AddressGuard` as its transport, the
+    addresses it may connect to.
     """
 
     def __init__(
