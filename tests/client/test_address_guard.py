@@ -335,3 +335,32 @@ async def test_a_real_loopback_agent_through_the_guard() -> None:
         assert info.value.code == ClientCode.ADDRESS_REFUSED
         assert "set allow_loopback = true" in info.value.message
         assert len(recorders[0].hosts) == 1
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+@pytest.mark.parametrize("mode", ["sync", "stream"])
+async def test_a_whole_call_through_the_guard_on_both_bindings(binding: str, mode: Any) -> None:
+    """Card, describe_skill and the call all pass the guard, whichever binding carries them."""
+    registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
+    arguments = {
+        "resource_id": "network-resource-123",
+        "condition": {
+            "metric": "utilization",
+            "operator": "gte",
+            "threshold": 80,
+            "unit": "percent",
+        },
+    }
+    with running_agent(registry) as url:
+        calls: list[str] = []
+
+        class Counting(httpx.AsyncHTTPTransport):
+            async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+                calls.append(request.url.host)
+                return await super().handle_async_request(request)
+
+        guard = AddressGuard.for_destinations([(url, policy_for_url(url))], transport=Counting)
+        async with SkillClient(transport=guard, binding=binding) as client:
+            outcome = await client.call(url, "evaluate_resource_condition", arguments, mode=mode)
+    assert outcome.state == "TASK_STATE_COMPLETED"
+    assert len(calls) >= 3 and set(calls) == {"127.0.0.1"}  # card, describe, call: all vetted
