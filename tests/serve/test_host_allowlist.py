@@ -67,6 +67,10 @@ def test_a_rebound_host_gets_421_on_both_bindings(loopback_agent: ServedAgent) -
     assert send(loopback_agent.url, data)["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
+def test_the_start_up_log_names_the_allowed_hosts(loopback_agent: ServedAgent) -> None:
+    assert "allowed hosts: 127.0.0.1, localhost, ::1 (others get 421" in loopback_agent.output()
+
+
 @pytest.mark.parametrize("name", ["127.0.0.1", "localhost", "LOCALHOST", "[::1]", "localhost."])
 def test_loopback_names_with_any_port_are_served(loopback_agent: ServedAgent, name: str) -> None:
     for host in (name, f"{name}:{_port(loopback_agent)}", f"{name}:8443"):

@@ -105,6 +105,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from skillrack.serve.app import SERVE_ENV, create_app, with_store
     from skillrack.serve.connections import HeaderDeadlineProtocol
+    from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
     from skillrack.serve.process import describe_tracing, freeze_startup_heap
     from skillrack.serve.stores.storage import parse_store, prepare
 
@@ -140,6 +141,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     approvals_path = (config.base_dir / config.server.approvals_store).resolve()
     print(f"  approvals store: sqlite {approvals_path}")
     print(f"  a2a-sdk tracing: {describe_tracing()}")
+    allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)
+    print(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
     if args.workers > 1:
         print(f"  workers: {args.workers}")
     sys.stdout.flush()  # start-up lines reach a piped log before uvicorn's own

@@ -80,7 +80,9 @@ class HeaderDeadlineProtocol(H11Protocol):
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
-        if self._waiting_for_client():
+        if self.transport.get_protocol() is not self:  # upgraded: no longer ours to close
+            self._disarm()
+        elif self._waiting_for_client():
             self._partial = self._partial or bool(data)
         else:
             self._disarm()
