@@ -86,6 +86,23 @@ def test_trickled_headers_get_408_and_a_closed_connection(agent: ServedAgent) ->
     assert elapsed < TIMEOUT + SLACK
 
 
+def test_many_slow_connections_are_all_closed(agent: ServedAgent) -> None:
+    sockets = [connect(agent) for _ in range(40)]
+    try:
+        for sock in sockets:
+            sock.sendall(f"GET {CARD_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ".encode())
+        time.sleep(TIMEOUT + 0.5)
+        deadline = time.monotonic() + SLACK
+        for sock in sockets:
+            received, _ = drain(sock, max(0.1, deadline - time.monotonic()))
+            assert received.startswith(b"HTTP/1.1 408 "), received
+    finally:
+        for sock in sockets:
+            sock.close()
+    # The agent still serves.
+    assert httpx.get(agent.url + CARD_PATH, timeout=10).status_code == 200
+
+
 def test_a_connection_that_sends_nothing_is_closed(agent: ServedAgent) -> None:
     with connect(agent) as sock:
         received, elapsed = drain(sock, TIMEOUT + SLACK)

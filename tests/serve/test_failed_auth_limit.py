@@ -178,3 +178,14 @@ def test_the_limit_is_configurable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="failed_auth_per_minute must be a positive number"):
         load_config(path)
     assert load_config(write_config(tmp_path, "")).server.failed_auth_per_minute == 20
+
+
+def test_a_foreign_host_is_refused_before_authentication(agent: ServedAgent) -> None:
+    with client() as http:
+        for _ in range(LIMIT + 1):
+            foreign = get_task(
+                http, agent, [("X-API-Key", "wrong"), ("Host", "rebind.evil.example")]
+            )
+            assert foreign.status_code == 421  # not 401: authentication never ran
+        # ...and so none of them counted as a failed authentication.
+        assert get_task(http, agent, [("X-API-Key", "wrong")]).status_code == 401
