@@ -126,8 +126,10 @@ def test_default_hosts_follow_where_the_agent_listens() -> None:
     loopback = {"localhost", "127.0.0.1", "::1"}
     assert set(default_allowed_hosts("http://127.0.0.1:8000", "127.0.0.1")) == loopback
     assert set(default_allowed_hosts("http://[::1]:8000", "::1")) == loopback
+    # A proxy may name the address listened on: an address cannot be rebound.
     public = default_allowed_hosts("https://agents.example.net/a", "10.1.2.3")
-    assert public == ("agents.example.net",)
+    assert public == ("agents.example.net", "10.1.2.3")
+    assert default_allowed_hosts("http://10.1.2.3:80", "10.1.2.3") == ("10.1.2.3",)
     everywhere = default_allowed_hosts("https://agents.example.net", "0.0.0.0")
     assert set(everywhere) == {"agents.example.net", *loopback}
     # In process (no listener): the public URL's own host.

@@ -12,9 +12,9 @@ without their port and case-insensitively (``agents.example.net``,
 ``127.0.0.1``, ``[::1]``), ``*.example.net`` for any name below
 ``example.net``, or ``*`` to accept every host (behind a proxy that checks
 it).  Without the setting, :func:`default_allowed_hosts` allows the host of
-the agent's public URL, plus the loopback names (``localhost``,
-``127.0.0.1``, ``[::1]``) when the agent listens on loopback or on every
-address.  A request without ``Host``, or with two, is refused too.  We do not
+the agent's public URL and the address it listens on, plus the loopback
+names (``localhost``, ``127.0.0.1``, ``[::1]``) when the agent listens on
+loopback or on every address.  A request without ``Host``, or with two, is refused too.  We do not
 use Starlette's ``TrustedHostMiddleware``: it answers in plain text, reads
 only the first of two ``Host`` headers, and redirects to ``www.`` names.
 """
@@ -78,16 +78,20 @@ def check_patterns(patterns: Iterable[str]) -> str | None:
 
 
 def default_allowed_hosts(base_url: str, listen_host: str | None) -> tuple[str, ...]:
-    """The public URL's host, plus the loopback names when the agent listens on loopback.
+    """The public URL's host and the address listened on, plus loopback names on loopback.
 
     ``listen_host`` is where uvicorn listens (None for an agent served in
-    process: then the public URL's host decides).
+    process: then the public URL's host decides).  The address listened on
+    is allowed because a proxy in front may name it as ``Host``, and an
+    address cannot be rebound: rebinding needs a name its attacker controls.
     """
     public = host_name(urlsplit(base_url).netloc.rpartition("@")[2]) or ""
-    listen = public if listen_host is None else listen_host.strip("[]")
+    listen = public if listen_host is None else (host_name(listen_host) or "")
     hosts = [public] if public else []
-    if listen in WILDCARD_ADDRESSES or is_loopback(listen):
+    if listen in WILDCARD_ADDRESSES or listen_host in WILDCARD_ADDRESSES or is_loopback(listen):
         hosts += [h for h in LOOPBACK_HOSTS if h not in hosts]
+    elif listen and listen not in hosts:
+        hosts.append(listen)
     return tuple(hosts)
 
 
