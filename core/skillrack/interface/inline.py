@@ -38,6 +38,7 @@ from jsonschema import (  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
 
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
+from skillrack.interface.formats import bounded_checkers
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits, json_depth
 from skillrack.interface.patterns import check_pattern
 from skillrack.interface.pointers import escape, to_pointer
@@ -117,11 +118,9 @@ def _format_checker(validator_class: Any) -> Any:
     the draft names are asserted.
     """
     checker = FormatChecker(formats=())
-    checker.checkers = {
-        name: check
-        for name, check in validator_class.FORMAT_CHECKER.checkers.items()
-        if name in DEFINED_FORMATS
-    }
+    # Each under the size cap and the time budget, never raising
+    # (:mod:`skillrack.interface.formats`).
+    checker.checkers = bounded_checkers(validator_class.FORMAT_CHECKER.checkers, DEFINED_FORMATS)
     return checker
 
 

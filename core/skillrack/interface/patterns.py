@@ -13,7 +13,8 @@ whose matches take a timeout:
 - all the matches of one validation share ``BUDGET_SECONDS`` of matching
   time (``pattern_budget``; only the time spent matching counts, not the
   rest of the validation), so that many strings that each stay under the
-  first limit cannot add up to a long stall.
+  first limit cannot add up to a long stall.  ``format`` checkers are
+  charged to the same budget (``charged``, :mod:`skillrack.interface.formats`).
 
 A match that runs out of time raises :class:`PatternTimeLimit` and marks the
 budget as spent.  A timed-out match can never make an instance valid: the
@@ -104,6 +105,30 @@ def pattern_budget(seconds: float = BUDGET_SECONDS) -> Iterator[Budget]:
         yield budget
     finally:
         _budget.reset(token)
+
+
+@contextlib.contextmanager
+def charged() -> Iterator[bool]:
+    """Charge the time spent inside this block to the validation's budget, if any.
+
+    Yields False, and records a timeout, when the budget is already spent: the
+    caller then skips its work and reports "does not match", as a timed-out
+    match does.  For work that cannot be interrupted (``format`` checkers,
+    :mod:`skillrack.interface.formats`), which a size cap keeps short instead.
+    """
+    budget = _budget.get()
+    if budget is None:
+        yield True
+        return
+    if budget.remaining <= 0:
+        budget.timed_out = True
+        yield False
+        return
+    started = time.perf_counter()
+    try:
+        yield True
+    finally:
+        budget.remaining -= time.perf_counter() - started
 
 
 def search(pattern: str, string: str) -> bool:
