@@ -331,9 +331,10 @@ async def test_hook_authorize_invocation(tmp_path: Path) -> None:
     async with composed(Skills(), policy, HeaderKey(), tmp_path=tmp_path) as agent:
         async with agent.client(headers={"X-Hook-Key": "alice-key"}) as client:
             allowed = await client.invoke("whoami", {})
-        policy_saw = [(r.caller.identity, r.skill_id) for r in policy.seen]
+        policy_saw = [(r.scope, r.caller.identity, r.skill_id) for r in policy.seen]
     assert allowed.state == "TASK_STATE_COMPLETED"
-    assert policy_saw == [("alice", "whoami")]
+    # asked twice: may alice use the skill at all (before validation), then on the call
+    assert policy_saw == [("skill", "alice", "whoami"), ("invocation", "alice", "whoami")]
 
     class Bob(HeaderKey):
         @hookimpl

@@ -52,6 +52,13 @@ def authorize_invocation(request: AuthorizationRequest) -> Decision | None:
     with a veto rule: any deny wins, and without at least one allow the call
     is denied.  Implementations may be ``async``.  An implementation that
     raises counts as a deny.
+
+    Each call is decided twice (:mod:`skillrack.serve.security.authz`): first
+    with ``request.scope == "skill"`` (no operation, resources, constraints or
+    arguments yet; before validation, so a caller refused the skill learns no
+    field details), then with ``request.scope == "invocation"``.  At the skill
+    scope, deny only what no call of the skill by this caller could pass;
+    return ``None`` when the decision needs the details.
     """
 
 
@@ -87,10 +94,14 @@ def www_authenticate() -> str | None:
 def approve_invocation(request: AuthorizationRequest) -> Decision | None:
     """Approve or refuse an invocation that needs approval, before any side effect.
 
-    Called, after authorization allowed the call, for a skill whose authority
-    is ``execute`` or an operation declared ``may_require_approval``.  Return
-    ``Decision.allow()`` to approve, ``Decision.deny()`` to refuse (the task
-    ends ``TASK_STATE_REJECTED`` with ``authorization_failed``), or ``None`` to
-    leave it to an operator (``skillrack approvals grant|deny``).  Any refusal
-    wins.  May be ``async``.
+    Called, after authorization allowed the call, for every call of a skill
+    whose document says ``approval_may_be_required``, whose authority is
+    ``execute``, or whose chosen operation is declared ``may_require_approval``,
+    whatever its ``default_mode``.  Return ``Decision.allow()`` to approve,
+    ``Decision.deny()`` to refuse (the task ends ``TASK_STATE_REJECTED`` with
+    ``authorization_failed``), or ``None`` to leave it open: an operator then
+    decides (``skillrack approvals grant|deny``) when the skill's declarations
+    say the call needs approval (the chosen operation's flag, for a skill that
+    flags operations), else the call goes on.  Any refusal wins.  May be
+    ``async``.
     """

@@ -259,7 +259,18 @@ def test_policy_sees_operation_resources_and_constraints(base: str, registry: Re
     )
     denied = call(base, registry, "manage", {"operation": "delete"})
     assert error_of(denied)["code"] == "authorization_failed"
-    assert [r.operation for r in DenyForbidden.seen] == ["read", "delete"]
+    # each call is decided twice: the skill alone before validation, then the call itself
+    assert [(r.scope, r.operation) for r in DenyForbidden.seen] == [
+        ("skill", None),
+        ("invocation", "read"),
+        ("skill", None),
+        ("invocation", "delete"),
+    ]
+    assert all(
+        not r.resources and not r.constraints and r.arguments is None
+        for r in DenyForbidden.seen
+        if r.scope == "skill"
+    )
     call(base, registry, "evaluate_resource_condition", DRAFT_ARGS)
     last = DenyForbidden.seen[-1]
     assert last.resources == {"/resource_id": "network-resource-123"}

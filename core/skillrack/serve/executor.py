@@ -3,13 +3,15 @@
 Each call of :meth:`SkillExecutor.execute` is one turn of a task, and reads
 as the pipeline it runs::
 
-    parse -> check the invocation -> authorize -> approve -> (a slot) ->
+    parse -> select the skill -> may the caller use it? -> validate the arguments ->
+    authorize the call -> approve -> (a slot) ->
     run the handler -> validate records and result -> respond
 
 Parsing is :func:`~skillrack.protocol.messages.parse_request` on a new task
-and :func:`~skillrack.serve.replay.replay` on a follow-up; the invocation
-check is :func:`~skillrack.serve.invocation.check_invocation`; authorization
-asks every policy (:mod:`skillrack.serve.security.authz`); approval is
+and :func:`~skillrack.serve.replay.replay` on a follow-up; selection and
+validation are :mod:`skillrack.serve.invocation`; both authorization
+decisions (the skill before validation, the call after it) ask every policy
+(:mod:`skillrack.serve.security.authz`); approval is
 :mod:`skillrack.serve.security.approval_gate`; the handler runs with a
 :class:`~skillrack.serve.context.SkillContext` whose outputs are validated by
 :class:`~skillrack.serve.outputs.Outputs` and sent by
@@ -40,7 +42,7 @@ import math
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import pluggy
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -60,13 +62,19 @@ from skillrack.protocol.messages import (
 from skillrack.protocol.wire import data_part
 from skillrack.serve.artifacts import ArtifactPublisher
 from skillrack.serve.context import ANONYMOUS, Caller, Delegation, InputRequired, SkillContext
-from skillrack.serve.invocation import Invocation, check_invocation
+from skillrack.serve.invocation import (
+    Invocation,
+    check_invocation,
+    has_details,
+    select_skill,
+    skill_authorization_request,
+)
 from skillrack.serve.limiter import ConcurrencyLimiter, Slot
 from skillrack.serve.outputs import OutputLimits, Outputs, check_safe_numbers
 from skillrack.serve.replay import replay
 from skillrack.serve.security.approval_gate import seek_approval
 from skillrack.serve.security.approvals import ApprovalStore
-from skillrack.serve.security.authz import authorize
+from skillrack.serve.security.authz import authorize, authorize_skill
 
 logger = logging.getLogger(__name__)
 #: One line per finished task: ids, states, codes and sizes, never contents or credentials.
@@ -95,19 +103,35 @@ def final_state(code: ErrorCode, *, accepted: bool) -> TaskState:
 
 
 def describe_payloads(registry: Registry) -> dict[str, Part]:
-    """The ``describe_skill`` result Data Part of every advertised skill, built once."""
-    return {
-        skill.skill_id: data_part(
-            {
-                "skill": DESCRIBE_SKILL,
-                "result": {
-                    "interface_digest": skill.interface_digest,
-                    "interface": skill.interface.document,
-                },
-            }
-        )
-        for skill in registry
-    }
+    """The ``describe_skill`` result Data Part of every advertised skill, built once.
+
+    The draft: the response "MUST be the previously assembled and validated
+    document"; nothing is assembled per request.  A payload that cannot be
+    built (its document does not convert to a Data Part) is logged and left
+    out: the skill stays advertised, and ``describe_skill`` for it reports
+    ``interface_unavailable`` instead of stopping the whole agent.
+    """
+    payloads: dict[str, Part] = {}
+    for skill in registry:
+        try:
+            payloads[skill.skill_id] = data_part(
+                {
+                    "skill": DESCRIBE_SKILL,
+                    "result": {
+                        "interface_digest": skill.interface_digest,
+                        "interface": skill.interface.document,
+                    },
+                }
+            )
+        except Exception as exc:  # one skill's payload must not stop the agent
+            logger.error(
+                "the describe_skill payload of %s (plugin %s) could not be built (%s); "
+                "describe_skill reports interface_unavailable for it",
+                skill.skill_id,
+                skill.plugin,
+                type(exc).__name__,
+            )
+    return payloads
 
 
 def caller_of(context: RequestContext) -> Caller:
@@ -206,7 +230,7 @@ class SkillExecutor(AgentExecutor):
     # -- admission: a refusal here ends the task REJECTED ---------------------------------------
 
     async def _admit(self, turn: _Turn) -> tuple[Invocation, Slot] | None:
-        """parse -> check the invocation -> authorize -> approve -> a slot.
+        """parse -> select -> authorize the skill -> validate -> authorize the call -> approve.
 
         ``None`` when nothing is left to run on this turn: ``describe_skill``
         was answered, or the call waits for an operator's approval.
@@ -215,6 +239,14 @@ class SkillExecutor(AgentExecutor):
         if request.is_describe:
             await self._describe_skill(request, turn)
             return None
+        skill = select_skill(self.registry, request)
+        verdict = await authorize_skill(
+            self.manager,
+            skill_authorization_request(skill, turn.caller),
+            has_details=has_details(skill),
+        )
+        if not verdict.allowed:  # before validation: a refused caller learns no field details
+            self._refuse(skill.skill_id, verdict.opinions, turn, "the skill")
         invocation = check_invocation(self.registry, request, turn.caller, answers)
         await self._authorize(invocation, turn)
         if not await self._approve(invocation, turn):
@@ -245,8 +277,13 @@ class SkillExecutor(AgentExecutor):
 
     async def _describe_skill(self, request: SkillRequest, turn: _Turn) -> None:
         skill_id = request.arguments["skill_id"]
-        payload = self._describe.get(skill_id)  # one per advertised skill
+        payload = self._describe.get(skill_id)  # built once, at start-up
         if payload is None:
+            if self.registry.get(skill_id) is not None:  # advertised, but nothing to return
+                raise ConditionError(
+                    ErrorCode.INTERFACE_UNAVAILABLE,
+                    f"the interface of {skill_id!r} cannot currently be returned",
+                )
             raise ConditionError(
                 ErrorCode.SKILL_NOT_ADVERTISED,
                 f"skill {skill_id!r} is not advertised by this agent",
@@ -257,17 +294,22 @@ class SkillExecutor(AgentExecutor):
     async def _authorize(self, invocation: Invocation, turn: _Turn) -> None:
         verdict = await authorize(self.manager, invocation.request)
         if not verdict.allowed:
-            skill_id = invocation.skill.skill_id
-            logger.info(
-                "task %s: %s denied by policy: %s",
-                turn.task_id,
-                skill_id,
-                [(name, d.reason if d else None) for name, d in verdict.opinions],
-            )
-            raise ConditionError(
-                ErrorCode.AUTHORIZATION_FAILED,
-                f"the caller is not authorized to invoke {skill_id!r}",
-            )
+            self._refuse(invocation.skill.skill_id, verdict.opinions, turn, "the call")
+
+    @staticmethod
+    def _refuse(skill_id: str, opinions: Any, turn: _Turn, what: str) -> NoReturn:
+        """``authorization_failed``; the policies' reasons go to the log only."""
+        logger.info(
+            "task %s: %s of %s denied by policy: %s",
+            turn.task_id,
+            what,
+            skill_id,
+            [(name, d.reason if d else None) for name, d in opinions],
+        )
+        raise ConditionError(
+            ErrorCode.AUTHORIZATION_FAILED,
+            f"the caller is not authorized to invoke {skill_id!r}",
+        )
 
     async def _approve(self, invocation: Invocation, turn: _Turn) -> bool:
         """True when the call may go on; False when it waits for an operator."""

@@ -1,10 +1,13 @@
 """The invocation check, and the one description of a call that policies decide on.
 
-The draft checks a domain-skill request in a fixed order before anything
-decides on it: the skill is advertised; ``skill_version`` and
-``interface_digest`` name its active document (``interface_mismatch`` before
-anything looks at ``arguments``); ``arguments`` validate against
-``input_schema``.  :func:`check_invocation` does that and returns an
+A domain-skill request is checked in a fixed order: the skill is advertised
+and ``skill_version`` and ``interface_digest`` name its active document
+(:func:`select_skill`; ``interface_mismatch`` before anything looks at
+``arguments``); then the executor asks whether this caller may invoke the
+skill at all (:func:`skill_authorization_request`, see
+:mod:`skillrack.serve.security.authz`), so that validation details reach only
+callers allowed the skill; then ``arguments`` validate against
+``input_schema`` (:func:`check_invocation`), which returns an
 :class:`Invocation`, whose :class:`~skillrack.serve.security.authz.AuthorizationRequest`
 (built here, and only here) is what both authorization policies
 (``authorize_invocation``) and approvers (``approve_invocation``) see, so the
@@ -21,7 +24,7 @@ from skillrack.errors import ConditionError, ErrorCode
 from skillrack.host.registry import RegisteredSkill, Registry
 from skillrack.protocol.messages import SkillRequest
 from skillrack.serve.context import Caller
-from skillrack.serve.security.authz import AuthorizationRequest, pick
+from skillrack.serve.security.authz import SKILL_SCOPE, AuthorizationRequest, pick
 
 
 @dataclass(frozen=True)
@@ -47,10 +50,8 @@ class Invocation:
         return self.request.caller
 
 
-def check_invocation(
-    registry: Registry, request: SkillRequest, caller: Caller, answers: Sequence[Any] = ()
-) -> Invocation:
-    """The checked invocation, or the condition that refuses it (the task is then REJECTED)."""
+def select_skill(registry: Registry, request: SkillRequest) -> RegisteredSkill:
+    """The advertised skill whose active document the request names, or the refusing condition."""
     skill = registry.get(request.skill)
     if skill is None:
         raise ConditionError(
@@ -66,6 +67,14 @@ def check_invocation(
             f"skill {skill.skill_id!r} is active at version {skill.skill.version} with "
             f"interface digest {skill.interface_digest}; retrieve it again with describe_skill",
         )
+    return skill
+
+
+def check_invocation(
+    registry: Registry, request: SkillRequest, caller: Caller, answers: Sequence[Any] = ()
+) -> Invocation:
+    """The checked invocation, or the condition that refuses it (the task is then REJECTED)."""
+    skill = select_skill(registry, request)
     details = skill.interface.input.validate(
         request.arguments, sensitive=tuple(skill.skill.sensitive)
     )
@@ -76,6 +85,25 @@ def check_invocation(
             details,
         )
     return Invocation(skill, authorization_request(skill, request.arguments, caller), answers)
+
+
+def skill_authorization_request(skill: RegisteredSkill, caller: Caller) -> AuthorizationRequest:
+    """What a policy sees before validation: the caller and the skill, no details yet."""
+    declared = skill.skill
+    return AuthorizationRequest(
+        caller=caller,
+        skill_id=declared.id,
+        skill_version=declared.version,
+        plugin=skill.plugin,
+        authority=dict(skill.interface.document["authority"]),
+        scope=SKILL_SCOPE,
+    )
+
+
+def has_details(skill: RegisteredSkill) -> bool:
+    """Whether the skill declares operations, resources or constraints policies decide on."""
+    declared = skill.skill
+    return bool(declared.operations or declared.resources or declared.constraints)
 
 
 def authorization_request(

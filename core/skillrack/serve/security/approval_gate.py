@@ -1,14 +1,29 @@
 """The approval step: after authorization allowed a call, before its handler runs.
 
-A call needs approval when its skill's authority is ``execute`` or, for a
-multi-operation skill, when the chosen operation is declared
-``may_require_approval``.  Approvers are asked first (the
-``approve_invocation`` hook, reduced like authorization: any refusal
-refuses, an approval approves, no opinion leaves it open); an open call is
-written to the :class:`~skillrack.serve.security.approvals.ApprovalStore` and
-waits for an operator (``skillrack approvals grant|deny``).  The step runs on
-every turn of the task, so a decision made while the task waited is seen,
-and nothing is cached across tasks: an approval is bound to one task.
+The draft: "In every mode, the agent MUST perform the runtime authorization
+and approval checks", and it "MUST still authorize the selected operation and
+enforce its applicable approval policy for every request".  So the step does
+not depend on the advertised ``default_mode``; two questions are asked:
+
+* **Approvers** (the ``approve_invocation`` hook) are asked on every call of a
+  skill to which approval may apply (:func:`approval_applies`): its document
+  says ``approval_may_be_required``, or its authority is ``execute``, or the
+  chosen operation is declared ``may_require_approval``; whatever the mode
+  (``observe_only``, ``recommend_only``, ``execute``).  Their opinions are
+  reduced like authorization: any refusal refuses (``authorization_failed``,
+  the task ends ``TASK_STATE_REJECTED``), an approval approves, no opinion
+  leaves it open.
+* **An operator** decides an open call when the skill's declarations say the
+  call needs one (:func:`needs_approval`): for a multi-operation skill that
+  flags operations, the chosen operation's ``may_require_approval`` (the
+  precise declaration: a read beside a flagged delete does not wait); for any
+  other skill, ``approval_may_be_required`` or an ``execute`` authority.  The
+  call is written to the :class:`~skillrack.serve.security.approvals.ApprovalStore`
+  and waits (``skillrack approvals grant|deny``).
+
+The step runs on every turn of the task, so a decision made while the task
+waited is seen, and nothing is cached across tasks: an approval is bound to
+one task.
 """
 
 from __future__ import annotations
@@ -22,13 +37,34 @@ from skillrack.serve.security.approvals import DENIED, GRANTED, Approval, Approv
 from skillrack.serve.security.authz import authorize
 
 
-def needs_approval(skill: RegisteredSkill, operation: str | None) -> bool:
-    """Execute-mode skills, or the operations of a multi-operation skill declared so."""
+def approval_applies(skill: RegisteredSkill, operation: str | None) -> bool:
+    """Whether approvers are asked: approval may apply to this call, whatever the mode."""
     declared = skill.skill
-    if declared.operations:
-        chosen = next((op for op in declared.operations if op.name == operation), None)
-        return chosen is not None and chosen.may_require_approval
-    return declared.authority.default_mode == "execute"
+    authority = declared.authority
+    return (
+        authority.approval_may_be_required
+        or authority.default_mode == "execute"
+        or _flagged(skill, operation)
+    )
+
+
+def needs_approval(skill: RegisteredSkill, operation: str | None) -> bool:
+    """Whether a call no approver decided waits for an operator.
+
+    A multi-operation skill that flags operations says precisely which ones
+    need approval; any other skill says it as a whole
+    (``approval_may_be_required``, or an ``execute`` authority).
+    """
+    declared = skill.skill
+    if any(op.may_require_approval for op in declared.operations):
+        return _flagged(skill, operation)
+    authority = declared.authority
+    return authority.approval_may_be_required or authority.default_mode == "execute"
+
+
+def _flagged(skill: RegisteredSkill, operation: str | None) -> bool:
+    chosen = next((op for op in skill.skill.operations if op.name == operation), None)
+    return chosen is not None and chosen.may_require_approval
 
 
 async def seek_approval(
@@ -43,12 +79,12 @@ async def seek_approval(
     so does a call that needs an operator on an agent without an approval
     store.
     """
-    if not needs_approval(invocation.skill, invocation.operation):
+    if not approval_applies(invocation.skill, invocation.operation):
         return None
     verdict = await authorize(manager, invocation.request, hook="approve_invocation")
     if verdict.denied:
         raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
-    if verdict.allowed:
+    if verdict.allowed or not needs_approval(invocation.skill, invocation.operation):
         return None
     request = invocation.request
     if store is None:

@@ -10,6 +10,23 @@ the last-registered plugin, so an allow from one plugin would silence a deny
 from another, and with async implementations it stops at the first coroutine.
 Instead every implementation is called (and awaited), and the host reduces:
 any deny wins; no allow means deny.
+
+Two decisions, in this order (the draft: "Diagnostic details MUST NOT
+disclose ... information that the caller is not authorized to receive"):
+
+1. **May this caller invoke this skill at all** (:func:`authorize_skill`),
+   before the arguments are validated, so that a caller refused the skill
+   learns ``authorization_failed`` and never, field by field, what its
+   arguments must look like.  Policies get a request with ``scope ==
+   "skill"``: no operation, resources, constraints or arguments yet.  A policy
+   that needs those to decide must not deny it (return ``None``).  The host
+   denies at this stage only when the answer cannot change with the details:
+   every policy that gave an opinion denied, or nobody gave one and the skill
+   declares no operations, resources or constraints (its full request would
+   be the same).  Anything else goes on to validation.
+2. **The call itself** (:func:`authorize`, ``scope == "invocation"``), after
+   validation, on the operation, resources and constraints taken from the
+   validated arguments, with the veto rule above.
 """
 
 from __future__ import annotations
@@ -17,7 +34,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import pluggy
 
@@ -26,6 +43,11 @@ from skillrack.interface.pointers import MISSING, find
 from skillrack.serve.context import Caller
 
 logger = logging.getLogger(__name__)
+
+#: ``AuthorizationRequest.scope`` of the first decision: the skill only, before validation.
+SKILL_SCOPE: Final = "skill"
+#: ``AuthorizationRequest.scope`` of the decision on the validated call.
+INVOCATION_SCOPE: Final = "invocation"
 
 
 @dataclass(frozen=True)
@@ -57,6 +79,8 @@ class AuthorizationRequest:
     resources: Mapping[str, Any] = field(default_factory=dict)
     constraints: Mapping[str, Any] = field(default_factory=dict)
     arguments: Any = None
+    #: ``"skill"`` (may this caller invoke the skill at all; no details yet) or ``"invocation"``.
+    scope: str = INVOCATION_SCOPE
 
 
 @dataclass(frozen=True)
@@ -102,3 +126,20 @@ async def authorize(
     decided = [d for _, d in opinions if d is not None]
     allowed = bool(decided) and all(d.allowed for d in decided)
     return Verdict(allowed, tuple(opinions), denied=any(not d.allowed for d in decided))
+
+
+async def authorize_skill(
+    manager: pluggy.PluginManager, request: AuthorizationRequest, *, has_details: bool
+) -> Verdict:
+    """The skill-level decision, before validation (see the module docstring).
+
+    ``request`` has ``scope == "skill"``; ``has_details`` says whether the
+    skill declares operations, resources or constraints that the later
+    decision will see.  The verdict's ``allowed`` is False only when the call
+    must be refused now: every opinion given was a deny, or no opinion was
+    given and there are no details to wait for.
+    """
+    verdict = await authorize(manager, request)
+    decided = [d for _, d in verdict.opinions if d is not None]
+    refused = all(not d.allowed for d in decided) if decided else not has_details
+    return Verdict(not refused, verdict.opinions, denied=verdict.denied)
