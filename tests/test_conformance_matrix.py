@@ -19,11 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from helpers.builders import DATA
 
 ROOT = Path(__file__).resolve().parents[1]
 MATRIX = ROOT / "docs" / "conformance.md"
-DRAFT = DATA / "schema-interfaces-draft.txt"
+DRAFT = ROOT / "tests" / "helpers" / "data" / "schema-interfaces-draft.txt"
 SHARED_DRAFT = ROOT.parent / "shared/spec/schema-interfaces-draft.txt"
 
 #: BCP 14 key words that make a sentence a requirement (MAY and OPTIONAL
