@@ -24,6 +24,7 @@ builtin in parentheses is a second base)::
       x SchemaFileTooLarge (ValueError)       interface.declare
       x PointerError (LookupError)            interface.pointers
       x PatternTimeLimit                      interface.patterns
+      x EcmaPatternError (ValueError)         interface.ecma_regex
       x RetrievalRefused                      interface.schemawalk
       x InterfaceSchemaIntegrityError         interface.standard_schema
       x UnsafeNumber (ValueError)             protocol.wire
@@ -48,7 +49,8 @@ What each one means, in one line:
   not start; the message names the plugin, skill or option.
 * ``CanonicalizationError`` … ``InterfaceSchemaIntegrityError``: a value,
   Version String, Schema Reference or pointer that breaks the draft's rules; a
-  schema file too large to read; a pattern match out of time; a ``$ref`` that
+  schema file too large to read; a pattern match out of time; a pattern that
+  is not ECMA-262 (or not one skillrack can match faithfully); a ``$ref`` that
   would leave the document; the pinned standard schema altered.
 * ``UnsafeNumber``, ``CardSignatureError``: an integer A2A would round; an Agent
   Card signature that does not verify.

@@ -29,9 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from rfc3986_validator import validate_rfc3986  # type: ignore[import-untyped, unused-ignore]
-
 from skillrack.interface.patterns import charged
+from skillrack.interface.rfc_formats import EXACT_CHECKERS, is_uri, is_uri_reference
 
 #: The longest string a ``format`` is checked on; a longer one does not match.
 MAX_FORMAT_CHARS: Final = 8192
@@ -72,18 +71,23 @@ def is_iri(instance: object) -> bool:
     if not isinstance(instance, str):
         return True
     uri = _as_uri(instance)
-    return uri is not None and bool(validate_rfc3986(uri, rule="URI"))
+    return uri is not None and is_uri(uri)
 
 
 def is_iri_reference(instance: object) -> bool:
     if not isinstance(instance, str):
         return True
     uri = _as_uri(instance)
-    return uri is not None and bool(validate_rfc3986(uri, rule="URI_reference"))
+    return uri is not None and is_uri_reference(uri)
 
 
-#: Checkers skillrack supplies in place of jsonschema's.
-_REPLACED: Final[Mapping[str, Checker]] = {"iri": is_iri, "iri-reference": is_iri_reference}
+#: Checkers skillrack supplies in place of jsonschema's: the exact RFC grammars
+#: (:mod:`skillrack.interface.rfc_formats`), and the IRIs mapped onto them.
+_REPLACED: Final[Mapping[str, Checker]] = {
+    **EXACT_CHECKERS,
+    "iri": is_iri,
+    "iri-reference": is_iri_reference,
+}
 
 
 def bounded(check: Checker) -> Callable[[object], bool]:

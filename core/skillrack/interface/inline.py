@@ -127,9 +127,9 @@ def _format_checker(validator_class: Any) -> Any:
 def _check_patterns(locations: list[Location]) -> None:
     """Every pattern compiles for matching, and none is matched where no time limit applies.
 
-    The meta-schema's ``regex`` format has already read each pattern with
-    Python's ``re``; matching uses the ``regex`` package, under a time limit
-    (``skillrack.interface.patterns``), so a pattern must compile there too.  jsonschema
+    The meta-schema's ``regex`` format has already read each pattern as
+    ECMA-262; matching uses the ``regex`` package, under a time limit
+    (``skillrack.interface.patterns``), so its rewrite must compile there too.  jsonschema
     evaluates ``unevaluatedProperties`` by matching ``patternProperties`` with
     ``re`` itself, out of reach of that limit, so a schema that has both is
     refused rather than left open to a pattern that never finishes.
@@ -183,11 +183,19 @@ def _check_meta_schema(validator_class: Any, schema: Any, dialect: str) -> None:
     error = best_match(meta.iter_errors(schema))
     if error is not None:
         text = str(error.message)
+        pointer = to_pointer(error.absolute_path)
+        if error.validator == "format" and error.validator_value == "regex":
+            # Say why the pattern is refused (ECMA-262 syntax, position) and, for a
+            # ``patternProperties`` name, point at that name rather than its object.
+            why = check_pattern(error.instance) or "too long to check"
+            text = f"{error.instance!r} is not an ECMA-262 regular expression: {why}"
+            if "propertyNames" in error.absolute_schema_path:
+                pointer = f"{pointer}/{escape(error.instance)}"
         if len(text) > 200:
             text = text[:197] + "..."
         raise refuse(
             "meta_schema",
-            to_pointer(error.absolute_path),
+            pointer,
             f"the schema is not valid against the {dialect} meta-schema: {text}",
         )
 

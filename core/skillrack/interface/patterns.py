@@ -25,9 +25,11 @@ draft's ``input_invalid`` / ``output_invalid``, with a pointer to the string
 where it is known).  Legitimate patterns on legitimate strings take
 microseconds.
 
-``pattern`` in JSON Schema means ECMA-262 syntax; like jsonschema, skillrack
-reads patterns with Python's syntax, which agrees on the constructs domain
-schemas use (classes, anchors, groups, quantifiers, alternation).
+``pattern`` in JSON Schema means an ECMA-262 regular expression, and so it
+does here: each pattern is rewritten into a ``regex`` pattern with the same
+meaning (:mod:`skillrack.interface.ecma_regex`) before it is compiled, so
+``$`` is the end of the string, ``\\d`` is ``[0-9]`` and ``.`` stops at every
+line terminator, as JavaScript's ``RegExp`` with the ``u`` flag has it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from typing import Any, Final
 import regex
 
 from skillrack.errors import SkillrackError
+from skillrack.interface.ecma_regex import translate
 
 #: The longest a single match may run.
 MATCH_SECONDS: Final = 0.05
@@ -75,8 +78,13 @@ class PatternTimeLimit(SkillrackError):
 
 @functools.lru_cache(maxsize=2048)
 def compiled(pattern: str) -> Any:
-    """``pattern`` compiled once (raises ``regex.error`` when it is not a valid pattern)."""
-    return regex.compile(pattern)
+    """ECMA-262 ``pattern`` rewritten for ``regex`` and compiled, once.
+
+    Raises :class:`~skillrack.interface.ecma_regex.EcmaPatternError` when it is
+    not an ECMA-262 pattern skillrack can match faithfully, and ``regex.error``
+    when ``regex`` cannot compile the rewrite (a repeat count beyond its limits).
+    """
+    return regex.compile(translate(pattern))
 
 
 def check_pattern(pattern: str) -> str | None:
@@ -132,7 +140,7 @@ def charged() -> Iterator[bool]:
 
 
 def search(pattern: str, string: str) -> bool:
-    """``re.search(pattern, string) is not None``, within the time limits.
+    """``new RegExp(pattern, "u").test(string)``, within the time limits.
 
     Raises :class:`PatternTimeLimit` when the match (or the validation's
     budget) runs out of time, and records that in the budget.

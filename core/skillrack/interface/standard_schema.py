@@ -17,10 +17,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import FormatChecker
 
 from skillrack.errors import SkillrackError
 from skillrack.interface.canonical import CanonicalizationError, digest_of, loads_strict
+from skillrack.interface.rfc_formats import EXACT_CHECKERS
+from skillrack.interface.validation import BoundedValidator
 
 FILE_NAME = "skill-interface-v1.json"
 PINNED_DIGEST = "sha256:6e0e8b989cd320782d784f63a9e8db745e39234b8935e3f4e1b6d6fa25be9b07"
@@ -68,7 +70,16 @@ def skill_interface_schema() -> dict[str, Any]:
 
 
 @functools.cache
-def document_validator() -> Draft202012Validator:
-    """A compiled validator for Skill Interface Documents, with formats asserted."""
+def document_validator() -> Any:
+    """A compiled validator for Skill Interface Documents, with formats asserted.
+
+    Its ``pattern`` keywords mean ECMA-262 and its formats follow their RFCs,
+    as for every domain schema: read with Python's ``re``, the Version String
+    pattern ``^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$`` accepted
+    ``skill_version: "1.0\\n"`` (``$`` matches before a final newline).
+    """
     schema = skill_interface_schema()
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    checker = FormatChecker(formats=())
+    for name, check in EXACT_CHECKERS.items():
+        checker.checks(name)(check)
+    return BoundedValidator(schema, format_checker=checker)
