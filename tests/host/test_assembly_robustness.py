@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from skillrack import DomainSchema
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
 from skillrack.interface.limits import Limits
-from skillrack.testing.serve import CARD_PATH, subprocess_agent
+from skillrack.testing.serve import CARD_PATH, start_agent
 
 HOSTILE_MODULE = """
 from skillrack import DomainSchema, Skill, hookimpl
@@ -112,10 +111,8 @@ def run_cli(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_plugins_lists_the_good_skills_and_names_every_refusal(tmp_path: Path) -> None:
     site = hostile_site(tmp_path)
     fake_distribution(site, "acme-ping", "acme_ping", PLUGIN_MODULE)
-    started = time.monotonic()
     completed = run_cli(site, "plugins", "--json")
     assert completed.returncode == 0, completed.stderr
-    assert time.monotonic() - started < 60
     listing = json.loads(completed.stdout)
     skills = {p["name"]: [s["skill_id"] for s in p["skills"]] for p in listing["plugins"]}
     assert skills == {"acme-ping": ["ping"], "acme-hostile": ["fine"]}
@@ -134,8 +131,14 @@ def test_serve_keeps_working_beside_hostile_plugins(tmp_path: Path) -> None:
     hostile_site(site)
     fake_distribution(site, "acme-ping", "acme_ping", PLUGIN_MODULE)
     env = {"PYTHONPATH": pythonpath(site)}
-    with subprocess_agent(tmp_path / "work", plugins="acme-ping,acme-hostile", env=env) as agent:
+    # A generous start-up wait: two plugins and a loaded test machine.
+    agent = start_agent(tmp_path / "work", plugins="acme-ping,acme-hostile", env=env)
+    try:
+        agent.wait_ready(timeout=120)
         card = httpx.get(agent.url + CARD_PATH, timeout=10).json()
+        assert "REFUSED acme_hostile: skill 'bad_tags'" in agent.output()
+    finally:
+        agent.stop()
     assert {s["id"] for s in card["skills"]} == {"describe_skill", "ping", "fine"}
 
 
