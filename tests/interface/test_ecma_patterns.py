@@ -18,12 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.agent_harness import running_agent
+from helpers.agent_skills import AllowAll
+from helpers.builders import SkillsPlugin, registry_of, simple_skill
 
 from skillrack.errors import ErrorCode
 from skillrack.interface import patterns
 from skillrack.interface.ecma_regex import EcmaPatternError, translate
 from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
 from skillrack.interface.schemaerror import InlineSchemaError
+from skillrack.testing.serve import error_of, invoke, skill_request
 
 NODE = shutil.which("node")
 SCRIPT = Path(__file__).resolve().parents[1] / "helpers" / "ecma_regexp.js"
@@ -279,3 +283,42 @@ def test_validation_uses_ecma_meaning() -> None:
     [detail] = compiled.validate({"port": "80\n"})
     assert (detail.instance_path, detail.keyword) == ("/port", "pattern")
     assert not compiled.is_valid({"port": "\u0668\u0660"})
+
+
+def test_a_served_skill_refuses_what_ecma_refuses_over_http() -> None:
+    """Over HTTP: ``"80\\n"``, Arabic-Indic digits and a non-ECMA date-time are input_invalid."""
+    skill = simple_skill(
+        "ecma_port",
+        input_schema={
+            "type": "object",
+            "properties": {
+                "port": {"type": "string", "pattern": "^[0-9]+$"},
+                "when": {"type": "string", "format": "date-time"},
+            },
+        },
+    )
+    registry = registry_of([("vendor", SkillsPlugin(skill)), ("allow", AllowAll())])
+    registered = registry.get("ecma_port")
+    assert registered is not None
+
+    def call(base: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        request = skill_request(
+            "ecma_port", arguments, registered.skill.version, registered.interface_digest
+        )
+        task: dict[str, Any] = invoke(base, request)
+        return task
+
+    with running_agent(registry) as base:
+        assert call(base, {"port": "80", "when": "2024-01-01T00:00:00Z"})["status"]["state"] == (
+            "TASK_STATE_COMPLETED"
+        )
+        for arguments, pointer in [
+            ({"port": "80\n"}, "/port"),
+            ({"port": "\u0668\u0660"}, "/port"),
+            ({"when": "2024-01-01T00:00:00Z\n"}, "/when"),
+        ]:
+            task = call(base, arguments)
+            assert task["status"]["state"] == "TASK_STATE_REJECTED"
+            error = error_of(task)
+            assert error["code"] == "input_invalid"
+            assert [d["instance_path"] for d in error["details"]] == [pointer]
