@@ -232,6 +232,7 @@ def assert_refused_too_deep(response: httpx.Response, binding: str) -> None:
     assert info["metadata"]["code"] == "resource_limit_exceeded"
     assert info["metadata"]["pointer"].endswith("/message/parts/0/data")
     assert "Traceback" not in response.text and "protobuf" not in response.text
+    assert str(DATA_PART_DEPTH) not in body["error"]["message"]  # thresholds are not disclosed
 
 
 # The derivation, checked against protobuf itself -------------------------------------------------

@@ -53,9 +53,7 @@ LEVELS_PER_JSON_LEVEL = 3
 DATA_PART_DEPTH = (PROTOBUF_MAX_DEPTH - DATA_PART_VALUE_LEVEL) // LEVELS_PER_JSON_LEVEL
 
 #: What a sender is told when a value nests deeper than a Data Part carries.
-TOO_DEEP = (
-    f"the value nests more than {DATA_PART_DEPTH} levels deep, more than an A2A Data Part carries"
-)
+TOO_DEEP = "the value nests more deeply than an A2A Data Part carries"
 
 
 class UnsafeNumber(SkillrackError, ValueError):

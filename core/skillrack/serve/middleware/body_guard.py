@@ -91,8 +91,8 @@ class BodyGuard:
                 await self._too_large(
                     scope,
                     send,
-                    f"the value at {deep} nests more than {self.max_data_depth} levels deep, "
-                    "more than an A2A Data Part carries; flatten it",
+                    f"the value at {deep} nests more deeply than an A2A Data Part carries; "
+                    "flatten it",
                     pointer=deep,
                 )
                 return
