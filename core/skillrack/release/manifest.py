@@ -22,12 +22,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Final
 
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
 
 from skillrack.errors import SkillrackError
 from skillrack.interface.canonical import CanonicalizationError, loads_strict
 from skillrack.interface.pointers import to_pointer
+from skillrack.interface.validation import BoundedValidator
 from skillrack.interface.versions import INTERFACE_VERSION
 
 MANIFEST_NAME: Final = "manifest.json"
@@ -107,7 +107,9 @@ def manifest_file(path: Path) -> Path:
 
 def check_manifest(value: Any) -> None:
     """Raise :class:`ManifestError` unless ``value`` is a well-formed manifest."""
-    error = best_match(Draft202012Validator(MANIFEST_SCHEMA).iter_errors(value))
+    # ECMA-262 patterns (BoundedValidator), as for every schema: read with Python's
+    # ``re``, ``$`` matched before a final newline and ``skill_version: "1.0\n"`` passed.
+    error = best_match(BoundedValidator(MANIFEST_SCHEMA).iter_errors(value))
     if error is not None:
         pointer = to_pointer(error.absolute_path)
         raise ManifestError(f"not a bundle manifest: {error.message}", pointer)
