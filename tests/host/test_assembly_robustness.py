@@ -164,6 +164,15 @@ def refusal_of(registry: Registry, skill_id: str) -> tuple[str, str, str]:
         pytest.param({"name": None}, "declaration_type", "/name", id="name-none"),
         pytest.param({"description": 3}, "declaration_type", "/description", id="description"),
         pytest.param({"metadata": []}, "declaration_type", "/metadata", id="metadata-list"),
+        pytest.param(
+            {"examples_path": "pkg/examples"},
+            "declaration_type",
+            "/examples_path",
+            id="examples-path-a-string",
+        ),
+        pytest.param(
+            {"operations": ["read"]}, "declaration_type", "/operations/0", id="operation-a-str"
+        ),
         pytest.param({"id": 5}, "skill_id", "/skill_id", id="id-int"),
         pytest.param({"version": 1.0}, "skill_version", "/skill_version", id="version-float"),
         pytest.param(

@@ -236,6 +236,13 @@ def _check_types(skill: Skill) -> None:
             )
     if not isinstance(skill.metadata, Mapping):
         raise _invalid("declaration_type", "/metadata", "metadata must be a mapping")
+    where = skill.examples_path
+    if where is not None and not (_strings(where) and len(where) == 2):
+        raise _invalid(
+            "declaration_type",
+            "/examples_path",
+            "examples_path must be None or a (package, directory) pair of strings",
+        )
     interaction, authority = skill.interaction, skill.authority
     if not isinstance(interaction, Interaction) or not _strings(
         interaction.supported_response_modes
