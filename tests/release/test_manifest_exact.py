@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from skillrack.release.compat import family_of, uri_version
 from skillrack.release.manifest import MANIFEST_VERSION, ManifestError, check_manifest
 
 DIGEST = "sha256:" + "a" * 64
@@ -50,3 +51,9 @@ def test_a_trailing_newline_is_refused_where_it_sits(pointer: str, value: str) -
     with pytest.raises(ManifestError) as caught:
         check_manifest(manifest)
     assert caught.value.pointer == pointer
+
+
+def test_a_schema_uri_ending_in_a_newline_names_no_version() -> None:
+    assert uri_version("urn:acme:thing:1.2") == "1.2"
+    assert uri_version("urn:acme:thing:1.2\n") is None
+    assert family_of("urn:acme:thing:1.2\n") == "urn:acme:thing:1.2\n"

@@ -27,8 +27,9 @@ from typing import Any, TypeGuard
 
 from skillrack.interface.pointers import PointerError, escape, resolve
 
-#: ``...:1.0``, ``.../v2.3``: a version as the last segment of a schema URI.
-_VERSION_TAIL = re.compile(r"(?<=[:/_-])v?((?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*))$")
+#: ``...:1.0``, ``.../v2.3``: a version as the last segment of a schema URI (``\Z``, not
+#: ``$``, which would also end before a final newline).
+_VERSION_TAIL = re.compile(r"(?<=[:/_-])v?((?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*))\Z")
 
 _LOWER_BOUNDS = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
 _UPPER_BOUNDS = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
