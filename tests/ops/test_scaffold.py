@@ -187,6 +187,11 @@ def test_names_are_checked() -> None:
         names_for("acme skills")
     with pytest.raises(ScaffoldError, match="cannot be the skill id"):
         names_for("acme", skill="Check-Reach")
+    # Matched whole: "$" alone would also end before a final newline.
+    with pytest.raises(ScaffoldError, match="not a distribution name"):
+        names_for("acme\n")
+    with pytest.raises(ScaffoldError, match="cannot be the skill id"):
+        names_for("acme", skill="probe_path\n")
     names = names_for("Acme.Net-Skills", skill="probe_path")
     assert (names.package, names.skill_dashed, names.SKILL) == (
         "acme_net_skills",

@@ -82,12 +82,12 @@ def source_checkout() -> Path | None:
 
 
 def names_for(dist: str, skill: str = DEFAULT_SKILL, skillrack_path: str | None = None) -> Names:
-    if not _DIST.match(dist):
+    if not _DIST.fullmatch(dist):
         raise ScaffoldError(
             f"{dist!r} is not a distribution name: letters and digits, separated by single "
             "'-', '_' or '.', starting with a letter (e.g. acme-skills)"
         )
-    if not _SKILL.match(skill) or skill == "describe_skill":
+    if not _SKILL.fullmatch(skill) or skill == "describe_skill":
         raise ScaffoldError(
             f"{skill!r} cannot be the skill id: lower-case words joined by '_' "
             "(e.g. check_reachability), and not describe_skill"
