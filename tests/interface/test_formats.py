@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from skillrack.errors import ErrorCode
+from skillrack.interface.canonical import is_digest
 from skillrack.interface.document import InterfaceError, verify_document
 from skillrack.interface.inline import DEFINED_FORMATS, DRAFT_2020_12, compile_inline_schema
 from skillrack.interface.rfc_formats import EXACT_CHECKERS
+from skillrack.interface.versions import is_version
 
 CORPORA: dict[str, tuple[list[str], list[str]]] = {
     "date-time": (
@@ -125,3 +127,10 @@ def test_every_version_string_digest_and_uri_in_a_document_is_fully_matched(
     assert caught.value.code == ErrorCode.INTERFACE_INVALID
     assert caught.value.pointer == pointer
     verify_document(draft_document)  # the document as published still passes
+
+
+def test_version_strings_and_digests_are_matched_whole_in_code_too() -> None:
+    digest = "sha256:" + "0" * 64
+    assert is_version("1.0") and is_digest(digest)
+    assert not any(is_version(v) for v in ("1.0\n", "1.0\r\n", "\n1.0", "1.0 "))
+    assert not any(is_digest(d) for d in (digest + "\n", "\n" + digest, digest + "\r"))
