@@ -1,0 +1,160 @@
+"""Composition validates the transferred instance before delegating (issue 14, item 6).
+
+The draft: "The orchestrating system or delegating agent MUST validate the
+transferred instance mechanically against the downstream input schema before
+delegation", and "Direct composition MUST require the Schema Reference for
+the transferred upstream output payload and the Schema Reference accepted for
+the corresponding downstream input to have the same schema_uri, version,
+dialect, and digest".  A real agent on 127.0.0.1 counts what reaches it: a
+refused composition sends no domain request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from helpers.agent_harness import running_agent
+from helpers.agent_skills import AllowAll
+from helpers.builders import SkillsPlugin, registry_of, simple_skill
+from helpers.tamper import Tamper
+from starlette.types import ASGIApp
+
+from skillrack import DomainSchema
+from skillrack.client.composition import HopLog, compose
+from skillrack.client.skill_client import SkillClient
+from skillrack.errors import ClientCode, SkillCallError
+
+MEASUREMENT = DomainSchema.inline(
+    {
+        "type": "object",
+        "required": ["metric", "value"],
+        "properties": {"metric": {"type": "string"}, "value": {"type": "number", "minimum": 0}},
+        "additionalProperties": False,
+    },
+    schema_uri="urn:test:measurement:1.0",
+    version="1.0",
+)
+
+
+async def _measure(arguments: Any, context: Any) -> Any:
+    return {"metric": "utilization", "value": 42}
+
+
+async def _judge(arguments: Any, context: Any) -> Any:
+    return {"high": arguments["value"] > 80}
+
+
+SKILLS = SkillsPlugin(
+    simple_skill("measure", output_schema=MEASUREMENT, handler=_measure),
+    simple_skill("judge", input_schema=MEASUREMENT.source, handler=_judge),  # other reference
+    # the downstream input under the very Schema Reference of the upstream output
+    replace(simple_skill("judge_measurement", handler=_judge), input_schema=MEASUREMENT),
+)
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[tuple[str, Tamper]]:
+    holder: list[Tamper] = []
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        holder.append(Tamper(app))
+        return holder[0]
+
+    with running_agent(registry_of([("skills", SKILLS), ("allow", AllowAll())]), wrap=wrap) as url:
+        yield url, holder[0]
+
+
+@pytest.fixture
+def tamper(agent: tuple[str, Tamper]) -> Iterator[Tamper]:
+    agent[1].clear()
+    yield agent[1]
+    agent[1].clear()
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[SkillClient]:
+    async with SkillClient() as c:
+        yield c
+
+
+async def _compose(
+    client: SkillClient, base: str, hops: HopLog, instance: Any, **kwargs: Any
+) -> Any:
+    return await compose(
+        client,
+        hops,
+        upstream_agent=base,
+        upstream_skill="measure",
+        upstream_task_id="upstream-task-1",
+        instance=instance,
+        downstream_agent=base,
+        downstream_skill=kwargs.pop("downstream_skill", "judge_measurement"),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize(
+    "instance, pointer",
+    [
+        ({"metric": "utilization", "value": -1}, "/value"),
+        ({"metric": "utilization"}, "/value"),  # a required member missing
+        ({"metric": "utilization", "value": 1, "unit": "percent"}, "/unit"),
+        ("not an object", ""),
+    ],
+)
+async def test_composition_validates_transferred_instance(
+    agent: tuple[str, Tamper], tamper: Tamper, client: SkillClient, instance: Any, pointer: str
+) -> None:
+    hops = HopLog()
+    with pytest.raises(SkillCallError) as info:
+        await _compose(client, agent[0], hops, instance)
+    error = info.value
+    assert error.code == "input_invalid" and not error.remote
+    assert pointer in [d["instance_path"] for d in error.details]
+    assert tamper.domain_calls() == 0 and hops.recent() == []  # nothing was delegated
+
+
+async def test_composition_transfers_a_valid_instance(
+    agent: tuple[str, Tamper], tamper: Tamper, client: SkillClient
+) -> None:
+    hops = HopLog()
+    result = await _compose(client, agent[0], hops, {"metric": "utilization", "value": 90})
+    assert result.state == "TASK_STATE_COMPLETED" and result.result == {"high": True}
+    assert tamper.domain_calls() == 1
+    [hop] = hops.recent()
+    assert hop.downstream_task_id == result.task_id != hop.upstream_task_id
+
+
+async def test_composition_domain_check_rejects_before_delegation(
+    agent: tuple[str, Tamper], tamper: Tamper, client: SkillClient
+) -> None:
+    def fresh_enough(instance: Any) -> str | None:
+        return "the measurement is older than the request allows"
+
+    with pytest.raises(SkillCallError) as info:
+        await _compose(
+            client,
+            agent[0],
+            HopLog(),
+            {"metric": "utilization", "value": 90},
+            domain_checks={"urn:test:measurement:1.0": fresh_enough},
+        )
+    assert info.value.code == "constraint_rejected" and tamper.domain_calls() == 0
+
+
+async def test_composition_needs_the_same_schema_reference(
+    agent: tuple[str, Tamper], tamper: Tamper, client: SkillClient
+) -> None:
+    """The same schema under another Schema Reference is not eligible, even for a valid instance."""
+    with pytest.raises(SkillCallError) as info:
+        await _compose(
+            client,
+            agent[0],
+            HopLog(),
+            {"metric": "utilization", "value": 90},
+            downstream_skill="judge",
+        )
+    assert info.value.code == ClientCode.COMPOSITION_INELIGIBLE and tamper.domain_calls() == 0
