@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds
-from skillrack.host.config import DEVELOPMENT_POLICY, Config
+from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config
 from skillrack.host.registry import Registry
 from skillrack.interface.document import InterfaceError, VerifiedInterface, verify_document
 from skillrack.interface.schemaref import SchemaReference, SchemaReferenceError
@@ -37,6 +37,7 @@ from skillrack.interface.standard_schema import (
     locate,
 )
 from skillrack.interface.versions import INTERFACE_VERSION
+from skillrack.ops.doctor_checks import check_operator_mistakes
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
 
@@ -196,11 +197,13 @@ def diagnose_configuration(
     for info in registry.plugins:
         count = len(registry.skills_of(info.name))
         refused = len(registry.refused_of(info.name))
+        # A first-party plugin is an object, not a module: name the module it came from.
+        module = FIRST_PARTY.get(info.name, info.module) if not info.distribution else info.module
         diagnosis.add(
             "plugins",
             OK if not refused else WARN,
             f"{info.distribution or 'first-party'} {info.version or ''}".replace("  ", " ").strip()
-            + f", module {info.module}: {count} skill(s) advertised"
+            + f", module {module}: {count} skill(s) advertised"
             + (f", {refused} refused" if refused else ""),
             info.name,
         )
@@ -278,6 +281,7 @@ def _configuration(diagnosis: Diagnosis, config: Config, registry: Registry | No
     )
     for name, settings in config.first_party.items():
         diagnosis.add("policy", INFO, f"[plugins.{name}] {dict(settings)}", name)
+    check_operator_mistakes(diagnosis, config, authenticators if registry is not None else None)
     approvals = config.base_dir / config.server.approvals_store
     directory = approvals.parent
     if not directory.is_dir() or not os.access(directory, os.W_OK):
