@@ -22,7 +22,7 @@ from helpers.served_process import digests
 from skillrack.host.config import ConfigError
 from skillrack.serve.context import ANONYMOUS
 from skillrack.serve.security.authz import AuthorizationRequest
-from skillrack.testing.serve import ServedAgent, error_of, invoke, skill_request, subprocess_agent
+from skillrack.testing.serve import ServedAgent, error_of, invoke, skill_request, start_agent
 from skillrack_plugins.approval_rules import ApprovalRules, parse_rule
 from skillrack_plugins.policy_file import PolicyFile, normalize_resource, parse_policy
 
@@ -39,6 +39,9 @@ BYPASSES = [
     "core\u00ad-router-1",  # SOFT HYPHEN
     "core-router-\uff11",  # FULLWIDTH DIGIT ONE
 ]
+
+#: Start-up allowance: a loaded machine (CI, parallel sessions) can take longer than 30 s.
+STARTUP_S = 120.0
 
 POLICY = """
 [[rule]]
@@ -214,13 +217,16 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
     python_path = os.pathsep.join(
         filter(None, [str(workdir / "plugin"), os.environ.get("PYTHONPATH")])
     )
-    with subprocess_agent(
+    served = start_agent(
         workdir,
         plugins="",
         args=("--config", str(config), "--store", "memory"),
         env={"PYTHONPATH": python_path},
-    ) as served:
+    ).wait_ready(STARTUP_S)
+    try:
         yield served
+    finally:
+        served.stop()
 
 
 def call(agent: ServedAgent, device: str) -> Any:

@@ -16,21 +16,26 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from helpers.served_process import probe_request, serving, write_config
+from helpers.served_process import probe_request, start, write_config
 
 from skillrack.testing.serve import CARD_PATH, HEADERS, ServedAgent, message, stream
 
 TIMEOUT = 1.0
 #: How long past the deadline a test waits before it calls the connection held.
 SLACK = 2.0
+#: Start-up allowance: a loaded machine (CI, parallel sessions) can take longer than 30 s.
+STARTUP_S = 120.0
 
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
     workdir = tmp_path_factory.mktemp("timeouts")
     config = write_config(workdir, f"header_timeout = {TIMEOUT}\nbody_timeout = {TIMEOUT}\n")
-    with serving(workdir, config=config, args=("--store", "memory")) as served:
+    served = start(workdir, config=config, args=("--store", "memory")).wait_ready(STARTUP_S)
+    try:
         yield served
+    finally:
+        served.stop()
 
 
 def connect(agent: ServedAgent) -> socket.socket:

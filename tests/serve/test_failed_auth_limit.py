@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers.served_process import probe_request, serving, write_config
+from helpers.served_process import probe_request, start, write_config
 
 from skillrack.serve.middleware.rate_limit import SlidingWindow
 from skillrack.testing.serve import CARD_PATH, HEADERS, ServedAgent, error_of
@@ -24,6 +24,8 @@ from skillrack_plugins.api_keys import hash_key
 
 KEY = "operator-key-0123456789"
 LIMIT = 3
+#: Start-up allowance: a loaded machine (CI, parallel sessions) can take longer than 30 s.
+STARTUP_S = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +42,11 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
         '[plugins.api_keys]\nfile = "keys.toml"\n\n[plugins.policy]\nfile = "policy.toml"\n'
     )
     config = write_config(workdir, server)
-    with serving(workdir, config=config, args=("--store", "memory")) as served:
+    served = start(workdir, config=config, args=("--store", "memory")).wait_ready(STARTUP_S)
+    try:
         yield served
+    finally:
+        served.stop()
 
 
 _SOURCES = itertools.count(10)

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from helpers.served_process import probe_request, send, serving, write_config
+from helpers.served_process import probe_request, send, start, write_config
 
 from skillrack.host.config import ConfigError, load_config
 from skillrack.serve.middleware.host_allowlist import (
@@ -25,13 +25,19 @@ from skillrack.serve.middleware.host_allowlist import (
 from skillrack.testing.serve import CARD_PATH, HEADERS, ServedAgent
 
 EVIL = "rebind.evil.example"
+#: Start-up allowance: a loaded machine (CI, parallel sessions) can take longer than 30 s.
+STARTUP_S = 120.0
 
 
 @pytest.fixture(scope="module")
 def loopback_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
     """An agent on 127.0.0.1 without ``allowed_hosts``: allow-all development mode."""
-    with serving(tmp_path_factory.mktemp("loopback"), args=("--store", "memory")) as agent:
+    workdir = tmp_path_factory.mktemp("loopback")
+    agent = start(workdir, args=("--store", "memory")).wait_ready(STARTUP_S)
+    try:
         yield agent
+    finally:
+        agent.stop()
 
 
 def _port(agent: ServedAgent) -> int:
@@ -97,11 +103,12 @@ def test_configured_hosts_replace_the_default(tmp_path: Path) -> None:
     # 127.0.0.1 stays: the harness waits for the card on it.
     hosts = '["agents.example.net", "*.lab.example", "127.0.0.1"]'
     config = write_config(tmp_path, f"allowed_hosts = {hosts}\n")
-    with serving(tmp_path, config=config, args=("--store", "memory")) as agent:
+    agent = start(tmp_path, config=config, args=("--store", "memory")).wait_ready(STARTUP_S)
 
-        def status(host: str) -> int:
-            return httpx.get(agent.url + CARD_PATH, headers={"Host": host}, timeout=10).status_code
+    def status(host: str) -> int:
+        return httpx.get(agent.url + CARD_PATH, headers={"Host": host}, timeout=10).status_code
 
+    try:
         assert status("agents.example.net") == 200
         assert status("Agents.Example.Net:443") == 200
         assert status("r1.lab.example") == 200
@@ -109,6 +116,8 @@ def test_configured_hosts_replace_the_default(tmp_path: Path) -> None:
         assert status("localhost") == 421
         assert status("[::1]") == 421
         assert status(EVIL) == 421
+    finally:
+        agent.stop()
 
 
 # The rules, without a server ------------------------------------------------------------------
