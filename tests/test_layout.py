@@ -308,7 +308,7 @@ def test_the_checker_sees_function_level_and_type_only_imports() -> None:
     elsewhere = Import("skillrack.host.registry", seam.target, seam.path, seam.line, True)
     assert violation(elsewhere) is not None
     # Imports inside functions are read too (cli imports the server lazily).
-    lazy = found[("skillrack.cli.main", "skillrack.serve.app")]
+    lazy = found[("skillrack.cli.serve", "skillrack.serve.app")]
     assert not lazy.type_only and violation(lazy) is None
     # serve reaching client anywhere but the seam is refused.
     client = "skillrack.client.skill_client"

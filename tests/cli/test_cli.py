@@ -19,6 +19,7 @@ from helpers.builders import (
     simple_skill,
 )
 
+from skillrack.cli import inspect as cli_inspect
 from skillrack.cli import main as cli
 from skillrack.errors import StartupError
 from skillrack.host.compose import Host
@@ -39,7 +40,7 @@ def composed(monkeypatch: pytest.MonkeyPatch) -> Registry:
         assert config == Config(base_dir=config.base_dir)  # no --config: the embedded default
         return Host(registry, None)
 
-    monkeypatch.setattr(cli, "compose_host", compose_host)
+    monkeypatch.setattr(cli_inspect, "compose_host", compose_host)
     return registry
 
 
@@ -107,7 +108,7 @@ def test_startup_error_is_one_line_exit_1(
     def clash(config: Config) -> Host:
         raise StartupError("skill id 'x' is declared by plugins 'a' and 'b'")
 
-    monkeypatch.setattr(cli, "compose_host", clash)
+    monkeypatch.setattr(cli_inspect, "compose_host", clash)
     assert cli.main(["plugins"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'a' and 'b'" in err and "Traceback" not in err

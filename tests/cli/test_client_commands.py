@@ -154,3 +154,29 @@ def test_check_catches_a_wrong_error_code(
     assert status == 1
     failed = {item["requirement"] for item in out["items"] if item["passed"] is False}
     assert failed == {"a stale interface_digest is rejected with interface_mismatch"}
+
+
+def test_call_into_a_reader_that_went_away_ends_quietly(base: str) -> None:
+    """``skillrack call ... | head``: the answer has no reader; status 1, no traceback."""
+    import subprocess
+
+    from skillrack.testing.serve import skillrack_command
+
+    process = subprocess.Popen(
+        [
+            skillrack_command(),
+            "call",
+            base,
+            "evaluate_resource_condition",
+            "--args",
+            json.dumps(ARGS),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the result is printed
+    err = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    assert process.wait(timeout=120) == 1
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

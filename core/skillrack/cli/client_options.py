@@ -6,12 +6,19 @@ trust-boundary options so that each one can be told the same thing:
 ``--allow-origin`` (another origin that may receive the credentials, when
 the agent's card or a redirect leads there), ``--timeout`` (seconds for a
 whole call: card, describe, streams and polling), ``--max-response-bytes``.
+``--header`` itself (:func:`add_header_option`) is shared with ``spec``,
+which calls the composed agent in process.
+
+Values are checked by argparse types, so a bad one is a usage error (exit
+2).  Their messages do not repeat the option's name: argparse already starts
+them with ``argument --timeout:``.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.origin import parse_origin
@@ -23,7 +30,7 @@ def _origin(text: str) -> str:
     try:
         return str(parse_origin(text))
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"--allow-origin: {exc}") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _seconds(text: str) -> float:
@@ -32,7 +39,7 @@ def _seconds(text: str) -> float:
     except ValueError:
         value = 0.0
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"--timeout {text!r} is not a positive number of seconds")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
     return value
 
 
@@ -41,6 +48,43 @@ def _bytes(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of bytes")
     return value
+
+
+def _header(text: str) -> tuple[str, str]:
+    name, sep, content = text.partition(":")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'Name: value'")
+    return name.strip(), content.strip()
+
+
+class _Headers(argparse.Action):
+    """Collect repeated ``--header 'Name: value'`` into one dict (a later name wins)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        headers = dict(getattr(namespace, self.dest, None) or {})
+        name, content = cast(tuple[str, str], values)  # what _header returned
+        headers[name] = content
+        setattr(namespace, self.dest, headers)
+
+
+def add_header_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--header 'Name: value'`` (repeatable) as ``args.headers``, a dict."""
+    parser.add_argument(
+        "--header",
+        action=_Headers,
+        dest="headers",
+        type=_header,
+        default=None,
+        metavar="'NAME: VALUE'",
+        help="HTTP header sent to the agent (repeatable), e.g. 'Authorization: Bearer T'; "
+        "by default none",
+    )
 
 
 def add_client_options(parser: argparse.ArgumentParser) -> None:
@@ -61,16 +105,14 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
         type=_seconds,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
-        help="seconds one whole call may take, streams and polling included "
-        f"(default {DEFAULT_TIMEOUT:g})",
+        help="seconds one whole call may take, streams and polling included",
     )
     parser.add_argument(
         "--max-response-bytes",
         type=_bytes,
         default=DEFAULT_BOUNDS.max_response_bytes,
         metavar="BYTES",
-        help="bytes one answer of the agent may have "
-        f"(default {DEFAULT_BOUNDS.max_response_bytes})",
+        help="bytes one answer of the agent may have",
     )
 
 

@@ -16,7 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from skillrack.cli.client_options import add_client_options, client_settings
+from skillrack.cli.client_options import add_client_options, add_header_option, client_settings
+from skillrack.cli.serve import port_number
 from skillrack.errors import StartupError
 from skillrack.host.compose import compose_host, is_loopback
 from skillrack.host.config import Config, ConfigError, load_config
@@ -108,14 +109,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if diagnosis.ok else EXIT_REFUSED
 
 
-HEADER: dict[str, Any] = {
-    "action": "append",
-    "dest": "headers",
-    "metavar": "'NAME: VALUE'",
-    "help": "HTTP header sent to the agent (repeatable), e.g. Authorization",
-}
-
-
 def add_commands(sub: Any) -> None:
     """Add this module's commands to the ``skillrack`` sub-command parser."""
     p = sub.add_parser(
@@ -123,10 +116,8 @@ def add_commands(sub: Any) -> None:
         help="scaffold a vendor plugin package (skill, schemas, examples, tests, tox.ini)",
     )
     p.add_argument("name", help="distribution name, e.g. acme-skills")
-    p.add_argument("--dir", default=".", help="where to create NAME/ (default: here)")
-    p.add_argument(
-        "--skill", default=DEFAULT_SKILL, help=f"the skill id (default: {DEFAULT_SKILL})"
-    )
+    p.add_argument("--dir", default=".", help="where to create NAME/")
+    p.add_argument("--skill", default=DEFAULT_SKILL, help="the skill id")
     p.add_argument(
         "--skillrack-path",
         metavar="PATH",
@@ -139,10 +130,12 @@ def add_commands(sub: Any) -> None:
         "spec",
         help="write the A2A Agent Card and Interface Specification of the composed agent",
     )
-    p.add_argument("--format", choices=["md", "json"], default="md")
+    p.add_argument(
+        "--format", choices=["md", "json"], default="md", help="Markdown, or JSON for scripts"
+    )
     p.add_argument("--config", help="TOML configuration (default: embedded defaults)")
     p.add_argument("--host", default="127.0.0.1", help="where serve would listen (card URLs)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=port_number, default=8000, help="where serve would listen")
     p.add_argument("--https", action="store_true", help="the card advertises https interfaces")
     p.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
     p.add_argument(
@@ -150,7 +143,7 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="do not observe the agent's behaviour (the card is still fetched from it)",
     )
-    p.add_argument("--header", **HEADER)
+    add_header_option(p)
     p.set_defaults(func=cmd_spec)
 
     p = sub.add_parser(
@@ -158,9 +151,9 @@ def add_commands(sub: Any) -> None:
         help="diagnose a configured or running agent: schema, skills, digests, policy, stores",
     )
     p.add_argument("--config", help="TOML configuration (default: embedded defaults)")
-    p.add_argument("--url", help="diagnose the running agent at URL instead")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--header", **HEADER)
+    p.add_argument("--url", help="diagnose the running agent at URL instead (default: none)")
+    p.add_argument("--json", action="store_true", help="print the diagnosis as JSON, for scripts")
+    add_header_option(p)
     add_client_options(p)
     p.set_defaults(func=cmd_doctor)
 

@@ -18,7 +18,7 @@ from skillrack.release.bundle import (
     verify_bundle,
     write_bundle,
 )
-from skillrack.release.check import ReleaseReport, check_release, render_text
+from skillrack.release.check import ReleaseReport, check_release, counted, render_text
 from skillrack.release.target import ReleaseUsageError
 
 EXIT_OK = 0
@@ -67,8 +67,9 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         else ("unsigned")
     )
     print(
-        f"bundle of {report.target} written to {written.directory}: {summary['schemas']} "
-        f"schemas, {summary['skills']} skills, manifest {summary['manifest']}, {signed}"
+        f"bundle of {report.target} written to {written.directory}: "
+        f"{counted(summary['schemas'], 'schema')}, {counted(summary['skills'], 'skill')}, "
+        f"manifest {summary['manifest']}, {signed}"
     )
     return EXIT_OK
 
@@ -80,8 +81,8 @@ def _render_verify(report: VerifyReport) -> str:
     if manifest:
         version = f" {dist.get('version')}" if dist.get("version") else ""
         head += (
-            f": {dist.get('name')}{version}, {len(manifest['schemas'])} schemas, "
-            f"{len(manifest['skills'])} skills"
+            f": {dist.get('name')}{version}, {counted(len(manifest['schemas']), 'schema')}, "
+            f"{counted(len(manifest['skills']), 'skill')}"
         )
     lines = [head, *(f"  {p}" for p in report.problems)]
     kid = f" (kid {report.kid})" if report.kid else ""
@@ -145,15 +146,15 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--against", metavar="MANIFEST", help="as for check")
     p.add_argument("--strict", action="store_true", help="as for check")
     p.add_argument("--force", action="store_true", help="replace a previous bundle in DIR")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
     p.set_defaults(func=cmd_bundle)
 
     p = actions.add_parser(
         "verify", help="check a bundle's schema files against its manifest, and its signature"
     )
-    p.add_argument("directory", metavar="DIR")
+    p.add_argument("directory", metavar="DIR", help="the bundle directory 'plugin bundle' wrote")
     keys = p.add_mutually_exclusive_group()
     keys.add_argument("--jwks", metavar="FILE", help="trusted keys (JWKS)")
     keys.add_argument("--public-key", metavar="PEM", help="the trusted public key")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
     p.set_defaults(func=cmd_verify)

@@ -678,22 +678,26 @@ def check_release(
     return report
 
 
+def counted(count: int, noun: str) -> str:
+    """``1 skill``, ``2 skills``: a count that reads as English."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def render_text(report: ReleaseReport) -> str:
     """The human form: one line per class, its problems under it, then the identities."""
     lines = [f"plugin check: {report.target}"]
     for plugin in report.plugins:
         lines.append(
             f"  plugin {plugin['name']} ({plugin['module']}): "
-            f"{plugin['skills_declared']} skills declared"
+            f"{counted(plugin['skills_declared'], 'skill')} declared"
         )
     for result in report.classes:
         if result.status == "ok":
             extra = {
-                "schema": f": {len(report.schemas)} schemas",
-                "declaration": f": {len(report.skills)} skills",
+                "schema": ": " + counted(len(report.schemas), "schema"),
+                "declaration": ": " + counted(len(report.skills), "skill"),
                 "examples": ": "
-                + str(sum(sum((s.examples or {}).values()) for s in report.skills))
-                + " examples",
+                + counted(sum(sum((s.examples or {}).values()) for s in report.skills), "example"),
             }.get(result.klass, "")
             status = f"ok{extra}"
         elif result.status == "failed":

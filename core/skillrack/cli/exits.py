@@ -1,0 +1,36 @@
+"""The ``skillrack`` command's exit statuses, and the one-line error every command prints.
+
+Scripts branch on these numbers, so each one means one thing across every
+command (README, "Exit statuses"):
+
+- 0: success (a check that holds, a bundle written, a server stopped cleanly).
+- 1: refused: an input, a composition or an agent that fails, a port that is
+  taken, a broken pipe; the reason is one line on stderr.
+- 2: usage: an unknown command or option, an option value out of range
+  (argparse's own status).
+- 130: interrupted (Ctrl-C) before the command finished.
+
+They live here rather than in ``main`` because every command module returns
+them and ``main`` imports every command module.
+"""
+
+from __future__ import annotations
+
+import sys
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+#: Every status the command can return (README lists each of them; a test checks it).
+EXIT_STATUSES = (EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED)
+
+
+def fail(message: str) -> int:
+    """Print ``skillrack: message`` on stderr; return the refused status."""
+    print(f"skillrack: {message}", file=sys.stderr)
+    return EXIT_REFUSED
+
+
+__all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REFUSED", "EXIT_STATUSES", "EXIT_USAGE", "fail"]

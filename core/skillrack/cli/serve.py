@@ -1,0 +1,308 @@
+"""``skillrack serve``: the installed skills as an A2A 1.0 agent, under uvicorn.
+
+Everything that can fail is done before the start-up banner: the
+configuration, the plugins, the task store, the app (a missing signing key
+fails there), the TLS files, and the listening socket, which this module
+binds itself so that a taken port is one line naming it (exit 1) rather than
+uvicorn's log line and its exit status 3.  The banner ("skillrack serving
+at ...") is printed once uvicorn has run the app's start-up (the task store
+opened) on that socket: a line that says the agent serves is true when it
+appears.  With ``--workers N`` each worker builds its own app; the parent
+prints the banner once the socket is bound and the workers are about to start.
+
+A start-up that fails inside the app's lifespan (the task store cannot be
+opened) is reported as one line too: :class:`QuietStartup` keeps Starlette's
+traceback out of uvicorn's log.  Exit statuses: :mod:`skillrack.cli.exits`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import json
+import os
+import socket
+import ssl
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from skillrack.cli.exits import EXIT_OK, fail
+from skillrack.host.compose import compose_host
+from skillrack.host.config import load_config
+
+if TYPE_CHECKING:
+    import uvicorn
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 1 to 65535 (argparse type: anything else is a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (1 to 65535)")
+    return value
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return value
+
+
+class _ListenError(OSError):
+    """The socket or TLS files could not be set up; the message names them (never leaves here)."""
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """A bound (not yet listening) TCP socket on ``host``:``port``, as uvicorn would bind it."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise _ListenError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise _ListenError(
+                f"port {port} on {host} is already in use: stop the server that holds it, "
+                "or choose another --port"
+            ) from None
+        raise _ListenError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)  # --workers: the worker processes serve on this socket
+    return sock
+
+
+def _check_tls(args: argparse.Namespace) -> None:
+    """Load the TLS files once here: a bad one is one line, not uvicorn's traceback."""
+    if not args.ssl_certfile:
+        if args.ssl_keyfile:
+            raise _ListenError("--ssl-keyfile needs --ssl-certfile")
+        return
+    try:
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.ssl_certfile, args.ssl_keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        raise _ListenError(
+            f"cannot load the TLS certificate {args.ssl_certfile}"
+            f"{' or key ' + args.ssl_keyfile if args.ssl_keyfile else ''}: "
+            f"{getattr(exc, 'strerror', None) or exc}"
+        ) from None
+
+
+class QuietStartup:
+    """ASGI wrapper: a failed lifespan start-up is kept as one line, not logged as a traceback.
+
+    Starlette sends ``lifespan.startup.failed`` with the formatted traceback,
+    which uvicorn logs; this keeps the exception's last line (``Type: text``)
+    for ``serve`` to print and sends the message without it.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.failure: str | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def quiet(message: Message) -> None:
+            if message["type"] in ("lifespan.startup.failed", "lifespan.shutdown.failed"):
+                lines = [line for line in str(message.get("message", "")).splitlines() if line]
+                self.failure = lines[-1].strip() if lines else "the app's start-up failed"
+                message = {**message, "message": ""}
+            await send(message)
+
+        await self.app(scope, receive, quiet)
+
+
+def worker_app() -> ASGIApp:
+    """The app of one ``serve --workers N`` process (uvicorn's factory), start-up kept quiet."""
+    from skillrack.serve.app import app_from_environment
+
+    return QuietStartup(app_from_environment())
+
+
+def _announcing_server(config: uvicorn.Config, announce: Callable[[], None]) -> uvicorn.Server:
+    """uvicorn's server, calling ``announce`` once start-up is complete on the bound socket."""
+    import uvicorn
+
+    class AnnouncingServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                announce()
+
+    return AnnouncingServer(config)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from skillrack.serve.app import SERVE_ENV, create_app, with_store
+    from skillrack.serve.card import load_card_signer
+    from skillrack.serve.connections import HeaderDeadlineProtocol
+    from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
+    from skillrack.serve.process import describe_tracing, freeze_startup_heap
+    from skillrack.serve.stores.storage import parse_store, prepare
+
+    config = load_config(Path(args.config) if args.config else None)
+    if args.store:  # a relative path on the command line is relative to the working directory
+        config = with_store(config, parse_store(args.store, Path.cwd()).canonical)
+    store = parse_store(config.server.store, config.base_dir)
+    if args.workers > 1 and not store.shareable:
+        return fail(
+            f"--workers {args.workers} needs a store the workers share (sqlite:///PATH or "
+            "postgresql+asyncpg://...): with --store memory each worker would hold its own tasks"
+        )
+    cluster = args.workers > 1 or store.kind == "postgresql"
+    host = compose_host(config, listen_host=args.host, insecure_allow_all=args.insecure_allow_all)
+    registry = host.registry
+    asyncio.run(prepare(store, cluster=cluster))
+    scheme = "https" if args.ssl_certfile else "http"
+    base_url = config.public_url(args.host, args.port, scheme)
+    app: QuietStartup | None = None
+    if args.workers == 1:
+        app = QuietStartup(
+            create_app(registry, config, base_url, cluster=cluster, listen_host=args.host)
+        )
+    elif config.signing:  # each worker builds its app; a missing key must fail here, once
+        load_card_signer(config.signing, config.base_dir)
+    try:
+        _check_tls(args)
+        sock = bind_listener(args.host, args.port)
+    except _ListenError as exc:
+        return fail(str(exc))
+
+    def announce() -> None:
+        print(f"skillrack serving at {base_url} (card: {base_url}/.well-known/agent-card.json)")
+        for skill in registry:
+            print(
+                f"  advertised {skill.skill_id} {skill.skill.version} {skill.interface_digest}"
+                f" (plugin {skill.plugin})"
+            )
+        for refused in registry.refused:
+            print(f"  REFUSED {refused}")
+        for failure in registry.failures:
+            print(f"  FAILED plugin {failure.name}: {failure.reason}")
+        if host.development_policy:
+            print(f"  WARNING: development policy: {host.development_policy}")
+        print(f"  task store: {store.describe(cluster=cluster)}")
+        # Written even under --store memory: pending approvals must survive a restart.
+        approvals_path = (config.base_dir / config.server.approvals_store).resolve()
+        print(f"  approvals store: sqlite {approvals_path}")
+        print(f"  a2a-sdk tracing: {describe_tracing()}")
+        allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)
+        print(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
+        if args.workers > 1:
+            print(f"  workers: {args.workers}")
+        sys.stdout.flush()  # start-up lines reach a piped log at once
+
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "ssl_certfile": args.ssl_certfile,
+        "ssl_keyfile": args.ssl_keyfile,
+        # uvicorn logs access lines at INFO: below it, skip building them at all.
+        "access_log": args.log_level in ("info", "debug"),
+        # h11 with a deadline on request headers, which uvicorn lacks ([server] header_timeout).
+        "http": HeaderDeadlineProtocol,
+    }
+    try:
+        if app is None:
+            from uvicorn.supervisors import Multiprocess
+
+            # Each worker is a process of its own that builds the app again (same
+            # configuration, plugins and store) from what is left here.
+            os.environ[SERVE_ENV] = json.dumps(
+                {
+                    "config": str(Path(args.config).resolve()) if args.config else None,
+                    "host": args.host,
+                    "port": args.port,
+                    "scheme": scheme,
+                    "insecure_allow_all": args.insecure_allow_all,
+                    "store": store.canonical,
+                    "cluster": cluster,
+                }
+            )
+            workers = uvicorn.Config(
+                f"{__name__}:worker_app", factory=True, workers=args.workers, **options
+            )
+            announce()
+            Multiprocess(workers, sockets=[sock]).run()
+            return EXIT_OK
+        freeze_startup_heap()
+        server = _announcing_server(uvicorn.Config(app, **options), announce)
+        try:
+            server.run(sockets=[sock])
+        except SystemExit:  # uvicorn's own exit when the app's start-up failed
+            pass
+        except KeyboardInterrupt:  # Ctrl-C is how a server is stopped
+            return EXIT_OK
+        if not server.started:
+            return fail(f"the agent did not start: {app.failure or 'see the log above'}")
+        return EXIT_OK
+    finally:
+        sock.close()
+
+
+def add_commands(sub: Any) -> None:
+    """Add ``serve`` to the ``skillrack`` sub-command parser."""
+    p = sub.add_parser("serve", help="serve the installed skills as an A2A 1.0 agent")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on; off loopback, a policy or --insecure-allow-all is needed",
+    )
+    p.add_argument("--port", type=port_number, default=8000, help="TCP port to listen on")
+    p.add_argument("--config", help="TOML configuration (default: embedded defaults)")
+    p.add_argument("--ssl-certfile", metavar="PEM", help="TLS certificate; serves HTTPS")
+    p.add_argument("--ssl-keyfile", metavar="PEM", help="TLS private key of --ssl-certfile")
+    p.add_argument(
+        "--insecure-allow-all",
+        action="store_true",
+        help="without a policy, allow every call even on a non-loopback address",
+    )
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="uvicorn's log level")
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="where tasks are kept: sqlite:///PATH (default: [server] store, else "
+        "sqlite:///skillrack-tasks.db), memory, or postgresql+asyncpg://USER@HOST:PORT/DB",
+    )
+    p.add_argument(
+        "--workers",
+        type=positive,
+        default=1,
+        metavar="N",
+        help="serve from N processes sharing the store (a SQLite file or PostgreSQL)",
+    )
+    p.set_defaults(func=cmd_serve)
+
+
+__all__ = [
+    "QuietStartup",
+    "add_commands",
+    "bind_listener",
+    "cmd_serve",
+    "port_number",
+    "positive",
+    "worker_app",
+]

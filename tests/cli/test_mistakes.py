@@ -1,0 +1,214 @@
+"""The mistakes a new operator makes, run as the ``skillrack`` command: never a traceback.
+
+Each test runs ``skillrack`` as a process, as a user would, and checks the
+exit status (README, "Exit statuses") and that no ``Traceback`` reaches
+stdout or stderr: a reader that goes away (``| head``), an option value out
+of range, a port already taken, a missing signing key, ``--version``, bare
+``skillrack``, ``--help`` showing defaults, an option's name said once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import time
+from importlib import metadata
+from pathlib import Path
+
+import httpx
+import pytest
+
+from skillrack.cli import main as cli
+from skillrack.cli.exits import EXIT_STATUSES
+from skillrack.host.plugins import ENTRY_POINT_GROUP
+from skillrack.release.check import counted
+from skillrack.testing.serve import CARD_PATH, skillrack_command, start_agent
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 120  # seconds; the command itself answers in a few on an idle machine
+NO_PLUGINS = {**os.environ, "SKILLRACK_LOAD_PLUGINS": ""}
+
+
+def skillrack(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    run = subprocess.run(
+        [skillrack_command(), *argv],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=NO_PLUGINS,
+        cwd=cwd,
+        check=False,
+    )
+    assert "Traceback" not in run.stdout + run.stderr, run.stdout + run.stderr
+    return run
+
+
+def closed_reader(argv: list[str], stdin: bytes | None = None) -> tuple[int, str]:
+    """Run ``skillrack argv`` with its stdout read by nobody (``| head`` that already exited)."""
+    process = subprocess.Popen(
+        [skillrack_command(), *argv],
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=NO_PLUGINS,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the command writes a byte: its first write finds no reader
+    if stdin is not None:
+        assert process.stdin is not None
+        process.stdin.write(stdin)
+        process.stdin.close()
+    err = process.stderr.read().decode(errors="replace")
+    process.stderr.close()
+    return process.wait(timeout=TIMEOUT), err
+
+
+@pytest.mark.parametrize(
+    "argv, stdin",
+    [
+        (["digest", "-"], b'{"a": 1}'),
+        (["plugins", "--json"], None),
+        (["--version"], None),
+    ],
+    ids=["digest", "plugins", "version"],
+)
+def test_a_reader_that_went_away_ends_quietly(argv: list[str], stdin: bytes | None) -> None:
+    status, err = closed_reader(argv, stdin)
+    assert status == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+@pytest.mark.parametrize(
+    "argv, option",
+    [
+        (["serve", "--port", "70000"], "--port"),
+        (["serve", "--port", "0"], "--port"),
+        (["serve", "--workers", "0"], "--workers"),
+        (["spec", "--port", "-1"], "--port"),
+    ],
+)
+def test_out_of_range_values_are_usage_errors(argv: list[str], option: str) -> None:
+    run = skillrack(*argv)
+    assert run.returncode == 2
+    assert f"error: argument {option}: " in run.stderr and "OverflowError" not in run.stderr
+
+
+def test_an_option_is_named_once_in_its_error() -> None:
+    run = skillrack("call", "http://127.0.0.1:9", "some_skill", "--args", "not json")
+    assert run.returncode == 2
+    assert "argument --args: not JSON" in run.stderr
+    assert run.stderr.count("--args:") == 1, run.stderr
+
+
+def test_a_taken_port_is_one_line_naming_it(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = skillrack("serve", "--port", str(port), "--store", "memory", cwd=tmp_path)
+    assert run.returncode == 1
+    assert "serving at" not in run.stdout and "startup complete" not in run.stderr
+    assert run.stderr.count("\n") == 1 and f"port {port} on 127.0.0.1 is already in use" in (
+        run.stderr
+    )
+
+
+def test_a_missing_signing_key_fails_before_the_banner(tmp_path: Path) -> None:
+    (tmp_path / "skillrack.toml").write_text('[signing]\nkey = "missing.pem"\n')
+    run = skillrack("serve", "--config", "skillrack.toml", "--store", "memory", cwd=tmp_path)
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "missing.pem" in run.stderr
+
+
+def test_the_banner_means_the_agent_answers(tmp_path: Path) -> None:
+    """Once "serving at" is printed, the card answers at once: no retry, no wait."""
+    agent = start_agent(tmp_path, plugins="", args=("--store", "memory"), log_level="info")
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        while "skillrack serving at" not in agent.output():
+            assert agent.process.poll() is None, agent.output()
+            assert time.monotonic() < deadline, agent.output()
+            time.sleep(0.05)
+        assert httpx.get(agent.url + CARD_PATH, timeout=10).status_code == 200
+        output = agent.output()
+        assert output.index("Application startup complete") < output.index("serving at")
+    finally:
+        agent.stop()
+    assert "Traceback" not in agent.output()
+
+
+def test_version_names_the_host_the_sdk_and_every_plugin() -> None:
+    run = skillrack("--version")
+    assert run.returncode == 0
+    lines = run.stdout.splitlines()
+    assert lines[0] == f"skillrack {metadata.version('skillrack')}"
+    assert lines[1] == f"a2a-sdk {metadata.version('a2a-sdk')}"
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        assert ep.dist is not None
+        # SKILLRACK_LOAD_PLUGINS is empty here: installed, listed, and said not to load.
+        assert (
+            f"plugin {ep.dist.name} {ep.dist.version} (not loaded: SKILLRACK_LOAD_PLUGINS)" in lines
+        )
+
+
+def test_bare_skillrack_prints_help() -> None:
+    run = skillrack()
+    assert run.returncode == 0 and run.stderr == ""
+    assert run.stdout.startswith("usage: skillrack") and "serve" in run.stdout
+
+
+def test_help_shows_defaults() -> None:
+    run = skillrack("serve", "--help")
+    assert run.returncode == 0
+    text = " ".join(run.stdout.split())  # argparse wraps lines
+    for default in ("(default: 127.0.0.1)", "(default: 8000)", "(default: info)"):
+        assert default in text
+
+
+def subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found += subparsers(child)
+    return found
+
+
+def test_every_option_and_argument_has_help() -> None:
+    missing = [
+        f"{parser.prog} {'/'.join(action.option_strings) or action.dest}"
+        for parser in subparsers(cli.build_parser())
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction) and not action.help
+    ]
+    assert missing == []
+
+
+def test_json_has_help_wherever_scripts_want_it() -> None:
+    parsers = {parser.prog: parser for parser in subparsers(cli.build_parser())}
+    for command in ("describe", "check", "approvals", "plugins", "doctor"):
+        [option] = [
+            a for a in parsers[f"skillrack {command}"]._actions if "--json" in a.option_strings
+        ]
+        assert option.help
+
+
+def test_readme_lists_every_exit_status() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Exit statuses") :]
+    for status in EXIT_STATUSES:
+        assert f"`{status}`" in section.split("\n## ")[0]
+
+
+def test_disabled_loading_is_said_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SKILLRACK_LOAD_PLUGINS", "")
+    assert cli.main(["plugins"]) == 0
+    out = capsys.readouterr().out
+    assert "SKILLRACK_LOAD_PLUGINS is set and empty" in out and "no skillrack plugins" not in out
+
+
+def test_counts_read_as_english() -> None:
+    assert [counted(n, "skill") for n in (0, 1, 2)] == ["0 skills", "1 skill", "2 skills"]
