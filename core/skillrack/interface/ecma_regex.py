@@ -102,11 +102,24 @@ def _char(code: int) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\U{code:08x}"
 
 
+def _ranges(ranges: Ranges) -> str:
+    return "".join(_char(lo) if lo == hi else f"{_char(lo)}-{_char(hi)}" for lo, hi in ranges)
+
+
 def _set(ranges: Ranges) -> str:
+    """A class matching exactly ``ranges``; written negated when that is shorter (``.``, ``\\D``).
+
+    Both forms mean the same code points (a negated class in ``regex`` takes every
+    code point, surrogates included); the short one is the fast one to match.
+    """
     if not ranges:
         return "(?!)"
-    parts = [_char(lo) if lo == hi else f"{_char(lo)}-{_char(hi)}" for lo, hi in ranges]
-    return "[" + "".join(parts) + "]"
+    rest = _complement(ranges)
+    if not rest:
+        return "(?s:.)"
+    if len(rest) < len(ranges):
+        return "[^" + _ranges(rest) + "]"
+    return "[" + _ranges(ranges) + "]"
 
 
 _W = _set(_WORD)
@@ -132,6 +145,8 @@ class _Parser:
     open_groups: list[int] = field(default_factory=list)
     repeat_depth: int = 0
     lookbehind_depth: int = 0
+    #: Whether the atom just parsed is one class or one code point (no group needed).
+    single: bool = False
 
     def fail(self, why: str, at: int | None = None) -> EcmaPatternError:
         where = self.pos if at is None else at
@@ -221,7 +236,11 @@ class _Parser:
         if repeats:
             self.repeat_depth -= 1
         quantifier = self.quantifier()
-        return f"(?:{atom}){quantifier}" if quantifier else atom
+        if not quantifier:
+            return atom
+        if self.single:  # one class or one code point: quantified as it is (faster)
+            return atom + quantifier
+        return f"(?:{atom}){quantifier}"
 
     def repeats_at(self, index: int) -> bool:
         if index >= len(self.source):
@@ -317,19 +336,26 @@ class _Parser:
         return text
 
     def atom(self) -> str:
+        self.single = False
         char = self.peek()
         if char == ".":
             self.pos += 1
+            self.single = True
             return _set(_complement(_LINE_TERMINATORS))
         if char == "(":
             return self.group()
         if char == "[":
-            return _set(self.char_class())
+            text = _set(self.char_class())
+            self.single = text.startswith("[")  # not "(?!)" nor "(?s:.)"
+            return text
         if char == "\\":
-            return self.atom_escape()
+            text = self.atom_escape()
+            self.single = not text.startswith(("(", "\x00"))  # not a backreference
+            return text
         if char in _SYNTAX:
             raise self.fail(f"unexpected {char!r}" if char != ")" else "unmatched ')'")
         self.pos += 1
+        self.single = True
         return _char(ord(char))
 
     def group(self) -> str:
