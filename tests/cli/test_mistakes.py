@@ -212,3 +212,39 @@ def test_disabled_loading_is_said_so(
 
 def test_counts_read_as_english() -> None:
     assert [counted(n, "skill") for n in (0, 1, 2)] == ["0 skills", "1 skill", "2 skills"]
+
+
+def test_a_failed_start_up_is_kept_as_one_line() -> None:
+    """An app whose start-up raises: uvicorn is sent no traceback; serve gets its last line."""
+    import asyncio
+    import contextlib
+    from collections.abc import AsyncIterator
+    from typing import Any
+
+    from starlette.applications import Starlette
+
+    from skillrack.cli.serve import QuietStartup
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        raise OSError("the task store cannot be opened")
+        yield
+
+    quiet = QuietStartup(Starlette(lifespan=lifespan))
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "lifespan.startup"}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def run() -> None:
+        with contextlib.suppress(OSError):
+            await quiet(
+                {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send
+            )
+
+    asyncio.run(run())
+    assert sent == [{"type": "lifespan.startup.failed", "message": ""}]
+    assert quiet.failure == "OSError: the task store cannot be opened"
