@@ -69,176 +69,21 @@ import logging
 import os
 import threading
 import tomllib
-import unicodedata
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl
+from skillrack_plugins.rules import Effects, Rule, normalize_resource, parse_rule
+
+__all__ = ["PolicyFile", "Rule", "create", "normalize_resource", "parse_policy"]
 
 NAME = "policy-file"
 
 logger = logging.getLogger(__name__)
 
-_PATTERN_KEYS = ("identities", "roles", "tenants", "skills", "operations", "resources")
-_RULE_KEYS = frozenset({"effect", "authenticated", "case_sensitive", "description", *_PATTERN_KEYS})
 _SETTINGS_KEYS = frozenset({"file"})
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One ``[[rule]]``; ``None`` for a condition the rule does not state."""
-
-    number: int
-    effect: str
-    skills: tuple[str, ...]
-    identities: tuple[str, ...] | None = None
-    roles: tuple[str, ...] | None = None
-    tenants: tuple[str, ...] | None = None
-    operations: tuple[str, ...] | None = None
-    resources: ResourcePatterns | None = None
-    authenticated: bool = True
-    description: str = ""
-
-    @property
-    def label(self) -> str:
-        return f"rule {self.number}" + (f" ({self.description})" if self.description else "")
-
-    def matches(self, request: AuthorizationRequest) -> bool:
-        caller = request.caller
-        if self.authenticated and not caller.authenticated:
-            return False
-        if not _any_match([request.skill_id], self.skills):
-            return False
-        if self.identities is not None and not _any_match([caller.identity], self.identities):
-            return False
-        if self.tenants is not None and not _any_match([caller.tenant], self.tenants):
-            return False
-        if self.roles is not None and not _any_match(_roles_of(caller.attributes), self.roles):
-            return False
-        if self.operations is not None and (
-            request.operation is None or not _any_match([request.operation], self.operations)
-        ):
-            return False
-        return self.resources is None or self._resources_match(request.resources, self.resources)
-
-    def _resources_match(self, resources: Mapping[str, Any], patterns: ResourcePatterns) -> bool:
-        values = resource_values(resources)
-        if not values:
-            return False
-        if self.effect == "deny":
-            return any(patterns.match(v) for v in values)
-        return all(patterns.match(v) for v in values)
-
-
-def normalize_resource(value: str, *, case_sensitive: bool = False) -> str:
-    """The form resource values and patterns are compared in (module docstring).
-
-    NFKC rather than NFC: NFC leaves full-width and other compatibility
-    letters as they are, and those are exactly the spellings that slip past
-    a deny rule written in ASCII.
-    """
-    text = unicodedata.normalize("NFKC", value)
-    if any(unicodedata.category(c) == "Cf" for c in text):
-        text = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    text = text.strip()
-    return text if case_sensitive else text.casefold()
-
-
-@dataclass(frozen=True)
-class ResourcePatterns:
-    """A rule's ``resources`` patterns, as written and in the normal form."""
-
-    written: tuple[str, ...]
-    case_sensitive: bool = False
-    normal: tuple[str, ...] = field(init=False)
-
-    def __post_init__(self) -> None:
-        normal = tuple(
-            normalize_resource(p, case_sensitive=self.case_sensitive) for p in self.written
-        )
-        object.__setattr__(self, "normal", normal)
-
-    def match(self, value: Any) -> bool:
-        """Whether ``value`` (a string) matches a pattern as written or in the normal form."""
-        if not isinstance(value, str):
-            return False
-        if _any_match([value], self.written):
-            return True
-        folded = normalize_resource(value, case_sensitive=self.case_sensitive)
-        return _any_match([folded], self.normal)
-
-
-def resource_values(resources: Mapping[str, Any]) -> list[Any]:
-    """The values a rule's ``resources`` are compared to: lists are checked element by element."""
-    values: list[Any] = []
-    for value in resources.values():
-        values.extend(value if isinstance(value, list | tuple) else [value])
-    return values
-
-
-def _any_match(values: Iterable[str], patterns: tuple[str, ...]) -> bool:
-    return any(fnmatchcase(v, p) for v in values for p in patterns)
-
-
-def _roles_of(attributes: Mapping[str, Any]) -> list[str]:
-    roles = attributes.get("roles")
-    if isinstance(roles, list | tuple | set | frozenset):
-        return [r for r in roles if isinstance(r, str)]
-    return []
-
-
-def _parse_rule(number: int, table: Any, where: str) -> Rule:
-    here = f"{where}: rule {number}"
-    if not isinstance(table, dict):
-        raise ConfigError(f"{here} must be a table ([[rule]])")
-    unknown = sorted(set(table) - _RULE_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{here}: unknown key '{unknown[0]}' (known: {', '.join(sorted(_RULE_KEYS))})"
-        )
-    effect = table.get("effect")
-    if effect not in ("allow", "deny"):
-        shown = "missing" if effect is None else repr(effect)
-        raise ConfigError(f'{here}: key \'effect\' must be "allow" or "deny" (got {shown})')
-    if "skills" not in table:
-        raise ConfigError(f"{here}: key 'skills' is required (a non-empty list of patterns)")
-    lists: dict[str, tuple[str, ...]] = {}
-    for key in _PATTERN_KEYS:
-        if key not in table:
-            continue
-        value = table[key]
-        if (
-            not isinstance(value, list)
-            or not value
-            or not all(isinstance(item, str) for item in value)
-        ):
-            raise ConfigError(f"{here}: key '{key}' must be a non-empty list of strings")
-        lists[key] = tuple(value)
-    authenticated = table.get("authenticated", True)
-    if not isinstance(authenticated, bool):
-        raise ConfigError(f"{here}: key 'authenticated' must be true or false")
-    case_sensitive = table.get("case_sensitive", False)
-    if not isinstance(case_sensitive, bool):
-        raise ConfigError(f"{here}: key 'case_sensitive' must be true or false")
-    description = table.get("description", "")
-    if not isinstance(description, str):
-        raise ConfigError(f"{here}: key 'description' must be a string")
-    resources = lists.get("resources")
-    return Rule(
-        number=number,
-        effect=effect,
-        skills=lists["skills"],
-        identities=lists.get("identities"),
-        roles=lists.get("roles"),
-        tenants=lists.get("tenants"),
-        operations=lists.get("operations"),
-        resources=None if resources is None else ResourcePatterns(resources, case_sensitive),
-        authenticated=authenticated,
-        description=description.strip().replace("\n", " "),
-    )
+_EFFECTS = Effects(permitting="allow", blocking="deny")
 
 
 def parse_policy(text: str, where: str) -> tuple[Rule, ...]:
@@ -253,7 +98,10 @@ def parse_policy(text: str, where: str) -> tuple[Rule, ...]:
     tables = raw.get("rule", [])
     if not isinstance(tables, list):
         raise ConfigError(f"{where}: key 'rule' must be an array of tables ([[rule]])")
-    return tuple(_parse_rule(n, t, where) for n, t in enumerate(tables, start=1))
+    return tuple(
+        parse_rule(n, t, f"{where}: rule {n}", _EFFECTS, kind="rule")
+        for n, t in enumerate(tables, start=1)
+    )
 
 
 _FileKey = tuple[int, int, int, int]
@@ -329,7 +177,7 @@ class PolicyFile:
         for rule in rules:
             if not rule.matches(request):
                 continue
-            if rule.effect == "deny":
+            if rule.blocking:
                 return Decision.deny(f"denied by {rule.label} of {self.path}")
             if allowed is None:
                 allowed = rule
