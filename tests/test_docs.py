@@ -35,7 +35,7 @@ import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
-from helpers.fake_dist import pythonpath
+from helpers.example_vendor import example_vendor_env
 
 from skillrack.host.config import (
     FIRST_PARTY,
@@ -56,7 +56,6 @@ DOC_FILES = [README, *sorted(DOCS.glob("*.md"))]
 BLOCK = re.compile(r"<!-- doc-test(?::\s*file\s+(\S+))?\s*-->\s*```(\w+)\n(.*?)```", re.S)
 DOC_URL = "http://127.0.0.1:8000"
 README_MAX_BYTES = 10_000
-EXAMPLE_VENDOR = "skillrack-example-vendor"
 
 
 def blocks(path: Path) -> list[tuple[str | None, str]]:
@@ -103,31 +102,6 @@ def run_doc(path: Path, workdir: Path, url: str, env: dict[str, str]) -> None:
 
 def no_vendor_env() -> dict[str, str]:
     return {**os.environ, "SKILLRACK_LOAD_PLUGINS": ""}
-
-
-def example_vendor_env(site: Path) -> dict[str, str]:
-    """The example vendor plugin as an installed distribution, whether or not it is installed.
-
-    tox's core environment holds only the host: there, a dist-info on
-    PYTHONPATH makes ``example_vendor_plugin/src`` what ``pip install
-    ./example_vendor_plugin`` would have installed.
-    """
-    env = {**os.environ, "SKILLRACK_LOAD_PLUGINS": EXAMPLE_VENDOR}
-    try:
-        importlib.metadata.distribution(EXAMPLE_VENDOR)
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    else:
-        return env  # installed: a second copy would load twice
-    site.mkdir()
-    info = site / "skillrack_example_vendor-0.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {EXAMPLE_VENDOR}\nVersion: 0.0\n")
-    (info / "entry_points.txt").write_text(
-        "[skillrack]\nexample_vendor = skillrack_example_vendor\n"
-    )
-    source = ROOT / "example_vendor_plugin" / "src"
-    return {**env, "PYTHONPATH": pythonpath(site, source)}
 
 
 @pytest.mark.parametrize("path", docs_with_commands(), ids=lambda p: str(p.relative_to(ROOT)))

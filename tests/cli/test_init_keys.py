@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
+from helpers.example_vendor import example_vendor_env
 
 from skillrack.cli.main import main
 from skillrack.host.config import load_config
@@ -114,7 +115,7 @@ def test_a_new_key_authenticates_against_a_real_agent(tmp_path: Path) -> None:
         '[plugins.policy]\nfile = "policy.toml"\n'
     )
     agent = start_agent(
-        tmp_path, plugins="skillrack-example-vendor", args=["--config", "skillrack.toml"]
+        tmp_path, env=example_vendor_env(tmp_path / "site"), args=["--config", "skillrack.toml"]
     ).wait_ready(120)
     try:
         call = [skillrack_command(), "call", agent.url, "evaluate_resource_condition"]

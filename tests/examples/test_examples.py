@@ -26,6 +26,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from helpers.example_vendor import example_vendor_env
 
 from skillrack.cli.init import STARTING_CONFIGURATION
 from skillrack.protocol.signing import verify_card_signature
@@ -36,7 +37,6 @@ EXAMPLES = ROOT / "examples"
 PAGE = EXAMPLES / "README.md"
 BLOCK = re.compile(r"<!-- example: (\S+) -->\s*```sh\n(.*?)```", re.S)
 URL = re.compile(r"http://127\.0\.0\.1:(\d+)")
-EXAMPLE_VENDOR = "skillrack-example-vendor"
 #: Seconds a server may take to answer its card: start-up is slow on a loaded machine.
 START_S = 120.0
 ARGS = (
@@ -57,20 +57,17 @@ def postgresql_reachable() -> bool:
     return True
 
 
-def environment() -> dict[str, str]:
+def environment(site: Path) -> dict[str, str]:
     """The operator's shell: this environment's skillrack first on PATH, the example plugin."""
     bin_dir = str(Path(skillrack_command()).parent)
-    return {
-        **os.environ,
-        "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
-        "SKILLRACK_LOAD_PLUGINS": EXAMPLE_VENDOR,
-    }
+    env = example_vendor_env(site)
+    return {**env, "PATH": bin_dir + os.pathsep + env.get("PATH", "")}
 
 
 def run_example(name: str, workdir: Path) -> list[subprocess.CompletedProcess[str]]:
     """Run the example's block in ``workdir`` (holding a copy of examples/); the runs."""
     shutil.copytree(EXAMPLES, workdir / "examples")
-    env = environment()
+    env = environment(workdir / "site")
     ports: dict[str, str] = {}
     runs: list[subprocess.CompletedProcess[str]] = []
     with ExitStack() as servers:
@@ -140,7 +137,7 @@ def test_api_keys_example_refuses_a_caller_without_a_key(tmp_path: Path) -> None
     """The policy is live: the same call without the key's header is refused."""
     shutil.copytree(EXAMPLES, tmp_path / "examples")
     args = ["--config", "examples/api-keys/skillrack.toml"]
-    agent = start_agent(tmp_path, args=args, env=environment()).wait_ready(START_S)
+    agent = start_agent(tmp_path, args=args, env=environment(tmp_path / "site")).wait_ready(START_S)
     try:
         command = [skillrack_command(), "call", agent.url, "evaluate_resource_condition"]
         run = subprocess.run([*command, "--args", ARGS], capture_output=True, text=True, timeout=60)
