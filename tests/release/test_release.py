@@ -322,8 +322,9 @@ def test_uri_and_version_that_disagree(tree: Tree) -> None:
     assert [w.rule for w in report.warnings] == ["file_name_version"]
 
 
-def test_schema_uri_that_is_not_absolute(tree: Tree) -> None:
-    tree.replace('"urn:acme:ping-output:1.0"', '"ping-output"')
+@pytest.mark.parametrize("uri", ['"ping-output"', '"urn:acme:ping-output:1.0\\n"'])
+def test_schema_uri_that_is_not_absolute(tree: Tree, uri: str) -> None:
+    tree.replace('"urn:acme:ping-output:1.0"', uri)
     problem = only_error(check(tree))
     assert (problem.klass, problem.rule) == ("identity", "schema_uri")
 

@@ -62,7 +62,8 @@ __all__ = [
 ]
 
 #: An absolute URI (RFC 3986 ``scheme ":" ...``) without whitespace.
-_ABSOLUTE_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
+#: Matched whole (fullmatch): "$" would also accept a final newline.
+_ABSOLUTE_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+")
 #: ``name-1.2.json``: a version in a schema file's name.
 _FILE_VERSION = re.compile(r"[-_.]v?((?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*))\.json$")
 
@@ -388,7 +389,9 @@ class _Run:
             by_name.setdefault((entry.schema_uri, entry.version), []).append(entry)
             first = entry.used_by[0]
             where = _where(entry)
-            if not isinstance(entry.schema_uri, str) or not _ABSOLUTE_URI.match(entry.schema_uri):
+            if not isinstance(entry.schema_uri, str) or not _ABSOLUTE_URI.fullmatch(
+                entry.schema_uri
+            ):
                 self.problem(
                     "identity",
                     "error",
