@@ -134,16 +134,26 @@ def test_approval_by_an_approver_in_every_mode(
     assert ran == [skill]
 
 
-@pytest.mark.parametrize("skill", ["observe_gated", "recommend_gated", "execute_plain"])
-def test_approval_waits_for_an_operator_in_every_mode(
-    base: str, registry: Registry, approver: Approver, skill: str
+def test_approval_waits_for_an_operator_before_a_side_effect(
+    base: str, registry: Registry, approver: Approver
 ) -> None:
-    """No approver decides: a skill that says approval may be required waits, in any mode."""
-    task = call(base, registry, skill)
+    """No approver decides: an execute skill waits for an operator."""
+    task = call(base, registry, "execute_plain")
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     [part] = task["status"]["message"]["parts"]
     assert part["data"]["skillrack_approval"]["state"] == "pending"
     assert ran == []
+
+
+@pytest.mark.parametrize("skill", ["observe_gated", "recommend_gated"])
+def test_approval_without_side_effect_needs_no_operator(
+    base: str, registry: Registry, approver: Approver, skill: str
+) -> None:
+    """approval_may_be_required without a side effect: approvers asked, no operator waited for."""
+    task = call(base, registry, skill)
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [r.skill_id for r in approver.seen] == [skill]
+    assert ran == [skill]
 
 
 def test_approval_not_asked_where_none_may_apply(

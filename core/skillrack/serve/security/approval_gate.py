@@ -13,13 +13,17 @@ not depend on the advertised ``default_mode``; two questions are asked:
   reduced like authorization: any refusal refuses (``authorization_failed``,
   the task ends ``TASK_STATE_REJECTED``), an approval approves, no opinion
   leaves it open.
-* **An operator** decides an open call when the skill's declarations say the
-  call needs one (:func:`needs_approval`): for a multi-operation skill that
-  flags operations, the chosen operation's ``may_require_approval`` (the
-  precise declaration: a read beside a flagged delete does not wait); for any
-  other skill, ``approval_may_be_required`` or an ``execute`` authority.  The
-  call is written to the :class:`~skillrack.serve.security.approvals.ApprovalStore`
-  and waits (``skillrack approvals grant|deny``).
+* **An operator** decides an open call only before a side effect
+  (:func:`needs_approval`): for a multi-operation skill that flags
+  operations, the chosen operation's ``may_require_approval`` (a read beside
+  a flagged delete does not wait); for any other skill, an ``execute``
+  authority.  ``approval_may_be_required`` alone says an approval requirement
+  *may* apply; the draft leaves it to deployment policy, and skillrack's
+  default policy asks a person only before a side effect, so an
+  ``observe_only`` or ``recommend_only`` call that no approver refused goes
+  on.  The call is written to the
+  :class:`~skillrack.serve.security.approvals.ApprovalStore` and waits
+  (``skillrack approvals grant|deny``).
 
 The step runs on every turn of the task, so a decision made while the task
 waited is seen, and nothing is cached across tasks: an approval is bound to
@@ -49,17 +53,15 @@ def approval_applies(skill: RegisteredSkill, operation: str | None) -> bool:
 
 
 def needs_approval(skill: RegisteredSkill, operation: str | None) -> bool:
-    """Whether a call no approver decided waits for an operator.
+    """Whether a call no approver decided waits for an operator: before a side effect.
 
     A multi-operation skill that flags operations says precisely which ones
-    need approval; any other skill says it as a whole
-    (``approval_may_be_required``, or an ``execute`` authority).
+    need approval; any other skill needs it when its authority is ``execute``.
     """
     declared = skill.skill
     if any(op.may_require_approval for op in declared.operations):
         return _flagged(skill, operation)
-    authority = declared.authority
-    return authority.approval_may_be_required or authority.default_mode == "execute"
+    return declared.authority.default_mode == "execute"
 
 
 def _flagged(skill: RegisteredSkill, operation: str | None) -> bool:
