@@ -17,26 +17,24 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
-from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
 from helpers.hostile_agents import (
     CARD_PATH,
     CHALLENGE,
     CREDENTIALS,
     CredentialCounter,
     card_of,
+    counting_agent,
     decoy,
     refusing_app,
     serving,
     serving_self_described,
+    steering_decoy,
     with_interfaces,
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp
 
 from skillrack.cli import main as cli
 from skillrack.testing.serve import skillrack_command
@@ -58,21 +56,13 @@ HEADERS = [arg for name, value in CREDENTIALS.items() for arg in ("--header", f"
 
 @pytest.fixture(scope="module")
 def agent() -> Iterator[tuple[str, CredentialCounter]]:
-    holder: list[CredentialCounter] = []
-
-    def wrap(app: ASGIApp) -> ASGIApp:
-        holder.append(CredentialCounter(app))
-        return holder[0]
-
-    registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
-    with running_agent(registry, wrap=wrap) as url:
-        yield url, holder[0]
+    with counting_agent() as counted:
+        yield counted
 
 
 @pytest.fixture(scope="module")
 def steering(agent: tuple[str, CredentialCounter]) -> Iterator[str]:
-    card = card_of(agent[0])
-    with serving(decoy(lambda: card)) as url:
+    with steering_decoy(agent[0]) as url:
         yield url
 
 

@@ -15,24 +15,25 @@ from typing import Any
 
 import pytest
 from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
+from helpers.agent_skills import AllowAll
 from helpers.builders import registry_of
 from helpers.hostile_agents import (
     CARD_PATH,
     CREDENTIALS,
     CredentialCounter,
     card_of,
+    counting_agent,
     decoy,
     minimal_card,
     redirect_to,
     serving,
+    steering_decoy,
     with_interfaces,
 )
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp
 
 from skillrack.client.composition import Peers
 from skillrack.client.origin import Origin, OriginPolicy, parse_origin
@@ -49,23 +50,13 @@ ARGS = {
 
 @pytest.fixture(scope="module")
 def agent() -> Iterator[tuple[str, CredentialCounter]]:
-    """A real agent (B) that counts the requests carrying the test's credentials."""
-    holder: list[CredentialCounter] = []
-
-    def wrap(app: ASGIApp) -> ASGIApp:
-        holder.append(CredentialCounter(app))
-        return holder[0]
-
-    registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
-    with running_agent(registry, wrap=wrap) as url:
-        yield url, holder[0]
+    with counting_agent() as counted:
+        yield counted
 
 
 @pytest.fixture(scope="module")
 def steering(agent: tuple[str, CredentialCounter]) -> Iterator[str]:
-    """A decoy (A) on another port whose card is the agent's: its interfaces name B."""
-    card = card_of(agent[0])
-    with serving(decoy(lambda: card)) as url:
+    with steering_decoy(agent[0]) as url:
         yield url
 
 

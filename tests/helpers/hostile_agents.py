@@ -27,7 +27,9 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from helpers.agent_harness import free_port
+from helpers.agent_harness import free_port, running_agent
+from helpers.agent_skills import AllowAll, TestSkills
+from helpers.builders import registry_of
 
 CARD_PATH = "/.well-known/agent-card.json"
 #: The credentials the tests hand the client; a server counts requests that carry them.
@@ -259,4 +261,26 @@ def serving_self_described(app: Starlette) -> Iterator[str]:
     """Serve one of the apps above whose card names its own URL."""
     with serving(app) as url:
         app.state.holder["url"] = url
+        yield url
+
+
+@contextmanager
+def counting_agent() -> Iterator[tuple[str, CredentialCounter]]:
+    """A real agent (B) that counts the requests carrying the tests' credentials."""
+    holder: list[CredentialCounter] = []
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        holder.append(CredentialCounter(app))
+        return holder[0]
+
+    registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
+    with running_agent(registry, wrap=wrap) as url:
+        yield url, holder[0]
+
+
+@contextmanager
+def steering_decoy(agent_url: str) -> Iterator[str]:
+    """A decoy (A) on another port whose card is the agent's: its interfaces name B."""
+    card = card_of(agent_url)
+    with serving(decoy(lambda: card)) as url:
         yield url
