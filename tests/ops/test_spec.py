@@ -225,3 +225,36 @@ def test_command_line_markdown_to_a_file(
     assert text.startswith("# A2A Agent Card and Interface Specification: Secured agent\n")
     assert "## 16. Conformance checklist" in text
     assert "| A2A-CONF-003 |" in text and "not observed" in text  # no probes were made
+
+
+#: The A2A specification in the project's workspace (``shared/spec/`` beside the checkout, or
+#: beside the directory of worktrees); absent elsewhere.
+A2A_SPEC = next(
+    (
+        found
+        for parent in Path(__file__).resolve().parents[2:5]
+        if (found := parent / "shared/spec/a2a-specification-v1.0.1.md").is_file()
+    ),
+    Path("/nonexistent"),
+)
+
+
+def _operations_table(spec: Spec) -> dict[str, str]:
+    """JSON-RPC method -> HTTP+JSON endpoint, as the generated specification states them."""
+    [section] = [s for s in spec.sections if s.title.startswith("8. ")]
+    [table] = [b["table"] for b in section.blocks if "table" in b]
+    return {row[0].strip("`"): row[1].strip("`") for row in table["rows"]}
+
+
+def test_operations_state_the_http_methods_a2a_defines(served: tuple[str, Spec]) -> None:
+    stated = _operations_table(served[1])
+    # The SDK's own client, the conformance kit and A2A 1.0 section 5.3 use POST.
+    assert stated["SubscribeToTask"] == "POST /tasks/{id}:subscribe"
+    assert stated["CancelTask"] == "POST /tasks/{id}:cancel"
+    if not A2A_SPEC.is_file():
+        pytest.skip("the shared A2A specification is not next to this checkout")
+    text = A2A_SPEC.read_text(encoding="utf-8")
+    mapping = text.split("### 5.3. Method Mapping Reference", 1)[1].split("###", 1)[0]
+    defined = dict(re.findall(r"^\|[^|]+\| `(\w+)` +\|[^|]+\| `([A-Z]+ [^`]+)` +\|", mapping, re.M))
+    assert len(defined) == 11, defined
+    assert stated == defined

@@ -65,14 +65,14 @@ OPERATIONS = rows(
     `ListTasks` | `GET /tasks` | Yes | Cursor pagination; only the caller's tenant's tasks
     `CancelTask` | `POST /tasks/{id}:cancel` | Yes | Cancellable skills only; others answer
         `TaskNotCancelableError` and run to their end
-    `SubscribeToTask` | `GET /tasks/{id}:subscribe` | Yes | First event is the current Task
-    `CreateTaskPushNotificationConfig` | `POST /tasks/{taskId}/pushNotificationConfigs` | No |
+    `SubscribeToTask` | `POST /tasks/{id}:subscribe` | Yes | First event is the current Task
+    `CreateTaskPushNotificationConfig` | `POST /tasks/{id}/pushNotificationConfigs` | No |
         `PushNotificationNotSupportedError`
-    `GetTaskPushNotificationConfig` | `GET /tasks/{taskId}/pushNotificationConfigs/{id}` | No |
+    `GetTaskPushNotificationConfig` | `GET /tasks/{id}/pushNotificationConfigs/{configId}` | No |
         `PushNotificationNotSupportedError`
-    `ListTaskPushNotificationConfigs` | `GET /tasks/{taskId}/pushNotificationConfigs` | No |
+    `ListTaskPushNotificationConfigs` | `GET /tasks/{id}/pushNotificationConfigs` | No |
         `PushNotificationNotSupportedError`
-    `DeleteTaskPushNotificationConfig` | `DELETE /tasks/{taskId}/pushNotificationConfigs/{id}` |
+    `DeleteTaskPushNotificationConfig` | `DELETE /tasks/{id}/pushNotificationConfigs/{configId}` |
         No | `PushNotificationNotSupportedError`
     `GetExtendedAgentCard` | `GET /extendedAgentCard` | No | Refused with
         `UnsupportedOperationError`: no extended card is declared

@@ -17,6 +17,13 @@ And an integer outside +/-(2^53-1) anywhere in the body is refused with
 ``input_invalid`` (HTTP 400 / JSON-RPC -32602) and a JSON Pointer to it
 (``ErrorInfo.metadata.pointer``): a Data Part holds doubles, so it would be
 rounded silently and the skill would run on another number.
+
+One exception to "refused unless JSON": an empty body on a task action
+(``POST /tasks/{id}:cancel`` and ``POST /tasks/{id}:subscribe``, with or
+without a ``/{tenant}`` prefix) is read as ``{}``.  A2A 1.0's HTTP+JSON binding
+names the task in the path, and a2a-sdk's own client sends these two with no
+body at all; every other route (``/message:send``, JSON-RPC at ``/``, ...)
+carries its request in the body, so an empty one there stays an error.
 """
 
 from __future__ import annotations
@@ -70,6 +77,9 @@ class BodyGuard:
                 await self._too_large(scope, send, "the request body is too large")
                 return
         data = bytes(body)
+        if not data and _TASK_ACTION.fullmatch(scope["path"]):
+            await self.app(scope, _replaying(b"{}", receive), send)
+            return
         value, problem = self._parse(data)
         if problem is not None:
             await binding_error(
@@ -111,16 +121,7 @@ class BodyGuard:
                     pointer=exc.pointer,
                 )
                 return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": data, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, _replaying(data, receive), send)
 
     def _parse(self, body: bytes) -> tuple[Any, str | None]:
         try:
@@ -157,6 +158,25 @@ class BodyGuard:
             message=message,
             pointer=pointer,
         )
+
+
+#: The HTTP+JSON task actions whose request is all in the path (A2A 1.0 section 11):
+#: ``[/{tenant}]/tasks/{id}:cancel`` and ``[/{tenant}]/tasks/{id}:subscribe``.
+_TASK_ACTION = re.compile(r"(?:/[^/]+)?/tasks/[^/]+:(?:cancel|subscribe)")
+
+
+def _replaying(data: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the application the body already read, then defers."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": data, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class _NotIJson(ValueError):
