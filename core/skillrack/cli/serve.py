@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillrack.cli.exits import EXIT_OK, fail
+from skillrack.errors import StartupError
 from skillrack.host.compose import compose_host
 from skillrack.host.config import load_config
 
@@ -161,6 +162,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
     from skillrack.serve.process import describe_tracing, freeze_startup_heap
     from skillrack.serve.stores.storage import parse_store, prepare
+    from skillrack.serve.traces import configure as configure_traces
+    from skillrack.serve.traces import describe as describe_traces
 
     config = load_config(Path(args.config) if args.config else None)
     if args.store:  # a relative path on the command line is relative to the working directory
@@ -177,6 +180,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     asyncio.run(prepare(store, cluster=cluster))
     scheme = "https" if args.ssl_certfile else "http"
     base_url = config.public_url(args.host, args.port, scheme)
+    try:  # the OTEL_* variables; each worker configures its own (app_from_environment)
+        traces = configure_traces(os.environ) if args.workers == 1 else describe_traces(os.environ)
+    except StartupError as exc:
+        return fail(str(exc))
     app: QuietStartup | None = None
     if args.workers == 1:
         app = QuietStartup(
@@ -208,6 +215,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         approvals_path = (config.base_dir / config.server.approvals_store).resolve()
         print(f"  approvals store: sqlite {approvals_path}")
         print(f"  a2a-sdk tracing: {describe_tracing()}")
+        print(f"  traces: {traces}")
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)
         print(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
         if args.workers > 1:

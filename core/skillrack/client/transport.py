@@ -14,7 +14,11 @@ in an ``httpx`` transport that wraps the one that connects:
   ``text/event-stream``, the response bound otherwise), and a declared
   ``Content-Length`` over the bound is refused before reading;
 * bodies are asked for without content coding, and a compressed body is
-  refused, since a few compressed bytes can inflate past any bound.
+  refused, since a few compressed bytes can inflate past any bound;
+* the current OpenTelemetry span, if one is recording (a skill handler's,
+  when the host traces), goes along as W3C ``traceparent``/``tracestate``, so
+  the peer's spans join the caller's trace; without one nothing is added, and
+  baggage is never sent (one vendor's key-value pairs are not the next one's).
 
 ``inner`` is the transport that opens connections (by default httpx's own);
 a host that must also decide which addresses may be dialled passes its own.
@@ -27,11 +31,15 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 import httpx
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from skillrack.client.bounds import BoundedStream, ReadBounds, declared_length, exceeded
 from skillrack.client.challenge import authorization_failed
 from skillrack.client.origin import OriginPolicy
 from skillrack.errors import ClientCode, SkillCallError
+
+#: W3C Trace Context only: what skillrack's server reads (skillrack.serve.middleware.trace_context).
+_TRACE_CONTEXT = TraceContextTextMapPropagator()
 
 _policy: ContextVar[OriginPolicy | None] = ContextVar("skillrack_origin_policy", default=None)
 
@@ -66,6 +74,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                 f"a request to {request.url} was made outside any call: refused",
             )
         policy.check(request.url, "a request (to an interface URL or a redirect) to")
+        _TRACE_CONTEXT.inject(request.headers)  # nothing unless a valid span is current
         response = await self.inner.handle_async_request(request)
         try:
             return self._bounded(request, response)

@@ -4,11 +4,12 @@ Routes come from a2a-sdk's factories (JSON-RPC at ``/``, HTTP+JSON after it,
 last, because its ``/{tenant}`` mount shadows anything added later); the card
 route is skillrack's own so that its bytes are built once.  The middleware
 (:mod:`skillrack.serve.middleware`), outermost first: host allowlist,
-error sanitizer, extension echo, failed-authentication limit,
-authentication, rate limit, body timeout, body guard.  Tasks are stored per
-tenant of the authenticated caller, so another tenant's task answers as if it
-did not exist.  Where they are stored (memory, a SQLite file, PostgreSQL
-shared by replicas) is ``config.server.store``
+trace context (only when a tracer provider is installed), error sanitizer,
+extension echo, failed-authentication limit, authentication, rate limit,
+body timeout, body guard.  Tasks are stored per tenant of the authenticated
+caller, so another tenant's task answers as if it did not exist.  Where they
+are stored (memory, a SQLite file, PostgreSQL shared by replicas) is
+``config.server.store``
 (:mod:`skillrack.serve.stores.storage`); ``app_from_environment`` is the app
 factory ``skillrack serve --workers N`` gives uvicorn.
 """
@@ -77,6 +78,7 @@ from skillrack.serve.middleware import (
     FailedAuthenticationLimit,
     HostAllowlist,
     RateLimit,
+    TraceContext,
 )
 from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.operations import HOPS_PATH, OperationsGuard, hops_endpoint
@@ -91,6 +93,8 @@ from skillrack.serve.stores.storage import (
     open_storage,
     parse_store,
 )
+from skillrack.serve.traces import configure as configure_traces
+from skillrack.serve.traces import enabled as tracing_enabled
 
 logger = logging.getLogger(__name__)
 
@@ -343,6 +347,8 @@ def create_app(
     )
     app.add_middleware(ExtensionEcho)
     app.add_middleware(ErrorSanitizer)
+    if tracing_enabled():  # the caller's traceparent; not even read when nothing records spans
+        app.add_middleware(TraceContext)
     allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host)
     app.add_middleware(HostAllowlist, allowed=allowed)  # first: before the card, before all
     return app
@@ -371,6 +377,7 @@ def app_from_environment() -> Starlette:
         insecure_allow_all=bool(settings["insecure_allow_all"]),
     )
     base_url = config.public_url(settings["host"], int(settings["port"]), settings["scheme"])
+    configure_traces(os.environ)  # each worker exports its own spans (skillrack.serve.traces)
     app = create_app(
         host.registry,
         config,

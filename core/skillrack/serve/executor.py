@@ -41,7 +41,7 @@ import logging
 import math
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NoReturn
 
 import pluggy
@@ -75,6 +75,8 @@ from skillrack.serve.replay import replay
 from skillrack.serve.security.approval_gate import seek_approval
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.serve.security.authz import authorize, authorize_skill
+from skillrack.serve.traces import OFF, TurnTrace
+from skillrack.serve.traces import turn as traced_turn
 
 logger = logging.getLogger(__name__)
 #: One line per finished task: ids, states, codes and sizes, never contents or credentials.
@@ -164,6 +166,8 @@ class _Turn:
     task_id: str
     caller: Caller
     client_host: str | None
+    #: The turn's server span and its stages (:mod:`skillrack.serve.traces`); OFF when untraced.
+    trace: TurnTrace = OFF
 
 
 class SkillExecutor(AgentExecutor):
@@ -194,8 +198,12 @@ class SkillExecutor(AgentExecutor):
     # -- entry points called by a2a-sdk ---------------------------------------------------------
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """One turn of a task: admit the call, then run it; every error ends the task."""
-        turn = _turn(context, event_queue)
+        """One turn of a task, in its server span (:mod:`skillrack.serve.traces`)."""
+        with traced_turn(context.task_id or "") as trace:
+            await self._execute(replace(_turn(context, event_queue), trace=trace))
+
+    async def _execute(self, turn: _Turn) -> None:
+        """Admit the call, then run it; every error ends the task."""
         try:
             admitted = await self._admit(turn)
         except Exception as exc:
@@ -240,16 +248,22 @@ class SkillExecutor(AgentExecutor):
             await self._describe_skill(request, turn)
             return None
         skill = select_skill(self.registry, request)
-        verdict = await authorize_skill(
-            self.manager,
-            skill_authorization_request(skill, turn.caller),
-            has_details=has_details(skill),
-        )
-        if not verdict.allowed:  # before validation: a refused caller learns no field details
-            self._refuse(skill.skill_id, verdict.opinions, turn, "the skill")
-        invocation = check_invocation(self.registry, request, turn.caller, answers)
-        await self._authorize(invocation, turn)
-        if not await self._approve(invocation, turn):
+        turn.trace.skill(skill)
+        with turn.trace.stage("authorization", "skill"):
+            verdict = await authorize_skill(
+                self.manager,
+                skill_authorization_request(skill, turn.caller),
+                has_details=has_details(skill),
+            )
+            if not verdict.allowed:  # before validation: a refused caller learns no field details
+                self._refuse(skill.skill_id, verdict.opinions, turn, "the skill")
+        with turn.trace.stage("validation"):
+            invocation = check_invocation(self.registry, request, turn.caller, answers)
+        with turn.trace.stage("authorization", "call"):
+            await self._authorize(invocation, turn)
+        with turn.trace.stage("approval"):
+            approved = await self._approve(invocation, turn)
+        if not approved:
             return None
         return invocation, self.limiter.acquire(turn.caller, turn.client_host)
 
@@ -288,8 +302,10 @@ class SkillExecutor(AgentExecutor):
                 ErrorCode.SKILL_NOT_ADVERTISED,
                 f"skill {skill_id!r} is not advertised by this agent",
             )
+        turn.trace.describing(skill_id)
         await ArtifactPublisher(turn.updater).describe(payload)
         await turn.updater.complete()
+        turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
 
     async def _authorize(self, invocation: Invocation, turn: _Turn) -> None:
         verdict = await authorize(self.manager, invocation.request)
@@ -324,6 +340,7 @@ class SkillExecutor(AgentExecutor):
         )
         updater = turn.updater
         await updater.requires_input(updater.new_agent_message([data_part(pending.waiting_part())]))
+        turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
         return False
 
     # -- execution: a failure here ends the task FAILED -----------------------------------------
@@ -348,7 +365,8 @@ class SkillExecutor(AgentExecutor):
         await turn.updater.start_work()
         try:
             try:
-                result = await self._within_deadline(invocation, handler_context, outputs, turn)
+                with turn.trace.stage("handler"):
+                    result = await self._within_deadline(invocation, handler_context, outputs, turn)
             except Exception:
                 if outputs.refusal is not None:  # a limit passed fails the task, whatever came next
                     raise outputs.refusal from None
@@ -358,6 +376,7 @@ class SkillExecutor(AgentExecutor):
             await turn.updater.requires_input(
                 turn.updater.new_agent_message([data_part(asked.request)])
             )
+            turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
             return
         except ConditionError:
             raise
@@ -368,8 +387,10 @@ class SkillExecutor(AgentExecutor):
                 exc,
             )
             raise _failed(turn) from None
-        await outputs.publish_result(result)
+        with turn.trace.stage("output_validation"):
+            await outputs.publish_result(result)
         await turn.updater.complete()
+        turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
         audit.info("task %s of %s completed", turn.task_id, skill.skill_id)
 
     async def _within_deadline(
@@ -456,6 +477,7 @@ class SkillExecutor(AgentExecutor):
         )
         message = turn.updater.new_agent_message([data_part(error.to_error_object())])
         await turn.updater.update_status(state, message=message)
+        turn.trace.ended(TaskState.Name(state), error.code.value)
 
 
 def _turn(context: RequestContext, event_queue: EventQueue) -> _Turn:

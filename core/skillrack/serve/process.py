@@ -12,7 +12,8 @@ application, so it chooses, and says so in its start-up log.
   this runs before that (``launch.py``).  An operator who sets that variable,
   or configures an OpenTelemetry exporter (``OTEL_TRACES_EXPORTER``,
   ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``),
-  keeps a2a-sdk's tracing on.
+  keeps a2a-sdk's tracing on; the same setting turns skillrack's own spans
+  on (:mod:`skillrack.serve.traces`).
 - **The start-up heap.** Assembly leaves a few hundred thousand long-lived
   objects (plugins, schemas, compiled validators, a2a-sdk's descriptors);
   ``gc.freeze()`` moves them out of the collector's generations, so a full
@@ -23,7 +24,7 @@ application, so it chooses, and says so in its start-up log.
 from __future__ import annotations
 
 import gc
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 
 A2A_TRACING = "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"
 #: Any of these set means someone wants traces exported: a2a-sdk's tracing stays on.
@@ -34,12 +35,19 @@ EXPORTER_SETTINGS = (
 )
 
 
+def exporter_configured(environ: Mapping[str, str]) -> bool:
+    """Whether the operator configured an OpenTelemetry trace exporter.
+
+    One rule for a2a-sdk's tracing (here) and skillrack's own
+    (:func:`skillrack.serve.traces.configure`): both are on, or both off.
+    """
+    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
+    return exporter != "none" and any(environ.get(name, "").strip() for name in EXPORTER_SETTINGS)
+
+
 def default_tracing(environ: MutableMapping[str, str]) -> bool:
     """Switch a2a-sdk's tracing off unless the operator chose; True when this switched it off."""
-    if A2A_TRACING in environ:
-        return False
-    exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
-    if exporter != "none" and any(environ.get(name, "").strip() for name in EXPORTER_SETTINGS):
+    if A2A_TRACING in environ or exporter_configured(environ):
         return False
     environ[A2A_TRACING] = "false"
     return True

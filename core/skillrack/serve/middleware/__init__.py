@@ -3,6 +3,7 @@
 Outermost first, as :func:`skillrack.serve.app.create_app` installs them:
 
 * :class:`HostAllowlist` answers a ``Host`` the agent is not reached by with 421;
+* :class:`TraceContext` makes the caller's W3C trace context current (only when tracing is on);
 * :class:`ErrorSanitizer` keeps a2a-sdk's internal error text away from callers;
 * :class:`ExtensionEcho` writes ``A2A-Extensions`` when the request activated the extension;
 * :class:`FailedAuthenticationLimit` answers 429 to an address after too many 401s;
@@ -29,6 +30,7 @@ from skillrack.serve.middleware.extension_echo import ACTIVATED_SCOPE_KEY, Exten
 from skillrack.serve.middleware.failed_auth_limit import FailedAuthenticationLimit
 from skillrack.serve.middleware.host_allowlist import HostAllowlist
 from skillrack.serve.middleware.rate_limit import RateLimit
+from skillrack.serve.middleware.trace_context import TraceContext
 
 __all__ = [
     "ACTIVATED_SCOPE_KEY",
@@ -42,6 +44,7 @@ __all__ = [
     "FailedAuthenticationLimit",
     "HostAllowlist",
     "RateLimit",
+    "TraceContext",
     "binding_error",
     "error_info",
 ]
