@@ -79,6 +79,12 @@ AUTHORIZATION_SCOPE = "skillrack.authorization.scope"
 
 #: The pipeline's stages, in order; each is a child span ``skillrack.<stage>``.
 STAGES = ("authorization", "validation", "approval", "handler", "output_validation")
+#: Every span and attribute name skillrack records (the operator guide lists them).
+NAMES = frozenset(
+    {INVOKE_SPAN, DESCRIBE_SPAN, *(f"skillrack.{stage}" for stage in STAGES)}
+    | {SKILL_ID, SKILL_VERSION, INTERFACE_DIGEST, PLUGIN, TASK_ID, TASK_STATE, CONDITION}
+    | {AUTHORIZATION_SCOPE}
+)
 
 #: ``OTEL_TRACES_EXPORTER`` names and the entry point that provides each ("otlp" depends on
 #: ``OTEL_EXPORTER_OTLP[_TRACES]_PROTOCOL``, as in the SDK's own configurator).
