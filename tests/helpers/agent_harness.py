@@ -30,9 +30,13 @@ def running_agent(
     registry: Registry,
     config: Config | None = None,
     wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+    port: int | None = None,
 ) -> Iterator[str]:
-    """Serve ``registry`` over HTTP in a background thread; yield its base URL."""
-    port = free_port()
+    """Serve ``registry`` over HTTP in a background thread; yield its base URL.
+
+    ``port``: a given one (a restart that must publish the same card), else a free one.
+    """
+    port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     if config is None:  # keep the approval store out of the working directory
         config = Config(base_dir=Path(tempfile.mkdtemp(prefix="skillrack-test-")))

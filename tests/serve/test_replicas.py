@@ -168,3 +168,26 @@ def test_input_asked_on_a_is_answered_through_b(replicas: tuple[str, str]) -> No
     assert get_task(a, task["id"])["status"]["state"] == "TASK_STATE_COMPLETED"
     listed = rpc(a, "ListTasks", {"pageSize": 100})["result"]["tasks"]
     assert task["id"] in {t["id"] for t in listed}
+
+
+def test_replicas_agree_on_when_a_card_version_was_published(pg_url: str, tmp_path: Any) -> None:
+    """The card's Last-Modified: the first replica's recorded time, read by every other."""
+    from skillrack.serve.stores.storage import open_storage, parse_store
+
+    spec = parse_store(pg_url, tmp_path)
+    etag = f'"{uuid.uuid4().hex}"'
+
+    async def run() -> list[int]:
+        a = open_storage(spec, owner_resolver=lambda context: "")
+        b = open_storage(spec, owner_resolver=lambda context: "")
+        try:
+            await asyncio.gather(a.start(), b.start())
+            return list(
+                await asyncio.gather(a.first_published(etag, 1_000), b.first_published(etag, 2_000))
+            )
+        finally:
+            await a.close()
+            await b.close()
+
+    times = asyncio.run(run())
+    assert times[0] == times[1] and times[0] in {1_000, 2_000}

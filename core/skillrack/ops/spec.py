@@ -881,11 +881,14 @@ class _Builder:
                 [
                     "Cache headers",
                     f"`Cache-Control: {headers.get('cache-control', '?')}`; strong `ETag` "
-                    "(a hash of the exact bytes); `If-None-Match` answers 304",
+                    "(a hash of the exact bytes) and `Last-Modified` (when that ETag was "
+                    "first published from the task store); `If-None-Match` and "
+                    "`If-Modified-Since` answer 304, `If-None-Match` taking precedence",
                 ],
                 [
                     "Client guidance",
-                    "Honour HTTP caching and revalidate with `If-None-Match`; verify a "
+                    "Honour HTTP caching and revalidate with `If-None-Match` or "
+                    "`If-Modified-Since`; verify a "
                     "signature before trusting a signed card; re-run `describe_skill` when an "
                     "advertised version or digest changes",
                 ],

@@ -293,9 +293,11 @@ def create_app(
             HOPS_PATH, hops_endpoint(peers.hops.recent, OperationsGuard(manager)), methods=["GET"]
         ),
     ]
+    published = [card_endpoint]  # each gets its Last-Modified from the store at start-up
     if signer is not None:  # the card's jku: public, like the card
         jwks = jwks_endpoint(signer, config.server.card_max_age)
         routes.append(Route(JWKS_PATH, jwks.respond, methods=["GET"]))
+        published.append(jwks)
     routes += create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=builder)
     routes += create_rest_routes(handler, context_builder=builder)  # last: see module docstring
 
@@ -304,6 +306,10 @@ def create_app(
         if storage is not None:
             try:
                 await storage.start()
+                for endpoint in published:
+                    endpoint.published = await storage.first_published(
+                        endpoint.etag, endpoint.published
+                    )
                 settled = await storage.settle_interrupted(fail_interrupted)
             except BaseException:
                 await storage.close()  # the lock and the connections, even on a failed start

@@ -7,6 +7,13 @@ has no document, so no binding).  Its bytes never change while the process
 runs, so they are serialized once, and a client revalidating with
 ``If-None-Match`` gets 304 without a body.
 
+``Last-Modified`` is when this exact version (this ETag) was first published
+by any process sharing the task store, recorded there
+(:mod:`skillrack.serve.stores.published`), so it agrees with the ETag across
+replicas and restarts.  ``If-Modified-Since`` is answered with 304 when that
+time is not later than the date given; ``If-None-Match``, when present, takes
+precedence and ``If-Modified-Since`` is then ignored (RFC 9110 section 13.2.2).
+
 With ``[signing]`` configured, the card carries a JWS signature (A2A 1.0
 section 8.4, see ``signing.py``) computed once when the card is built, and the
 public key is served as a JWKS at ``/.well-known/jwks.json``, the ``jku`` of
@@ -16,9 +23,13 @@ their ETag are the same on every restart and replica with the same key.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
-from dataclasses import dataclass
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
@@ -144,14 +155,21 @@ def build_card(
     return card
 
 
-@dataclass(frozen=True)
+@dataclass
 class CardEndpoint:
-    """Serves the card's bytes, built once, with Cache-Control and a strong ETag."""
+    """Serves the card's bytes, built once, with Cache-Control, a strong ETag and Last-Modified.
+
+    ``published`` (Unix seconds) starts as the time the bytes were built; the
+    server's start-up replaces it with the time the task store recorded for
+    this ETag (:mod:`skillrack.serve.stores.published`), before the first
+    request is served.
+    """
 
     body: bytes
     etag: str
     cache_control: str
     media_type: str = "application/json"
+    published: int = field(default_factory=lambda: int(time.time()))
 
     @classmethod
     def of(cls, card: AgentCard, max_age: int) -> CardEndpoint:
@@ -173,10 +191,22 @@ class CardEndpoint:
         return cls(body, etag, f"public, max-age={max_age}, must-revalidate", media_type)
 
     async def respond(self, request: Request) -> Response:
-        headers = {"ETag": self.etag, "Cache-Control": self.cache_control}
-        if _matches(request.headers.get("if-none-match", ""), self.etag):
+        headers = {
+            "ETag": self.etag,
+            "Cache-Control": self.cache_control,
+            "Last-Modified": formatdate(self.published, usegmt=True),
+        }
+        if self.not_modified(request.headers):
             return Response(status_code=304, headers=headers)
         return Response(self.body, media_type=self.media_type, headers=headers)
+
+    def not_modified(self, headers: Mapping[str, str]) -> bool:
+        """Whether the request's validators match: ``If-None-Match`` first, else the date."""
+        if_none_match = headers.get("if-none-match")
+        if if_none_match is not None:
+            return _matches(if_none_match, self.etag)
+        since = _http_date(headers.get("if-modified-since"))
+        return since is not None and self.published <= since
 
 
 def load_card_signer(settings: SigningSettings, base_dir: Path) -> CardSigner:
@@ -211,6 +241,22 @@ def load_card_signer(settings: SigningSettings, base_dir: Path) -> CardSigner:
 def jwks_endpoint(signer: CardSigner, max_age: int) -> CardEndpoint:
     """The public key(s) of the card's signatures as a JWKS (RFC 7517), cached like the card."""
     return CardEndpoint.of_json(signer.jwks(), max_age, JWKS_MEDIA_TYPE)
+
+
+def _http_date(value: str | None) -> int | None:
+    """An HTTP-date as Unix seconds; None when absent or not a valid date (then ignored)."""
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if parsed.tzinfo is None:  # RFC 850 / asctime forms carry no zone: they are GMT
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    try:
+        return int(parsed.timestamp())
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _matches(if_none_match: str, etag: str) -> bool:

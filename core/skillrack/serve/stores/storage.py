@@ -94,6 +94,7 @@ from skillrack.host.config import ConfigError, StoreSpec
 from skillrack.host.config import StoreKind as StoreKind
 from skillrack.host.config import parse_store as parse_store
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
+from skillrack.serve.stores import published
 
 logger = logging.getLogger(__name__)
 
@@ -590,12 +591,23 @@ class TaskStorage:
                     await self.task_store.initialize()
                 if isinstance(self.event_stream, DatabaseTaskEventStream):
                     await self.event_stream.initialize()
+                await published.create_table(self.engine)
                 return
             except DBAPIError:
                 if attempt == attempts:
                     raise
                 logger.info("task store initialization raced another process; retrying")
                 await asyncio.sleep(0.2 * attempt)
+
+    async def first_published(self, etag: str, now: int) -> int:
+        """When the document version ``etag`` was first published from this store.
+
+        The card's ``Last-Modified`` (:mod:`skillrack.serve.stores.published`);
+        ``now`` for the in-memory store, which nothing shares.
+        """
+        if self.engine is None:
+            return now
+        return await published.first_published(self.engine, etag, now)
 
     async def settle_interrupted(self, settle: Callable[[Task], None]) -> tuple[str, ...]:
         """One process on SQLite: settle the tasks a stopped process left in progress.
