@@ -10,12 +10,15 @@ exports; an exporter asked for but not installed stops it at start-up.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.agent_skills import AllowAll
 from helpers.builders import registry_of
-from helpers.served_process import probe_request, serving, start
+from helpers.served_process import probe_request, start
 from opentelemetry import trace
 
 from skillrack.errors import StartupError
@@ -24,9 +27,11 @@ from skillrack.serve import traces
 from skillrack.serve.app import create_app
 from skillrack.serve.middleware import TraceContext
 from skillrack.serve.process import A2A_TRACING, EXPORTER_SETTINGS
-from skillrack.testing.serve import invoke
+from skillrack.testing.serve import ServedAgent, invoke
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+#: Start-up on a loaded machine (several of these tests import everything at once).
+STARTUP_S = 120.0
 OTEL_NAMES = (*EXPORTER_SETTINGS, A2A_TRACING, "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME")
 
 
@@ -34,6 +39,15 @@ OTEL_NAMES = (*EXPORTER_SETTINGS, A2A_TRACING, "OTEL_SDK_DISABLED", "OTEL_SERVIC
 def no_otel(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in OTEL_NAMES:
         monkeypatch.delenv(name, raising=False)
+
+
+@contextmanager
+def serving(workdir: Path, **kwargs: Any) -> Iterator[ServedAgent]:
+    agent = start(workdir, **kwargs).wait_ready(STARTUP_S)
+    try:
+        yield agent
+    finally:
+        agent.stop()
 
 
 def test_without_configuration_no_provider_is_installed(tmp_path: Path) -> None:
@@ -103,19 +117,27 @@ def test_serve_says_traces_are_off_by_default(tmp_path: Path, no_otel: None) -> 
 
 def test_serve_refuses_to_start_with_an_exporter_it_lacks(tmp_path: Path, no_otel: None) -> None:
     agent = start(tmp_path, args=("--store", "memory"), env={"OTEL_TRACES_EXPORTER": "zipkin"})
-    assert agent.process.wait(timeout=60) != 0
+    assert agent.process.wait(timeout=STARTUP_S) != 0
     output = agent.output()
     assert "skillrack: OTEL_TRACES_EXPORTER asks for the 'zipkin' span exporter" in output
     assert "Traceback" not in output
 
 
-def test_serve_exports_spans_when_an_exporter_is_configured(tmp_path: Path, no_otel: None) -> None:
+@pytest.mark.parametrize(
+    "args",
+    # --workers: each worker configures its own provider (app_from_environment)
+    [("--store", "memory"), ("--workers", "2", "--store", "sqlite:///traced.db")],
+    ids=["one process", "workers"],
+)
+def test_serve_exports_spans_when_an_exporter_is_configured(
+    tmp_path: Path, no_otel: None, args: tuple[str, ...]
+) -> None:
     env = {
         "OTEL_TRACES_EXPORTER": "console",  # to its stdout: the log the test reads
         "OTEL_BSP_SCHEDULE_DELAY": "50",
         "OTEL_SERVICE_NAME": "probe-agent",
     }
-    with serving(tmp_path, args=("--store", "memory"), env=env) as served:
+    with serving(tmp_path, args=args, env=env) as served:
         assert "traces: on (exporting with console)" in served.output()
         assert "a2a-sdk tracing: on" in served.output()  # one rule for both
         request = probe_request(served.url, "echo", {"text": "argument-value-9"})

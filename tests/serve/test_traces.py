@@ -267,3 +267,33 @@ def test_a_delegation_is_one_trace_across_two_agents(
     ] == STAGES
     assert b.attributes[traces.TASK_STATE] == a.attributes[traces.TASK_STATE]
     assert carries_no_value(finished)
+
+
+def test_describe_skill_is_its_own_span(downstream: str, spans: InMemorySpanExporter) -> None:
+    task = invoke(downstream, {"skill": "describe_skill", "arguments": {"skill_id": "echo"}})
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    finished = wait_for(spans, lambda f: any(s.name == traces.DESCRIBE_SPAN for s in f))
+    (server,) = [s for s in finished if s.name == traces.DESCRIBE_SPAN]
+    assert server.attributes[traces.SKILL_ID] == "echo"
+    assert server.attributes[traces.TASK_STATE] == "TASK_STATE_COMPLETED"
+    assert children(finished, server) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "asked"),
+    [("invoke", "x" * 2000), ("invoke", "echo\nforged"), ("describe", "y" * 2000)],
+)
+def test_a_caller_cannot_mint_span_names_or_skill_attributes(
+    downstream: str, spans: InMemorySpanExporter, kind: str, asked: str
+) -> None:
+    """A skill name that is not advertised names no span and sets no skill attribute."""
+    if kind == "describe":
+        request = {"skill": "describe_skill", "arguments": {"skill_id": asked}}
+    else:
+        request = skill_request(asked, {}, "1.0", digests(downstream)["echo"])
+    assert error_of(invoke(downstream, request))["code"] == "skill_not_advertised"
+    (server,) = wait_for(spans, lambda f: len(f) >= 1)
+    assert server.name == (traces.DESCRIBE_SPAN if kind == "describe" else traces.INVOKE_SPAN)
+    assert traces.SKILL_ID not in server.attributes
+    assert server.attributes[traces.TASK_STATE] == "TASK_STATE_REJECTED"
+    assert server.attributes[traces.CONDITION] == "skill_not_advertised"

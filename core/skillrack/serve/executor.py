@@ -291,6 +291,7 @@ class SkillExecutor(AgentExecutor):
 
     async def _describe_skill(self, request: SkillRequest, turn: _Turn) -> None:
         skill_id = request.arguments["skill_id"]
+        turn.trace.describing(self.registry.get(skill_id))
         payload = self._describe.get(skill_id)  # built once, at start-up
         if payload is None:
             if self.registry.get(skill_id) is not None:  # advertised, but nothing to return
@@ -302,7 +303,6 @@ class SkillExecutor(AgentExecutor):
                 ErrorCode.SKILL_NOT_ADVERTISED,
                 f"skill {skill_id!r} is not advertised by this agent",
             )
-        turn.trace.describing(skill_id)
         await ArtifactPublisher(turn.updater).describe(payload)
         await turn.updater.complete()
         turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))

@@ -158,11 +158,13 @@ class TurnTrace:
             }
         )
 
-    def describing(self, skill_id: str) -> None:
-        """This turn is ``describe_skill`` for an advertised skill (checked by the caller)."""
-        if self._span is not None:
-            self._span.update_name(DESCRIBE_SPAN)
-            self._span.set_attribute(SKILL_ID, skill_id)
+    def describing(self, skill: RegisteredSkill | None) -> None:
+        """This turn is ``describe_skill``, of ``skill`` when the one asked for is advertised."""
+        if self._span is None:
+            return
+        self._span.update_name(DESCRIBE_SPAN)
+        if skill is not None:
+            self._span.set_attribute(SKILL_ID, skill.skill_id)
 
     def ended(self, state: str, condition: str | None = None) -> None:
         """The state this turn left the task in, and the condition that ended it, if any."""
