@@ -64,6 +64,7 @@ def test_plugins_json_shape(composed: Registry, capsys: pytest.CaptureFixture[st
         {
             "plugin": "vendor",
             "skill_id": "bad",
+            "code": "interface_invalid",
             "rule": "skill_version",
             "pointer": "/skill_version",
             "message": "skill version '01.0' is not a canonical MAJOR.MINOR version",

@@ -16,6 +16,7 @@ from starlette.types import ASGIApp
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import ClientCode, SkillCallError
 from skillrack.host.registry import Registry
+from skillrack.interface.canonical import digest_of
 from skillrack.interface.limits import Limits
 from skillrack.protocol.messages import EXTENSION_URI
 
@@ -219,6 +220,31 @@ async def test_embedded_schema_changed_without_its_digest(
     tamper.describe = edit
     error = await failure(client.call(base, SKILL, ARGS))
     assert error.code == "interface_invalid" and "schema_digest" in error.message
+
+
+async def test_a_document_with_a_reference_cycle_is_a_resource_limit(
+    client: SkillClient, base: str, registry: Registry, tamper: Tamper
+) -> None:
+    """A remote document whose schema (digests all consistent) holds a reference cycle
+    that consumes no instance is refused locally as resource_limit_exceeded: the draft
+    ("Resource limits") lists reference cycles among the limits; nothing is delegated."""
+    document = registry.skills[SKILL].interface.document_copy()
+    reference = document["input_schema"]
+    schema = reference["resolution"]["schema"]
+    schema["$defs"] = {"loop": {"allOf": [{"$ref": "#/$defs/loop"}]}}
+    reference["digest"] = digest_of(schema)
+    digest = digest_of(document)
+
+    def describe_edit(data: Any) -> Any:
+        data["result"] = {"interface_digest": digest, "interface": document}
+        return data
+
+    tamper.card = lambda card: _set_binding(card, SKILL, interface_digest=digest)
+    tamper.describe = describe_edit
+    error = await failure(client.call(base, SKILL, ARGS))
+    assert error.code == "resource_limit_exceeded" and not error.remote
+    assert "reference_loop at /input_schema/resolution/schema/$defs/loop" in error.message
+    assert tamper.describes() == 1 and tamper.domain_calls() == 0
 
 
 async def test_document_of_another_skill(

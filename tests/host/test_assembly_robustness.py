@@ -70,16 +70,26 @@ def register_skills(register):
     register(skill("boom_tags", tags=Boom(["x"])))
     register(skill("big_file", input_schema=DomainSchema.from_package(
         "acme_hostile_data", "big.json", schema_uri="urn:h:big", version="1.0")))
+    register(skill("loop_inline", input_schema=DomainSchema.inline(
+        {"$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}},
+        schema_uri="urn:h:loop", version="1.0")))
     register(skill("fine"))
 """
 
-#: What each hostile skill is refused for: (rule, pointer).
+#: What each hostile skill is refused for: (rule, pointer, the draft's condition).
+#: A resource limit (size, nesting, a reference cycle: the draft's "Resource
+#: limits") is resource_limit_exceeded; every other broken rule interface_invalid.
 REFUSALS = {
-    "deep_inline": ("schema_too_deep", "/input_schema"),
-    "bad_tags": ("declaration_type", "/tags"),
-    "bad_examples": ("declaration_type", "/examples"),
-    "boom_tags": ("declaration_unreadable", ""),
-    "big_file": ("schema_too_large", "/input_schema"),
+    "deep_inline": ("schema_too_deep", "/input_schema", "resource_limit_exceeded"),
+    "bad_tags": ("declaration_type", "/tags", "interface_invalid"),
+    "bad_examples": ("declaration_type", "/examples", "interface_invalid"),
+    "boom_tags": ("declaration_unreadable", "", "interface_invalid"),
+    "big_file": ("schema_too_large", "/input_schema", "resource_limit_exceeded"),
+    "loop_inline": (
+        "reference_loop",
+        "/input_schema/resolution/schema/$defs/a",
+        "resource_limit_exceeded",
+    ),
 }
 
 
@@ -118,11 +128,16 @@ def test_plugins_lists_the_good_skills_and_names_every_refusal(tmp_path: Path) -
     assert skills == {"acme-ping": ["ping"], "acme-hostile": ["fine"]}
     refused = {r["skill_id"]: r for r in listing["refused"]}
     assert set(refused) == set(REFUSALS)
-    for skill_id, (rule, pointer) in REFUSALS.items():
+    for skill_id, (rule, pointer, code) in REFUSALS.items():
         assert refused[skill_id]["plugin"] == "acme_hostile"
-        assert (refused[skill_id]["rule"], refused[skill_id]["pointer"]) == (rule, pointer)
+        got = refused[skill_id]
+        assert (got["rule"], got["pointer"], got["code"]) == (rule, pointer, code), got
     assert "RuntimeError: boom" in refused["boom_tags"]["message"]
     assert "Traceback" not in completed.stderr
+    text = run_cli(site, "plugins").stdout
+    [line] = [line for line in text.splitlines() if "REFUSED loop_inline" in line]
+    assert "reference_loop at /input_schema/resolution/schema/$defs/a" in line
+    assert line.endswith("(resource_limit_exceeded)")
 
 
 def test_serve_keeps_working_beside_hostile_plugins(tmp_path: Path) -> None:

@@ -73,6 +73,15 @@ file = "policy.toml"
         ("[plugins.ldap]\nurl = 'x'\n", "unknown first-party plugin"),
         ("[peers]\nobserver = 'ftp://x'\n", "http"),
         ("not toml = = =", "not valid TOML"),
+        (
+            "[limits]\nmax_instance_depth = 31\n",
+            r"limits.max_instance_depth = 31 is above 30, the deepest argument, result or "
+            r"record a Data Part carries .*; set it to 30 or less",
+        ),
+        (
+            "[limits]\nmax_schema_depth = 100\n",
+            r"limits.max_schema_depth = 100 is above 24, .*describe_skill.*; set it to 24 or less",
+        ),
     ],
 )
 def test_bad_config_names_the_key(tmp_path: Path, text: str, fragment: str) -> None:
@@ -134,3 +143,28 @@ def test_serve_refuses_bad_config_in_one_line(tmp_path: Path) -> None:
     )
     assert run.returncode == 1
     assert run.stderr.count("\n") == 1 and "max_instanse_bytes" in run.stderr
+
+
+def test_serve_refuses_a_depth_the_wire_cannot_carry_naming_the_maximum(tmp_path: Path) -> None:
+    """An operator who configures more depth than a Data Part carries is told the maximum,
+    in one line, instead of having the value lowered behind their back."""
+    path = tmp_path / "deep.toml"
+    path.write_text("[limits]\nmax_instance_depth = 64\n")
+    run = subprocess.run(
+        [skillrack_command(), "serve", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert run.returncode == 1
+    assert run.stderr.count("\n") == 1, run.stderr
+    assert "limits.max_instance_depth = 64 is above 30" in run.stderr
+    assert "set it to 30 or less" in run.stderr
+
+
+def test_the_most_the_wire_carries_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "deepest.toml"
+    path.write_text("[limits]\nmax_instance_depth = 30\nmax_schema_depth = 24\n")
+    limits = load_config(path).limits
+    assert (limits.max_instance_depth, limits.max_schema_depth) == (30, 24)

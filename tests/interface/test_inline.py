@@ -21,6 +21,7 @@ from helpers.builders import DATA
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 
 from skillrack.errors import ConditionError, ErrorCode
+from skillrack.interface import compile_clock, inline
 from skillrack.interface.canonical import canonical_bytes
 from skillrack.interface.inline import (
     DEFINED_FORMATS,
@@ -484,7 +485,9 @@ def test_validator_cannot_retrieve_either(counting_server: CountingServer) -> No
     ids=["self", "draft-pair", "not", "if", "anyOf", "dependentSchemas", "anchor", "dynamic"],
 )
 def test_reference_loop(schema: Any, pointer: str) -> None:
-    assert_refused(schema, "reference_loop", pointer)
+    # The draft ("Resource limits") names reference cycles among the limits
+    # reported as resource_limit_exceeded.
+    assert_refused(schema, "reference_loop", pointer, LIMIT)
 
 
 def test_recursion_that_consumes_instance_is_legal() -> None:
@@ -624,6 +627,62 @@ def test_compile_time_limit() -> None:
     assert_refused(
         {"type": "string"}, "compile_time", "", LIMIT, limits=Limits(max_compile_seconds=0.0)
     )
+
+
+class SteppingClock:
+    """A clock that advances one millisecond each time it is read, and counts the reads."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return self.reads / 1000
+
+
+def wide_schema(members: int) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            f"m{i}": {"type": "string", "minLength": 1, "pattern": "^[a-z]+$"}
+            for i in range(members)
+        },
+    }
+
+
+def test_compile_time_is_enforced_not_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compilation stops at the first check after the limit, not once it has finished."""
+    clock = SteppingClock()
+    monkeypatch.setattr(compile_clock, "_now", clock)
+    compile_ok(wide_schema(2_000), Limits(max_compile_seconds=3600.0))
+    full = clock.reads  # reads of the clock a whole compilation makes
+    assert full > 10_000
+    clock.reads = 0
+    assert_refused(
+        wide_schema(2_000), "compile_time", "", LIMIT, limits=Limits(max_compile_seconds=0.05)
+    )
+    # The deadline is the 51st read: one read more, and nothing after it.
+    assert clock.reads == 52
+
+
+def test_the_meta_schema_check_runs_on_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """jsonschema's meta-schema validation, the longest step, is stopped from inside."""
+    clock = SteppingClock()
+    monkeypatch.setattr(compile_clock, "_now", clock)
+    untimed_walk = inline.walk
+    monkeypatch.setattr(
+        inline, "walk", lambda schema, uri, dialect, tick: untimed_walk(schema, uri, dialect)
+    )
+
+    def never_reached(*args: Any) -> Any:
+        raise AssertionError("the checks after the meta-schema ran past the limit")
+
+    monkeypatch.setattr(inline, "_check_patterns", never_reached)
+    monkeypatch.setattr(inline, "check_ids", never_reached)
+    assert_refused(
+        wide_schema(2_000), "compile_time", "", LIMIT, limits=Limits(max_compile_seconds=0.05)
+    )
+    assert clock.reads == 52
 
 
 # --- the draft's example schemas --------------------------------------------------------------

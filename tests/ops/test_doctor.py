@@ -106,7 +106,7 @@ def test_refusals_and_republished_schemas_fail(
     refused = findings(report, "fail", "refused")
     assert refused == [
         "bad_version: not advertised, plugin doctor_broken: skill_version at /skill_version: "
-        "skill version '01.0' is not a canonical MAJOR.MINOR version"
+        "skill version '01.0' is not a canonical MAJOR.MINOR version (interface_invalid)"
     ]
     [conflict] = findings(report, "fail", "schema")
     assert conflict.startswith(

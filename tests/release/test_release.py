@@ -287,6 +287,36 @@ def test_external_reference_is_a_schema_error_with_file_and_pointer(tree: Tree) 
     }
 
 
+def test_a_reference_cycle_is_a_resource_limit_in_plugin_check(
+    tree: Tree, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The draft ("Resource limits") names reference cycles among the limits reported
+    as resource_limit_exceeded; plugin check says so, in its JSON and its text, and fails."""
+    tree.edit_schema(
+        "ping-input-1.0.json",
+        lambda s: s["properties"].update(host={"allOf": [{"$ref": "#/properties/host"}]}),
+    )
+    assert cli.main(["plugin", "check", str(tree.root), "--json"]) == 1
+    [problem] = json.loads(capsys.readouterr().out)["problems"]
+    assert (problem["class"], problem["rule"], problem["condition"]) == (
+        "schema",
+        "reference_loop",
+        "resource_limit_exceeded",
+    )
+    assert problem["pointer"] == "/properties/host"
+    assert problem["file"] == f"{PACKAGE}:schemas/ping-input-1.0.json"
+    assert cli.main(["plugin", "check", str(tree.root)]) == 1
+    text = capsys.readouterr().out
+    assert "reference_loop at /properties/host" in text
+    assert "(resource_limit_exceeded)" in text
+
+
+def test_a_broken_rule_is_interface_invalid_in_plugin_check(tree: Tree) -> None:
+    tree.edit_schema("ping-output-1.0.json", lambda s: s.update(type="objekt"))
+    problem = only_error(check(tree))
+    assert (problem.rule, problem.condition) == ("meta_schema", "interface_invalid")
+
+
 def test_missing_schema_file(tree: Tree) -> None:
     (tree.package / "schemas" / "ping-trace-1.0.json").unlink()
     problem = only_error(check(tree))
@@ -875,6 +905,7 @@ def test_cli_check_red_json_and_text(tree: Tree, capsys: pytest.CaptureFixture[s
             "skill_id": "ping",
             "pointer": "",
             "file": f"{PACKAGE}:examples/ping/input-invalid-fine.json",
+            "condition": None,
         }
     ]
     assert cli.main(["plugin", "check", str(tree.root)]) == 1

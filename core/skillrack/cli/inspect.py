@@ -56,6 +56,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             print(
                 f"  REFUSED {refused.skill_id}: {refused.rule}"
                 f"{' at ' + refused.pointer if refused.pointer else ''}: {refused.message}"
+                f" ({refused.code})"
             )
     for failure in registry.failures:
         print(f"FAILED {failure.distribution or ''} plugin {failure.name}: {failure.reason}")

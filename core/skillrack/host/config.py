@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from skillrack.errors import SkillrackError
-from skillrack.interface.limits import Limits
+from skillrack.interface.limits import DEPTH_CEILINGS, Limits
 
 DEVELOPMENT_POLICY = "skillrack_plugins.development_policy"
 #: Where tasks are kept without a ``store`` setting (see ``skillrack.serve.stores.storage``).
@@ -221,6 +221,23 @@ def _build(cls: type[Any], table: Any, where: str) -> Any:
     return cls(**table)
 
 
+def _limits(table: Any) -> Limits:
+    """The ``[limits]`` table; a depth above what the wire carries is an error naming the maximum.
+
+    ``Limits`` itself lowers such a depth silently (what holds on the wire is
+    what is enforced); from an operator's file that would enforce something
+    other than what was written, so the value is refused instead.
+    """
+    limits: Limits = _build(Limits, table, "limits")
+    for key, (ceiling, why) in DEPTH_CEILINGS.items():
+        value = table.get(key)
+        if isinstance(value, int) and value > ceiling:
+            raise ConfigError(
+                f"limits.{key} = {value} is above {ceiling}, {why}; set it to {ceiling} or less"
+            )
+    return limits
+
+
 def _signing(table: Any) -> SigningSettings | None:
     """The ``[signing]`` table: ``key`` (a path) and an optional ``kid``, nothing else."""
     if table is None:
@@ -343,7 +360,7 @@ def load_config(path: Path | None) -> Config:
         peer_addresses=_peer_addresses(raw.get("peers", {})),
         signing=_signing(raw.get("signing")),
         agent=agent,
-        limits=_build(Limits, raw.get("limits", {}), "limits"),
+        limits=_limits(raw.get("limits", {})),
         server=server,
         builtin_plugins=tuple(builtin),
         first_party=plugins,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pluggy
 
-from skillrack.errors import StartupError
+from skillrack.errors import ErrorCode, StartupError
 from skillrack.host.hooks import call_each
 from skillrack.host.plugins import LoadedPlugins, PluginFailure, PluginInfo
 from skillrack.interface.declare import Skill
@@ -40,18 +40,26 @@ class RegisteredSkill:
 
 @dataclass(frozen=True)
 class RefusedSkill:
-    """A declared skill that is not advertised, and the rule it broke."""
+    """A declared skill that is not advertised, the rule it broke and the draft's condition.
+
+    ``code`` is the machine-readable condition the draft names for the refusal:
+    ``resource_limit_exceeded`` when a resource limit was hit (a schema too
+    large or deep, a reference cycle, a compilation that ran out of time),
+    ``interface_invalid`` for every other broken rule.
+    """
 
     plugin: str
     skill_id: str
     rule: str
     pointer: str
     message: str
+    code: str = ErrorCode.INTERFACE_INVALID.value
 
     def to_json(self) -> dict[str, str]:
         return {
             "plugin": self.plugin,
             "skill_id": self.skill_id,
+            "code": self.code,
             "rule": self.rule,
             "pointer": self.pointer,
             "message": self.message,
@@ -60,7 +68,8 @@ class RefusedSkill:
     def __str__(self) -> str:
         where = f" at {self.pointer}" if self.pointer else ""
         return (
-            f"{self.plugin}: skill {self.skill_id!r} refused ({self.rule}{where}): {self.message}"
+            f"{self.plugin}: skill {self.skill_id!r} refused ({self.rule}{where}): "
+            f"{self.message} ({self.code})"
         )
 
 
@@ -202,7 +211,9 @@ def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Re
             interface = assemble(skill, limits)
         except InterfaceError as exc:
             refused.append(
-                RefusedSkill(plugin, _name_of(skill), exc.rule, exc.pointer, exc.message)
+                RefusedSkill(
+                    plugin, _name_of(skill), exc.rule, exc.pointer, exc.message, exc.code.value
+                )
             )
             continue
         except Exception as exc:  # one declaration never stops the host

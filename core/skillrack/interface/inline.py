@@ -27,8 +27,7 @@ the draft's ``details`` entries (see :mod:`skillrack.interface.validation`).
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from jsonschema import (  # type: ignore[import-untyped, unused-ignore]
@@ -38,6 +37,7 @@ from jsonschema import (  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
 
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
+from skillrack.interface.compile_clock import CompileClock, clocked_meta_validator, running
 from skillrack.interface.formats import bounded_checkers
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits, json_depth
 from skillrack.interface.patterns import check_pattern
@@ -48,7 +48,6 @@ from skillrack.interface.schemawalk import (
     RefusingRetriever,
     check_ids,
     check_reference_graph,
-    offline_registry,
     reference_edges,
     root_base,
     schema_registry,
@@ -124,7 +123,7 @@ def _format_checker(validator_class: Any) -> Any:
     return checker
 
 
-def _check_patterns(locations: list[Location]) -> None:
+def _check_patterns(locations: list[Location], tick: Callable[[], None]) -> None:
     """Every pattern compiles for matching, and none is matched where no time limit applies.
 
     The meta-schema's ``regex`` format has already read each pattern as
@@ -143,6 +142,7 @@ def _check_patterns(locations: list[Location]) -> None:
         None,
     )
     for loc in locations:
+        tick()
         node = loc.node
         if not isinstance(node, dict):
             continue
@@ -167,19 +167,17 @@ def _check_patterns(locations: list[Location]) -> None:
 
 
 def _check_meta_schema(validator_class: Any, schema: Any, dialect: str) -> None:
-    """Validate the schema against the dialect's bundled meta-schema, offline.
+    """Validate the schema against the dialect's bundled meta-schema, offline, on the clock.
 
     jsonschema's ``check_schema`` would use a registry that falls back to
-    fetching unknown URIs; the meta-schemas only reference each other, but the
-    refusing registry makes "never fetched" a property of the code rather than of
-    the meta-schemas' content.  Formats are checked here too (``pattern`` must be
-    a regex, ``$ref`` a URI reference), as ``check_schema`` would.
+    fetching unknown URIs; the meta-schemas only reference each other, but a
+    registry without retrieval makes "never fetched" a property of the code
+    rather than of the meta-schemas' content.  Every keyword evaluated ticks the
+    running compile clock (:mod:`skillrack.interface.compile_clock`).  Formats
+    are checked here too (``pattern`` must be a regex, ``$ref`` a URI
+    reference), as ``check_schema`` would.
     """
-    meta = validator_class(
-        validator_class.META_SCHEMA,
-        registry=offline_registry(RefusingRetriever()),
-        format_checker=_format_checker(validator_class),
-    )
+    meta = clocked_meta_validator(validator_class, dialect, _format_checker(validator_class))
     error = best_match(meta.iter_errors(schema))
     if error is not None:
         text = str(error.message)
@@ -230,8 +228,11 @@ def compile_inline_schema(
 
     The checks run cheapest and most fundamental first (dialect, resource
     limits, dialect of every subschema, meta-schema, ``$id`` values, references,
-    reference graph), so the first violation reported is the most basic one;
-    the whole run is timed against ``max_compile_seconds``.
+    reference graph), so the first violation reported is the most basic one.
+    ``max_compile_seconds`` is enforced while they run: every loop over the
+    schema, and every keyword of the meta-schema check, ticks a clock that
+    stops the compilation (``resource_limit_exceeded``, rule ``compile_time``)
+    as soon as the limit is exceeded.
 
     The validator works on a private copy decoded from the schema's JCS bytes:
     the caller cannot change it afterwards, shared Python sub-objects cannot
@@ -241,15 +242,8 @@ def compile_inline_schema(
     Raises :class:`InlineSchemaError` on the first violation, and RuntimeError
     when jsonschema cannot assert every defined format (a broken install).
     """
-    started = time.perf_counter()
-
-    def check_clock() -> None:
-        # Measured, not interrupted: the limit refuses a compilation that overran.
-        if time.perf_counter() - started > limits.max_compile_seconds:
-            raise limit_exceeded(
-                "compile_time", "", "checking and compiling the schema took too long"
-            )
-
+    clock = CompileClock(limits.max_compile_seconds)
+    tick = clock.tick
     if not isinstance(dialect, str) or dialect not in SUPPORTED_DIALECTS:
         raise refuse(
             "dialect",
@@ -261,25 +255,25 @@ def compile_inline_schema(
     validator_class = _VALIDATOR_CLASSES[dialect]
 
     private = json.loads(_check_size(schema, limits))
+    tick()
     root_uri = root_base(private)
-    locations = walk(private, root_uri, dialect)
-    check_clock()
+    locations = walk(private, root_uri, dialect, tick)
 
     try:
-        _check_meta_schema(validator_class, private, dialect)
+        with running(clock):
+            _check_meta_schema(validator_class, private, dialect)
     except RecursionError:
         # Only reachable with a schema-depth limit raised far above the default.
         raise _too_deep() from None
-    check_clock()
 
-    _check_patterns(locations)
-    resources = check_ids(locations, root_uri)
+    _check_patterns(locations, tick)
+    resources = check_ids(locations, root_uri, tick)
     retriever = RefusingRetriever()
     registry = schema_registry(root_uri, private, retriever)
-    edges = reference_edges(locations, registry, retriever, resources)
-    check_clock()
+    tick()
+    edges = reference_edges(locations, registry, retriever, resources, tick)
 
-    check_reference_graph(locations, edges, limits)
+    check_reference_graph(locations, edges, limits, tick)
 
     runtime_root, runtime = desugar_booleans(private, locations)
     validator = validator_class(
@@ -287,7 +281,7 @@ def compile_inline_schema(
         registry=schema_registry(root_uri, runtime_root, retriever),
         format_checker=_format_checker(validator_class),
     )
-    check_clock()
+    tick()
     return CompiledSchema(
         schema=schema, dialect=dialect, limits=limits, _validator=validator, _runtime=runtime
     )

@@ -10,6 +10,7 @@ plugin or peer cannot exhaust the host.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,6 +28,22 @@ MAX_CARRIED_INSTANCE_DEPTH: Final = WIRE_DATA_DEPTH - 1
 #: (``result.interface.supporting_record_schemas[i].schema_reference.resolution.schema``).
 MAX_CARRIED_SCHEMA_DEPTH: Final = WIRE_DATA_DEPTH - 7
 
+#: The most an operator may configure each depth limit to, and why.  The
+#: configuration loader refuses a higher value with an error naming the
+#: maximum (``skillrack.host.config``): an operator who asked for 40 levels
+#: must not believe 40 are enforced.  Code that builds :class:`Limits` itself
+#: gets the value lowered instead (``__post_init__``).
+DEPTH_CEILINGS: Final[Mapping[str, tuple[int, str]]] = {
+    "max_schema_depth": (
+        MAX_CARRIED_SCHEMA_DEPTH,
+        "the deepest schema describe_skill's Data Part carries through a2a-sdk's protobuf",
+    ),
+    "max_instance_depth": (
+        MAX_CARRIED_INSTANCE_DEPTH,
+        "the deepest argument, result or record a Data Part carries through a2a-sdk's protobuf",
+    ),
+}
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -39,8 +56,9 @@ class Limits:
     max_schema_depth: int = MAX_CARRIED_SCHEMA_DEPTH
     #: Longest chain of ``$ref``/``$dynamicRef`` hops followed without consuming instance.
     max_reference_depth: int = 32
-    #: Seconds allowed to check and compile one schema.  Measured, so it is a
-    #: soft limit: a compilation is refused after it overran, not interrupted.
+    #: Seconds allowed to check and compile one schema.  Enforced while it runs:
+    #: the first check after the deadline stops the compilation
+    #: (:mod:`skillrack.interface.compile_clock`).
     max_compile_seconds: float = 2.0
     #: Bytes of one instance (arguments, result, record) in its JSON form.
     max_instance_bytes: int = 4_000_000

@@ -13,7 +13,7 @@ in which order, is :mod:`skillrack.interface.inline`'s job.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
@@ -143,7 +143,13 @@ def children(node: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
                 yield keyword, f"/{escape(keyword)}/{escape(name)}", item
 
 
-def walk(schema: Any, root_uri: str, dialect: str) -> list[Location]:
+def _never() -> None:
+    """The ``tick`` of a check run without a compile clock."""
+
+
+def walk(
+    schema: Any, root_uri: str, dialect: str, tick: Callable[[], None] = _never
+) -> list[Location]:
     """Every schema location in document order, refusing a foreign ``$schema`` on the way.
 
     Only applicator slots are followed, so a ``"$ref"`` member inside ``enum``,
@@ -155,10 +161,15 @@ def walk(schema: Any, root_uri: str, dialect: str) -> list[Location]:
     embedded resource, or a plain subschema: jsonschema switches validator class
     on ``$schema`` wherever it finds one, so a plain subschema would otherwise
     be validated under another dialect too.
+
+    ``tick`` (here and in the other checks) is called once per schema
+    location: the compile clock's, which stops the work once the compile-time
+    limit is exceeded (:mod:`skillrack.interface.compile_clock`).
     """
     found: list[Location] = []
     stack: list[tuple[str, Any, str, str]] = [("", schema, root_uri, "")]
     while stack:
+        tick()
         pointer, node, parent_base, slot = stack.pop()
         if not isinstance(node, dict | bool):
             continue  # not a schema; the meta-schema check says so
@@ -184,7 +195,9 @@ def walk(schema: Any, root_uri: str, dialect: str) -> list[Location]:
     return found
 
 
-def check_ids(locations: list[Location], root_uri: str) -> dict[str, str]:
+def check_ids(
+    locations: list[Location], root_uri: str, tick: Callable[[], None] = _never
+) -> dict[str, str]:
     """Refuse relative or duplicate ``$id`` values; return resource URI -> pointer.
 
     The draft requires an absolute URI in every embedded resource's ``$id``
@@ -194,6 +207,7 @@ def check_ids(locations: list[Location], root_uri: str) -> dict[str, str]:
     """
     resources = {root_uri: ""}
     for location in locations:
+        tick()
         node = location.node
         if not isinstance(node, dict) or "$id" not in node:
             continue
@@ -251,6 +265,7 @@ def reference_edges(
     registry: Registry[Any],
     retriever: RefusingRetriever,
     resources: Mapping[str, str],
+    tick: Callable[[], None] = _never,
 ) -> dict[str, list[str]]:
     """Resolve every ``$ref``/``$dynamicRef`` inside the schema; return pointer -> targets.
 
@@ -275,6 +290,7 @@ def reference_edges(
 
     edges: dict[str, list[str]] = {}
     for loc in locations:
+        tick()
         if not isinstance(loc.node, dict):
             continue
         for keyword in _REFERENCE_KEYWORDS:
@@ -327,7 +343,10 @@ def reference_edges(
 
 
 def check_reference_graph(
-    locations: list[Location], references: Mapping[str, list[str]], limits: Limits
+    locations: list[Location],
+    references: Mapping[str, list[str]],
+    limits: Limits,
+    tick: Callable[[], None] = _never,
 ) -> None:
     """Refuse reference cycles that consume no instance, and over-long reference chains.
 
@@ -347,6 +366,7 @@ def check_reference_graph(
     """
     edges: dict[str, list[tuple[str, int]]] = {}
     for loc in locations:
+        tick()
         if not isinstance(loc.node, dict):
             continue
         out = [
@@ -365,6 +385,7 @@ def check_reference_graph(
         stack: list[tuple[str, Iterator[tuple[str, int]]]] = [(start, iter(edges.get(start, ())))]
         on_stack.add(start)
         while stack:
+            tick()
             node, pending = stack[-1]
             step = next(pending, None)
             if step is None:
@@ -377,7 +398,11 @@ def check_reference_graph(
                 continue
             target = step[0]
             if target in on_stack:
-                raise refuse(
+                # The draft ("Resource limits") lists reference cycles among the
+                # limits reported as resource_limit_exceeded; the limit for a
+                # cycle that consumes no instance is zero, as evaluating one
+                # never ends.
+                raise limit_exceeded(
                     "reference_loop",
                     target,
                     "this schema reaches itself through references without consuming any "

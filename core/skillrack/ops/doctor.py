@@ -239,7 +239,7 @@ def diagnose_configuration(
             "refused",
             FAIL,
             f"not advertised, plugin {skill_refused.plugin}: {skill_refused.rule}{at}: "
-            f"{skill_refused.message}",
+            f"{skill_refused.message} ({skill_refused.code})",
             skill_refused.skill_id,
         )
     _configuration(diagnosis, config, registry)

@@ -234,7 +234,8 @@ class _Run:
     def problem(
         self, klass: ProblemClass, severity: Severity, rule: str, message: str, **where: str | None
     ) -> None:
-        """Record a problem; ``where`` holds ``plugin``, ``skill_id``, ``pointer``, ``file``."""
+        """Record a problem; ``where`` holds ``plugin``, ``skill_id``, ``pointer``, ``file``,
+        and ``condition`` (the draft's machine-readable condition, when one applies)."""
         self.report.problems.append(
             Problem(
                 klass,
@@ -245,6 +246,7 @@ class _Run:
                 where.get("skill_id"),
                 where.get("pointer"),
                 where.get("file"),
+                where.get("condition"),
             )
         )
 
@@ -370,6 +372,7 @@ class _Run:
                                 exc.rule,
                                 f"{label}: {exc.message}",
                                 pointer=exc.pointer,
+                                condition=exc.code.value,
                                 **where,
                             )
                         continue
@@ -493,6 +496,7 @@ class _Run:
                     skill_id=skill.id,
                     pointer=exc.pointer,
                     file=self._file_at(skill, exc.pointer),
+                    condition=exc.code.value,
                 )
                 continue
             except Exception as exc:  # a declaration the assembler did not expect at all

@@ -63,6 +63,10 @@ class Problem:
     skill_id: str | None = None
     pointer: str | None = None
     file: str | None = None
+    #: The draft's machine-readable condition for what was found, where one
+    #: applies: ``resource_limit_exceeded`` for a schema over a resource limit
+    #: (size, nesting, a reference cycle, compile time), else ``interface_invalid``.
+    condition: str | None = None
 
     @property
     def is_error(self) -> bool:
@@ -78,6 +82,7 @@ class Problem:
             "skill_id": self.skill_id,
             "pointer": self.pointer,
             "file": self.file,
+            "condition": self.condition,
         }
 
     def __str__(self) -> str:
@@ -85,4 +90,5 @@ class Problem:
         where = f" at {self.pointer}" if self.pointer else ""
         in_file = f" in {self.file}" if self.file else ""
         head = f"{self.severity.upper()} [{self.klass}] {who + ': ' if who else ''}"
-        return f"{head}{self.rule}{where}{in_file}: {self.message}"
+        condition = f" ({self.condition})" if self.condition else ""
+        return f"{head}{self.rule}{where}{in_file}: {self.message}{condition}"
