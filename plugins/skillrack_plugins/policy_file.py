@@ -53,6 +53,18 @@ rule matches, it is allowed; otherwise this plugin has no opinion (``None``)
 and the host denies unless another policy allows.  Reasons name the rule
 (1-based number and description); they are logged, never sent to callers.
 
+Before the arguments are validated the host asks once more, with
+``request.scope == "skill"`` (the caller and the skill, no operation or
+resources yet), so that a caller refused the skill learns no field details.
+The file then denies when a deny rule without ``operations`` or
+``resources`` matches, and when **no allow rule could match this caller and
+skill whatever the operation and resources** (no rule names the skill for
+this identity, tenant or role); it allows when an allow rule without
+``operations`` or ``resources`` matches, and has no opinion otherwise (the
+decision needs the resources).  The host refuses at that stage only when
+every opinion given is a deny, so another policy that allows the caller the
+skill still lets the call go on to validation and the full decision.
+
 Reloading and failing closed: on every call the file's identity (inode, size,
 ``mtime_ns``, ``ctime_ns``) is checked and the file is re-read when it
 changed, so an edit takes effect on the next call, without a restart.  A
@@ -79,6 +91,10 @@ from skillrack_plugins.rules import Effects, Rule, normalize_resource, parse_rul
 __all__ = ["PolicyFile", "Rule", "create", "normalize_resource", "parse_policy"]
 
 NAME = "policy-file"
+
+#: ``AuthorizationRequest.scope`` of the decision taken before validation (the
+#: host's ``skillrack.serve.security.authz.SKILL_SCOPE``; plugins import only ``skillrack``).
+SKILL_SCOPE = "skill"
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +188,8 @@ class PolicyFile:
         error = self._refresh()
         if error is not None:
             return Decision.deny(f"policy file invalid, failing closed: {error}")
+        if request.scope == SKILL_SCOPE:
+            return self._decide_skill(request)
         rules = self._rules
         allowed: Rule | None = None
         for rule in rules:
@@ -183,6 +201,34 @@ class PolicyFile:
                 allowed = rule
         if allowed is not None:
             return Decision.allow(f"allowed by {allowed.label} of {self.path}")
+        return None
+
+    def _decide_skill(self, request: AuthorizationRequest) -> Decision | None:
+        """May this caller invoke this skill at all (before its arguments are validated)?
+
+        Deny when a deny rule that states no operation or resources matches
+        (every call is denied), or when no allow rule could match this caller
+        and skill whatever the operation and resources (no call is allowed by
+        this file), so such a caller learns ``authorization_failed`` and no
+        field details.  Allow when an allow rule without operation or resources
+        matches; otherwise the answer needs the details: no opinion yet.
+        """
+        could_allow: list[Rule] = []
+        for rule in self._rules:
+            if not rule.could_match(request):
+                continue
+            if rule.blocking and not rule.needs_details:
+                return Decision.deny(f"denied by {rule.label} of {self.path}")
+            if not rule.blocking:
+                could_allow.append(rule)
+        if not could_allow:
+            return Decision.deny(
+                f"no rule of {self.path} allows {request.caller.identity!r} "
+                f"to invoke {request.skill_id}"
+            )
+        exact = next((rule for rule in could_allow if not rule.needs_details), None)
+        if exact is not None:
+            return Decision.allow(f"allowed by {exact.label} of {self.path}")
         return None
 
 

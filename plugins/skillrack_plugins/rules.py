@@ -105,7 +105,17 @@ class Rule:
     def label(self) -> str:
         return f"{self.kind} {self.number}" + (f" ({self.description})" if self.description else "")
 
-    def matches(self, request: AuthorizationRequest) -> bool:
+    @property
+    def needs_details(self) -> bool:
+        """Whether the rule states conditions on the call's operation or resources."""
+        return self.operations is not None or self.resources is not None
+
+    def could_match(self, request: AuthorizationRequest) -> bool:
+        """Whether the rule matches this caller and skill for some operation and resources.
+
+        Only the conditions on the caller and the skill are checked; a rule
+        that states no others (``needs_details`` false) matches exactly then.
+        """
         caller = request.caller
         if self.authenticated and not caller.authenticated:
             return False
@@ -115,7 +125,10 @@ class Rule:
             return False
         if self.tenants is not None and not _any_match([caller.tenant], self.tenants):
             return False
-        if self.roles is not None and not _any_match(_roles_of(caller.attributes), self.roles):
+        return self.roles is None or _any_match(_roles_of(caller.attributes), self.roles)
+
+    def matches(self, request: AuthorizationRequest) -> bool:
+        if not self.could_match(request):
             return False
         if self.operations is not None and (
             request.operation is None or not _any_match([request.operation], self.operations)

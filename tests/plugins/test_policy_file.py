@@ -14,7 +14,12 @@ import pytest
 from skillrack import hookspecs
 from skillrack.host.config import ConfigError
 from skillrack.serve.context import ANONYMOUS, Caller
-from skillrack.serve.security.authz import AuthorizationRequest, Decision, authorize
+from skillrack.serve.security.authz import (
+    SKILL_SCOPE,
+    AuthorizationRequest,
+    Decision,
+    authorize,
+)
 from skillrack_plugins import policy_file
 from skillrack_plugins.policy_file import PolicyFile
 
@@ -252,6 +257,54 @@ async def test_works_as_a_registered_plugin_under_the_veto_rule(policy: PolicyFi
     assert verdict.allowed
     verdict = await authorize(manager, request(caller("bob"), "collect_x"))
     assert not verdict.allowed and verdict.opinions == (("policy-file", None),)
+
+
+# --- the skill stage (before validation) --------------------------------------
+
+
+def skill_stage(who: Caller, skill_id: str) -> AuthorizationRequest:
+    return AuthorizationRequest(
+        caller=who,
+        skill_id=skill_id,
+        skill_version="1.0",
+        plugin="example",
+        authority={},
+        scope=SKILL_SCOPE,
+    )
+
+
+def test_skill_stage_denies_a_caller_no_rule_could_allow(policy: PolicyFile) -> None:
+    """No allow rule names this skill for this caller, whatever its resources or operation."""
+    for who, skill_id in [
+        (caller("bob"), "evaluate_resource_condition"),  # rules for alice, svc-*, operators
+        (caller("bob"), "something_else"),  # no rule names the skill
+        (caller("bob", tenant="globex"), "tenant_report"),  # the rule is for tenant acme
+        (caller("bob", authenticated=False), "inspect_device"),  # rules need a login
+    ]:
+        decision = decide(policy, skill_stage(who, skill_id))
+        assert decision is not None and not decision.allowed, (who, skill_id)
+        assert "no rule" in decision.reason
+
+
+def test_skill_stage_waits_for_the_details_a_rule_needs(policy: PolicyFile) -> None:
+    """A rule on resources or operations could allow: no opinion until the call is known."""
+    assert decide(policy, skill_stage(caller("bob"), "inspect_device")) is None
+    assert decide(policy, skill_stage(caller("bob"), "device_admin")) is None
+
+
+def test_skill_stage_allows_and_denies_what_needs_no_details(policy: PolicyFile) -> None:
+    allowed = decide(policy, skill_stage(caller("alice"), "collect_x"))
+    assert allowed is not None and allowed.allowed
+    public = decide(policy, skill_stage(caller("x", authenticated=False), "public_info"))
+    assert public is not None and public.allowed
+    blocked = decide(policy, skill_stage(caller("mallory"), "evaluate_resource_condition"))
+    assert blocked is not None and not blocked.allowed and "blocked account" in blocked.reason
+
+
+def test_skill_stage_of_an_empty_policy_denies(tmp_path: Path) -> None:
+    policy = make(tmp_path, "# nothing yet\n")
+    decision = decide(policy, skill_stage(caller("alice"), "collect_x"))
+    assert decision is not None and not decision.allowed
 
 
 # --- reload and failing closed -----------------------------------------------

@@ -7,7 +7,8 @@ arguments, and on the operation, resources and constraints *after* (as the
 draft requires: "a current authorization decision covering the requested
 skill, resources, operation, and applicable constraints").  The first-party
 policy file is used unchanged: a policy that needs resources to decide is
-never forced to deny at the skill level.
+never forced to deny at the skill level, and a caller whom no rule could
+ever allow a skill (whatever the resources) is refused before validation.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ effect = "allow"
 skills = ["by_resource"]
 resources = ["lab-*"]
 authenticated = false
+
+[[rule]]
+effect = "allow"
+skills = ["team_device"]
+identities = ["lab-team"]
+resources = ["lab-*"]
+description = "only the lab team, only on lab devices"
 """
 INVALID = {"count": "many", "extra": True}
 
@@ -86,6 +94,7 @@ def registry(config: Config) -> Registry:
         simple_skill("guarded", input_schema=COUNTED),
         simple_skill("unlisted", input_schema=COUNTED),
         simple_skill("by_resource", input_schema=ON_DEVICE, resources=("/device",)),
+        simple_skill("team_device", input_schema=ON_DEVICE, resources=("/device",)),
     )
     return registry_of([*first_party_plugins(config), ("skills", skills)])
 
@@ -96,9 +105,11 @@ def base(registry: Registry, config: Config) -> Iterator[str]:
         yield url
 
 
-def call(base: str, registry: Registry, skill: str, arguments: Any) -> Any:
+def call(
+    base: str, registry: Registry, skill: str, arguments: Any, binding: str = "JSONRPC"
+) -> Any:
     digest = registry.skills[skill].interface_digest
-    return invoke(base, skill_request(skill, arguments, "1.0", digest))
+    return invoke(base, skill_request(skill, arguments, "1.0", digest), binding)
 
 
 def assert_refused_without_details(task: Any) -> None:
@@ -108,6 +119,7 @@ def assert_refused_without_details(task: Any) -> None:
     assert "details" not in error
     text = json.dumps(task["status"])
     assert "count" not in text and "integer" not in text and "nobody" not in text
+    assert "/device" not in text and "lab" not in text
 
 
 def test_authorization_before_details_when_a_policy_denies_the_skill(
@@ -143,6 +155,22 @@ def test_authorization_of_resources_after_validation(base: str, registry: Regist
     core = call(base, registry, "by_resource", {"device": "core-1", "count": 1})
     assert core["status"]["state"] == "TASK_STATE_REJECTED"
     assert error_of(core)["code"] == "authorization_failed"
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_no_rule_could_allow_the_caller_a_skill_with_resources(
+    base: str, registry: Registry, binding: str
+) -> None:
+    """The skill declares resources, and the only rule for it names another caller: the
+    policy file denies at the skill stage, so the caller (anonymous here) learns
+    authorization_failed and no field details, with invalid and with valid arguments."""
+    invalid = call(base, registry, "team_device", {"device": 7, "count": "x"}, binding)
+    assert_refused_without_details(invalid)
+    valid = call(base, registry, "team_device", {"device": "lab-1", "count": 1}, binding)
+    assert_refused_without_details(valid)
+    # A caller a rule could allow still learns what its arguments must look like.
+    other = call(base, registry, "by_resource", {"device": 7, "count": "x"}, binding)
+    assert error_of(other)["code"] == "input_invalid" and error_of(other)["details"]
 
 
 # The skill-level rule, opinion by opinion ------------------------------------------------------
