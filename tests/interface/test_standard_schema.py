@@ -9,9 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.agent_skills import AllowAll, TestSkills
+from helpers.builders import registry_of
 
 import skillrack
 from skillrack.interface import standard_schema as interface_schema
+from skillrack.interface.canonical import digest_of
+from skillrack.interface.document import verify_document
 from skillrack.interface.standard_schema import (
     FILE_NAME,
     PINNED_DIGEST,
@@ -20,6 +24,7 @@ from skillrack.interface.standard_schema import (
     load_verified,
     locate,
 )
+from skillrack.serve.executor import describe_payloads
 
 REQUIRED_MEMBERS = [
     "interface_version",
@@ -103,6 +108,32 @@ def test_unknown_members_are_refused(draft_document: dict[str, Any]) -> None:
 
 def test_schema_file_matches_pin() -> None:
     assert load_verified(locate())["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_assembly_leaves_the_standard_schema_as_pinned() -> None:
+    """Assembling, verifying and serving documents never changes the loaded schema:
+    the value in memory, and the one documents are validated against, keep the pin."""
+    registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
+    assert len(registry.skills) > 3
+    for skill in registry:
+        verify_document(skill.interface.document_copy())
+    describe_payloads(registry)
+    assert digest_of(interface_schema.skill_interface_schema()) == PINNED_DIGEST
+    assert digest_of(document_validator().schema) == PINNED_DIGEST
+
+
+def test_the_document_validator_holds_its_own_copy() -> None:
+    """A change to the shared value (by any code in the process) does not reach validation."""
+    validator = document_validator()
+    shared = interface_schema.skill_interface_schema()
+    saved = copy.deepcopy(shared)
+    try:
+        shared["properties"]["authority"]["properties"]["default_mode"]["enum"].append("root")
+        assert digest_of(validator.schema) == PINNED_DIGEST
+        assert validator.schema is not shared
+    finally:
+        shared.clear()
+        shared.update(saved)
 
 
 def test_reindented_copy_still_verifies(tmp_path: Path) -> None:

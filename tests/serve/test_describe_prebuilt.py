@@ -14,8 +14,13 @@ created (:func:`skillrack.serve.executor.describe_payloads`).  The only way
 an advertised interface cannot be returned is that its payload could not be
 built then (the document does not convert to an A2A Data Part); that skill
 stays advertised and its describe_skill fails with ``interface_unavailable``
-while the rest of the agent serves on.  The tests inject exactly that
-failure at start-up, over HTTP against a real agent on 127.0.0.1.
+while the rest of the agent serves on.  A payload that does not carry the
+validated document (read back, its digest is not the advertised one) makes
+that skill's describe_skill report ``interface_invalid`` ("If the available
+document is malformed, inconsistent with the selected skill, versions, or
+digest ... the agent MUST report interface_invalid").  The tests inject
+exactly those failures at start-up, over HTTP against a real agent on
+127.0.0.1.
 """
 
 from __future__ import annotations
@@ -115,3 +120,47 @@ async def test_interface_unavailable_reaches_the_client(unavailable: str) -> Non
     error = info.value
     assert error.code == "interface_unavailable" and error.remote
     assert error.state == "TASK_STATE_FAILED"
+
+
+@pytest.fixture(scope="module")
+def inconsistent(registry: Registry) -> Iterator[str]:
+    """An agent whose describe_skill payload of SKILL carries a document other than the
+    validated one (injected where the payload is built: one description changed)."""
+    real = executor.data_part
+
+    def altered(value: Any) -> Any:
+        result = value.get("result") if isinstance(value, dict) else None
+        if isinstance(result, dict) and result.get("interface", {}).get("skill_id") == SKILL:
+            interface = dict(result["interface"], description="not what was validated")
+            value = {**value, "result": {**result, "interface": interface}}
+        return real(value)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(executor, "data_part", altered)
+        serving = running_agent(registry)
+        base = serving.__enter__()
+    try:
+        yield base
+    finally:
+        serving.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_interface_invalid_when_the_payload_is_not_the_validated_document(
+    inconsistent: str, binding: str
+) -> None:
+    request = {"skill": "describe_skill", "arguments": {"skill_id": SKILL}}
+    task = invoke(inconsistent, request, binding)
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert error_of(task)["code"] == "interface_invalid"
+    assert "artifacts" not in task  # no unvalidated substitute
+    assert "not what was validated" not in str(task)
+    other = describe(inconsistent, "progressive")
+    assert other["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_interface_invalid_reaches_the_client(inconsistent: str) -> None:
+    async with SkillClient() as client:
+        with pytest.raises(SkillCallError) as info:
+            await client.describe(inconsistent, SKILL)
+    assert info.value.code == "interface_invalid" and info.value.remote

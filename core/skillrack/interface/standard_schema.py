@@ -12,6 +12,7 @@ meaning does not.
 
 from __future__ import annotations
 
+import copy
 import functools
 from importlib import resources
 from pathlib import Path
@@ -78,7 +79,9 @@ def document_validator() -> Any:
     pattern ``^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$`` accepted
     ``skill_version: "1.0\\n"`` (``$`` matches before a final newline).
     """
-    schema = skill_interface_schema()
+    # A private copy: a caller that changed the value skill_interface_schema()
+    # returns could otherwise change what every document is validated against.
+    schema = copy.deepcopy(skill_interface_schema())
     checker = FormatChecker(formats=())
     for name, check in EXACT_CHECKERS.items():
         checker.checks(name)(check)

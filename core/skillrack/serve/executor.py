@@ -49,9 +49,11 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Part, Task, TaskState, TaskStatus
+from google.protobuf import json_format
 
 from skillrack.errors import REJECTING_CODES, ConditionError, ErrorCode
-from skillrack.host.registry import Registry
+from skillrack.host.registry import RegisteredSkill, Registry
+from skillrack.interface.canonical import digest_of
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.protocol.messages import (
     EXTENSION_URI,
@@ -104,19 +106,44 @@ def final_state(code: ErrorCode, *, accepted: bool) -> TaskState:
     return TaskState.TASK_STATE_FAILED
 
 
-def describe_payloads(registry: Registry) -> dict[str, Part]:
+def _carried_problem(part: Part, skill: RegisteredSkill) -> str | None:
+    """Why the Data Part does not carry ``skill``'s validated document, or None.
+
+    The Part is read back as a receiver reads it (numbers as doubles), and the
+    document it holds must have the advertised digest, as must the
+    ``interface_digest`` beside it: what leaves the agent is then exactly the
+    document that was validated.
+    """
+    try:
+        carried = json_format.MessageToDict(part.data)
+        result = carried["result"]
+        if result["interface_digest"] != skill.interface_digest:
+            return "its interface_digest is not the advertised one"
+        if digest_of(result["interface"]) != skill.interface_digest:
+            return "the document it carries does not have the advertised digest"
+    except Exception as exc:  # anything unreadable is a payload that cannot be trusted
+        return f"it cannot be read back ({type(exc).__name__})"
+    return None
+
+
+def describe_payloads(registry: Registry) -> dict[str, Part | ConditionError]:
     """The ``describe_skill`` result Data Part of every advertised skill, built once.
 
     The draft: the response "MUST be the previously assembled and validated
     document"; nothing is assembled per request.  A payload that cannot be
     built (its document does not convert to a Data Part) is logged and left
     out: the skill stays advertised, and ``describe_skill`` for it reports
-    ``interface_unavailable`` instead of stopping the whole agent.
+    ``interface_unavailable`` instead of stopping the whole agent.  A payload
+    that does not carry the validated document (read back, its digest differs
+    from the advertised one) is logged and replaced by the ``interface_invalid``
+    its ``describe_skill`` then reports: the draft's "If the available document
+    is malformed, inconsistent with the selected skill, versions, or digest
+    ... the agent MUST report interface_invalid".
     """
-    payloads: dict[str, Part] = {}
+    payloads: dict[str, Part | ConditionError] = {}
     for skill in registry:
         try:
-            payloads[skill.skill_id] = data_part(
+            part = data_part(
                 {
                     "skill": DESCRIBE_SKILL,
                     "result": {
@@ -133,6 +160,22 @@ def describe_payloads(registry: Registry) -> dict[str, Part]:
                 skill.plugin,
                 type(exc).__name__,
             )
+            continue
+        problem = _carried_problem(part, skill)
+        if problem is None:
+            payloads[skill.skill_id] = part
+            continue
+        logger.error(
+            "the describe_skill payload of %s (plugin %s) does not carry its validated "
+            "document: %s; describe_skill reports interface_invalid for it",
+            skill.skill_id,
+            skill.plugin,
+            problem,
+        )
+        payloads[skill.skill_id] = ConditionError(
+            ErrorCode.INTERFACE_INVALID,
+            f"the interface of {skill.skill_id!r} failed validation and cannot be returned",
+        )
     return payloads
 
 
@@ -303,6 +346,8 @@ class SkillExecutor(AgentExecutor):
                 ErrorCode.SKILL_NOT_ADVERTISED,
                 f"skill {skill_id!r} is not advertised by this agent",
             )
+        if isinstance(payload, ConditionError):  # never an unvalidated substitute
+            raise ConditionError(payload.code, payload.message)
         await ArtifactPublisher(turn.updater).describe(payload)
         await turn.updater.complete()
         turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
