@@ -58,6 +58,7 @@ from skillrack.serve.card import (
     load_card_signer,
 )
 from skillrack.serve.connections import HEADER_TIMEOUT_STATE
+from skillrack.serve.console import CONSOLE_PATH, Console, ConsoleSources
 from skillrack.serve.context import ANONYMOUS, Caller, owner_of
 from skillrack.serve.executor import (
     ACTIVATED_STATE_KEY,
@@ -262,13 +263,14 @@ def create_app(
     if task_store is None:
         spec = parse_store(config.server.store, config.base_dir)
         storage = open_storage(spec, owner_resolver=tenant_scope, cluster=cluster)
+    approvals = ApprovalStore(config.base_dir / config.server.approvals_store)
     handler = SkillrackRequestHandler(
         agent_executor=SkillExecutor(
             registry,
             manager,
             peers,
             max_concurrent=config.server.max_concurrent_tasks,
-            approvals=ApprovalStore(config.base_dir / config.server.approvals_store),
+            approvals=approvals,
             handler_timeout=config.server.handler_timeout,
             output_limits=OutputLimits(
                 max_count=config.server.max_task_outputs,
@@ -287,11 +289,28 @@ def create_app(
     )
     builder = ContextBuilder()
     card_endpoint = CardEndpoint.of(card, config.server.card_max_age)
+    guard = OperationsGuard(manager)
+    console = Console(
+        ConsoleSources(
+            registry=registry,
+            config=config,
+            card=card,
+            signer_kid=signer.kid if signer is not None else None,
+            store=(
+                storage.spec.describe(cluster=storage.cluster)
+                if storage is not None
+                else "given by the embedding application"
+            ),
+            task_store=handler.task_store,
+            approvals=approvals,
+            guard=guard,
+            hops=peers.hops.recent,
+        )
+    )
     routes: list[BaseRoute] = [
         Route(CARD_PATH, card_endpoint.respond, methods=["GET"]),
-        Route(
-            HOPS_PATH, hops_endpoint(peers.hops.recent, OperationsGuard(manager)), methods=["GET"]
-        ),
+        Route(HOPS_PATH, hops_endpoint(peers.hops.recent, guard), methods=["GET"]),
+        *console.routes(),
     ]
     published = [card_endpoint]  # each gets its Last-Modified from the store at start-up
     if signer is not None:  # the card's jku: public, like the card
@@ -344,6 +363,7 @@ def create_app(
         max_bytes=config.server.max_body_bytes,
         max_depth=config.server.max_json_depth,
         max_parts=config.server.max_parts,
+        forms=CONSOLE_PATH + "/",
     )
     app.add_middleware(BodyTimeout, seconds=config.server.body_timeout)
     app.add_middleware(RateLimit, per_minute=config.server.rate_per_minute, public=public)

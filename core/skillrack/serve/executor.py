@@ -37,6 +37,7 @@ by any deadline; handlers must not block.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import math
 import traceback
@@ -87,6 +88,9 @@ audit = logging.getLogger("skillrack.audit")
 #: Task metadata key naming the skill, so that CancelTask can be refused for a
 #: non-cancellable skill before a2a-sdk touches the task.
 SKILL_METADATA_KEY = "skillrack_skill"
+#: Task metadata key: who started the task (identity and tenant, as authentication
+#: established them) and when, for the operator console's task list.
+STARTED_METADATA_KEY = "skillrack_started"
 #: Where the server puts the set of extensions it activated for one request.
 ACTIVATED_STATE_KEY = "skillrack.activated_extensions"
 #: Where the server puts the authenticated Caller.
@@ -551,6 +555,17 @@ def _new_task(context: RequestContext, request: SkillRequest | None) -> Task:
     )
     if request is not None:
         task.metadata.update({SKILL_METADATA_KEY: request.skill})
+    caller = caller_of(context)
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    task.metadata.update(
+        {
+            STARTED_METADATA_KEY: {
+                "identity": caller.identity,
+                "tenant": caller.tenant,
+                "at": started,
+            }
+        }
+    )
     return task
 
 

@@ -69,20 +69,25 @@ class OperationsGuard:
     def authentication_configured(self) -> bool:
         return bool(self._manager.hook.authenticate.get_hookimpls())
 
-    def refusal(self, request: Request) -> JSONResponse | None:
-        """``None`` when ``request`` may read an operations endpoint, else the 403 to send."""
+    def refusal_reason(self, request: Request) -> str | None:
+        """``None`` when ``request`` may read an operations endpoint, else why not (one line)."""
         if not self.authentication_configured:
             client = request.client
             if client is None or not is_loopback(client.host):
-                return _forbidden(
+                return (
                     "operations endpoints answer loopback clients only while no "
                     "authentication plugin is installed"
                 )
             return None
         caller = request.scope.get(CALLER_SCOPE_KEY)
         if not isinstance(caller, Caller) or OPERATOR_ROLE not in roles_of(caller):
-            return _forbidden(f"operations endpoints need the {OPERATOR_ROLE!r} role")
+            return f"operations endpoints need the {OPERATOR_ROLE!r} role"
         return None
+
+    def refusal(self, request: Request) -> JSONResponse | None:
+        """``None`` when ``request`` may read an operations endpoint, else the 403 to send."""
+        reason = self.refusal_reason(request)
+        return None if reason is None else _forbidden(reason)
 
     def owner(self, request: Request) -> str | None:
         """Whose records the request may see; ``None`` (all of them) without authentication."""

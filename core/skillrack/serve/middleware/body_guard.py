@@ -53,8 +53,12 @@ class BodyGuard:
         max_depth: int,
         max_parts: int,
         max_data_depth: int = DATA_PART_DEPTH,
+        forms: str | None = None,
     ) -> None:
         self.app = app
+        #: A path prefix whose POST bodies are HTML forms (the operator console): read
+        #: within ``max_bytes`` like any other, but not required to be JSON.
+        self.forms = forms
         self.max_bytes = max_bytes
         self.max_depth = max_depth
         self.max_parts = max_parts
@@ -79,6 +83,9 @@ class BodyGuard:
         data = bytes(body)
         if not data and _TASK_ACTION.fullmatch(scope["path"]):
             await self.app(scope, _replaying(b"{}", receive), send)
+            return
+        if self.forms is not None and scope["path"].startswith(self.forms):
+            await self.app(scope, _replaying(data, receive), send)
             return
         value, problem = self._parse(data)
         if problem is not None:

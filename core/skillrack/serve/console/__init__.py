@@ -1,0 +1,13 @@
+"""The operator console: server-rendered pages at ``/-/console``.
+
+Overview, Skills, Tasks and Approvals, rendered by Jinja2 templates (package
+data in ``templates/``) with no JavaScript at all: collapsible schema trees
+are ``<details>`` elements, filters are GET forms, Grant and Deny are POST
+forms with a CSRF token.  Who may read it is the operations endpoints' rule
+(:mod:`skillrack.serve.operations`).  :class:`Console` builds the routes from
+:class:`ConsoleSources`, the objects ``create_app`` already holds.
+"""
+
+from skillrack.serve.console.routes import CONSOLE_PATH, Console, ConsoleSources
+
+__all__ = ["CONSOLE_PATH", "Console", "ConsoleSources"]

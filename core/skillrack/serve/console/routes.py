@@ -1,0 +1,418 @@
+"""The console's routes: who may read them, and how each page is built.
+
+Every page answers only what :class:`~skillrack.serve.operations.OperationsGuard`
+allows the operations endpoints: with authentication configured, a caller
+holding the ``operator`` role, and only its own tenant's tasks and approvals;
+without authentication (a development agent), loopback clients only.  A
+refusal is an HTML page with status 403.  Grant and Deny are form POSTs
+carrying a CSRF token (:mod:`skillrack.serve.console.csrf`); the deciding
+operator's identity is written to the approval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import urllib.parse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.server.cluster import VersionedTaskStore
+from a2a.server.cluster.task_store import StoredTask
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import TaskStore
+from a2a.types import AgentCard, ListTasksRequest, Task, TaskState
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from skillrack.host.config import Config
+from skillrack.host.registry import Registry
+from skillrack.serve.console import csrf
+from skillrack.serve.console.views import (
+    ApprovalView,
+    approval_view,
+    artifacts,
+    messages,
+    plugin_rows,
+    settings_rows,
+    skill_view,
+    state_name,
+    summarize,
+)
+from skillrack.serve.context import ANONYMOUS, Caller, owner_of
+from skillrack.serve.executor import CALLER_STATE_KEY
+from skillrack.serve.middleware import CALLER_SCOPE_KEY
+from skillrack.serve.operations import OperationsGuard, RecordedHop
+from skillrack.serve.security.approvals import (
+    DENIED,
+    GRANTED,
+    PENDING,
+    Approval,
+    ApprovalStore,
+    UnknownApproval,
+)
+
+#: Where the console is served.
+CONSOLE_PATH = "/-/console"
+#: Tasks one page of the Tasks view lists at most (the most recently updated first).
+TASK_PAGE_SIZE = 100
+#: The task states the Tasks page filters by.
+STATE_FILTERS = (
+    TaskState.TASK_STATE_SUBMITTED,
+    TaskState.TASK_STATE_WORKING,
+    TaskState.TASK_STATE_INPUT_REQUIRED,
+    TaskState.TASK_STATE_AUTH_REQUIRED,
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+)
+
+_templates = Environment(
+    loader=PackageLoader("skillrack.serve.console", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("skillrack")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
+        return "unknown"
+
+
+@dataclass
+class ConsoleSources:
+    """What the console reads: the agent's own objects, built once in ``create_app``."""
+
+    registry: Registry
+    config: Config
+    card: AgentCard
+    signer_kid: str | None
+    store: str
+    task_store: TaskStore | VersionedTaskStore
+    approvals: ApprovalStore | None
+    guard: OperationsGuard
+    hops: Callable[[], Sequence[RecordedHop]]
+
+
+class Console:
+    """The console's pages; :meth:`routes` lists them for the app."""
+
+    def __init__(self, sources: ConsoleSources) -> None:
+        self.sources = sources
+        self.version = _version()
+
+    def routes(self) -> list[Route]:
+        base = CONSOLE_PATH
+        return [
+            Route(base, self.overview, methods=["GET"]),
+            Route(base + "/skills", self.skills, methods=["GET"]),
+            Route(base + "/skills/{skill_id}", self.skill, methods=["GET"]),
+            Route(base + "/skills/{skill_id}/interface.json", self.interface, methods=["GET"]),
+            Route(base + "/tasks", self.tasks, methods=["GET"]),
+            Route(base + "/tasks/{task_id}", self.task, methods=["GET"]),
+            Route(base + "/approvals", self.approvals, methods=["GET"]),
+            Route(base + "/approvals/{approval_id}", self.decide, methods=["GET", "POST"]),
+        ]
+
+    # -- rendering -------------------------------------------------------------------------------
+
+    def _render(
+        self, request: Request, template: str, status: int = 200, **values: Any
+    ) -> HTMLResponse:
+        token, new = csrf.token_of(request)
+        html = _templates.get_template(template).render(
+            base=CONSOLE_PATH,
+            agent=self.sources.config.agent,
+            version=self.version,
+            csrf_field=csrf.FIELD,
+            csrf_token=token,
+            **values,
+        )
+        response = HTMLResponse(html, status_code=status, headers=_SECURITY_HEADERS)
+        if new:
+            secure = request.url.scheme == "https"
+            csrf.set_cookie(response, token, path=CONSOLE_PATH, secure=secure)
+        return response
+
+    def _refusal(self, request: Request) -> HTMLResponse | None:
+        reason = self.sources.guard.refusal_reason(request)
+        if reason is None:
+            return None
+        return self._page_error(request, 403, "Not allowed", reason)
+
+    def _page_error(self, request: Request, status: int, title: str, reason: str) -> HTMLResponse:
+        return self._render(request, "error.html", status, title=title, reason=reason, page="")
+
+    @staticmethod
+    def _caller(request: Request) -> Caller:
+        caller = request.scope.get(CALLER_SCOPE_KEY, ANONYMOUS)
+        return caller if isinstance(caller, Caller) else ANONYMOUS
+
+    def _context(self, caller: Caller) -> ServerCallContext:
+        return ServerCallContext(state={CALLER_STATE_KEY: caller})
+
+    # -- pages -----------------------------------------------------------------------------------
+
+    async def overview(self, request: Request) -> Response:
+        if (refused := self._refusal(request)) is not None:
+            return refused
+        sources = self.sources
+        card = sources.card
+        return self._render(
+            request,
+            "overview.html",
+            page="overview",
+            card=card,
+            bindings=[
+                (i.protocol_binding, i.url, i.protocol_version) for i in card.supported_interfaces
+            ],
+            signer_kid=sources.signer_kid,
+            store=sources.store,
+            approvals_store=str(sources.approvals.path) if sources.approvals else "",
+            # The store values are shown above, a PostgreSQL password hidden.
+            server_limits=[
+                row
+                for row in settings_rows(sources.config.server)
+                if row[0] not in ("store", "approvals_store")
+            ],
+            interface_limits=settings_rows(sources.registry.limits),
+            plugins=plugin_rows(sources.registry),
+            refused=list(sources.registry.refused),
+            failures=list(sources.registry.failures),
+            skill_count=len(sources.registry.skills),
+        )
+
+    async def skills(self, request: Request) -> Response:
+        if (refused := self._refusal(request)) is not None:
+            return refused
+        return self._render(
+            request, "skills.html", page="skills", skills=list(self.sources.registry)
+        )
+
+    async def skill(self, request: Request) -> Response:
+        if (refused := self._refusal(request)) is not None:
+            return refused
+        skill = self.sources.registry.get(request.path_params["skill_id"])
+        if skill is None:
+            return self._page_error(
+                request, 404, "No such skill", "this agent advertises no skill with that id"
+            )
+        return self._render(request, "skill.html", page="skills", view=skill_view(skill))
+
+    async def interface(self, request: Request) -> Response:
+        """The raw Skill Interface Document, as ``describe_skill`` returns it."""
+        if (refused := self._refusal(request)) is not None:
+            return refused
+        skill = self.sources.registry.get(request.path_params["skill_id"])
+        if skill is None:
+            return self._page_error(
+                request, 404, "No such skill", "this agent advertises no skill with that id"
+            )
+        return JSONResponse(
+            {"interface_digest": skill.interface_digest, "interface": skill.interface.document}
+        )
+
+    async def tasks(self, request: Request) -> Response:
+        if (refused := self._refusal(request)) is not None:
+            return refused
+        state_filter = request.query_params.get("state", "")
+        skill_filter = request.query_params.get("skill", "")
+        states = {state_name(s): s for s in STATE_FILTERS}
+        params = ListTasksRequest(page_size=TASK_PAGE_SIZE, history_length=0)
+        if state_filter:
+            if state_filter not in states:
+                return self._page_error(
+                    request,
+                    400,
+                    "Unknown state",
+                    f"state must be one of {', '.join(states)}",
+                )
+            params.status = states[state_filter]
+        listed = await self.sources.task_store.list(params, self._context(self._caller(request)))
+        rows = [summarize(task) for task in listed.tasks]
+        if skill_filter:
+            rows = [row for row in rows if row.skill == skill_filter]
+        return self._render(
+            request,
+            "tasks.html",
+            page="tasks",
+            rows=rows,
+            states=list(states),
+            skills=[s.skill_id for s in self.sources.registry],
+            state_filter=state_filter,
+            skill_filter=skill_filter,
+            total=listed.total_size,
+            page_size=TASK_PAGE_SIZE,
+        )
+
+    async def task(self, request: Request) -> Response:
+        if (refused := self._refusal(request)) is not None:
+            return refused
+        task_id = request.path_params["task_id"]
+        task = await self.sources.task_store.get(task_id, self._context(self._caller(request)))
+        if task is None:
+            return self._page_error(
+                request, 404, "No such task", "no task of yours has that id in the task store"
+            )
+        task = _task_of(task)
+        summary = summarize(task)
+        registered = self.sources.registry.get(summary.skill) if summary.skill else None
+        sensitive = list(registered.skill.sensitive) if registered is not None else [""]
+        owner = self.sources.guard.owner(request)
+        hops = [
+            hop.to_json()
+            for hop in self.sources.hops()
+            if hop.to_json().get("upstream_task_id") == task.id
+            and (owner is None or hop.owner == owner)
+        ]
+        return self._render(
+            request,
+            "task.html",
+            page="tasks",
+            summary=summary,
+            messages=messages(task, sensitive),
+            artifacts=artifacts(task),
+            hops=hops,
+            known_skill=registered is not None,
+        )
+
+    async def approvals(self, request: Request) -> Response:
+        if (refused := self._refusal(request)) is not None:
+            return refused
+        store = self.sources.approvals
+        everything = await asyncio.to_thread(store.list) if store is not None else []
+        visible = [a for a in everything if self._visible(request, a)]
+        pending = [await self._view(a) for a in visible if a.state == PENDING]
+        decided = [a for a in reversed(visible) if a.state != PENDING]
+        return self._render(
+            request,
+            "approvals.html",
+            page="approvals",
+            has_store=store is not None,
+            pending=pending,
+            decided=decided,
+            notice=request.query_params.get("decided", ""),
+        )
+
+    async def decide(self, request: Request) -> Response:
+        """POST: grant or deny (the form's ``decision``); GET: back to the Approvals page."""
+        if (refused := self._refusal(request)) is not None:
+            return refused
+        if request.method == "GET":
+            return RedirectResponse(f"{CONSOLE_PATH}/approvals", status_code=303)
+        form = await _form(request)
+        if form is None:
+            return self._page_error(
+                request,
+                415,
+                "Not a form",
+                "the console accepts application/x-www-form-urlencoded forms only",
+            )
+        problem = csrf.refusal(request, form.get(csrf.FIELD))
+        if problem is not None:
+            return self._page_error(request, 403, "Form refused", problem)
+        decision = form.get("decision")
+        if decision not in ("grant", "deny"):
+            return self._page_error(
+                request, 400, "Unknown decision", "decision must be grant or deny"
+            )
+        store = self.sources.approvals
+        approval_id = request.path_params["approval_id"]
+        approval = await self._approval(request, approval_id)
+        if store is None or approval is None:
+            return self._page_error(
+                request, 404, "No such approval", f"no approval of yours has the id {approval_id!r}"
+            )
+        by = _decider(self._caller(request), request)
+        try:
+            decided = await asyncio.to_thread(
+                store.decide, approval_id, granted=decision == "grant", by=by
+            )
+        except UnknownApproval:  # pragma: no cover - listed a moment ago
+            return self._page_error(
+                request, 404, "No such approval", f"no approval has the id {approval_id!r}"
+            )
+        wanted = GRANTED if decision == "grant" else DENIED
+        if decided.state != wanted:
+            return self._page_error(
+                request,
+                409,
+                "Already decided",
+                f"approval {approval_id} was already {decided.state} by {decided.decided_by}",
+            )
+        return RedirectResponse(f"{CONSOLE_PATH}/approvals?decided={approval_id}", status_code=303)
+
+    # -- approvals helpers -------------------------------------------------------------------------
+
+    def _visible(self, request: Request, approval: Approval) -> bool:
+        owner = self.sources.guard.owner(request)
+        return owner is None or owner == _owner_of_approval(approval)
+
+    async def _approval(self, request: Request, approval_id: str) -> Approval | None:
+        store = self.sources.approvals
+        if store is None:
+            return None
+        found = [a for a in await asyncio.to_thread(store.list) if a.id == approval_id]
+        if not found or not self._visible(request, found[0]):
+            return None
+        return found[0]
+
+    async def _view(self, approval: Approval) -> ApprovalView:
+        caller = Caller(identity=approval.caller, tenant=approval.tenant)
+        task = await self.sources.task_store.get(approval.task_id, self._context(caller))
+        skill = self.sources.registry.get(approval.skill_id)
+        return approval_view(approval, skill, _task_of(task) if task is not None else None)
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """An urlencoded form's fields (the first value of each); ``None`` for any other body.
+
+    Parsed here with the standard library rather than Starlette's form
+    parser, which needs ``python-multipart`` for a form of two fields.  The
+    body was already read within ``[server] max_body_bytes`` (``BodyGuard``).
+    """
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/x-www-form-urlencoded":
+        return None
+    try:
+        text = (await request.body()).decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    fields = urllib.parse.parse_qs(text, keep_blank_values=True, max_num_fields=16)
+    return {name: values[0] for name, values in fields.items()}
+
+
+def _task_of(found: Task | StoredTask) -> Task:
+    """A task store's answer (a cluster store wraps the Task) as the Task."""
+    return found.task if isinstance(found, StoredTask) else found
+
+
+def _owner_of_approval(approval: Approval) -> str:
+    return owner_of(Caller(identity=approval.caller, tenant=approval.tenant))
+
+
+def _decider(caller: Caller, request: Request) -> str:
+    """Who decided, as the approval records it."""
+    if caller.authenticated:
+        tenant = f" (tenant {caller.tenant})" if caller.tenant else ""
+        return f"{caller.identity}{tenant} via console"
+    client = request.client.host if request.client else "unknown address"
+    return f"unauthenticated operator at {client} via console"
+
+
+#: Every console page: no framing by other sites, no scripts, nothing cached.
+_SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}

@@ -1,0 +1,340 @@
+"""The operator console's pages, read over HTTP from a real served agent (issue 17, item 1).
+
+No browser here (``test_console_browser.py`` has one): these tests read the
+HTML with httpx, so they are fast and cover what each page shows, who may see
+it, the CSRF rule of the Grant and Deny forms, and that values at a skill's
+``sensitive`` pointers never reach a page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers.agent_harness import running_agent
+from helpers.agent_skills import AllowAll
+from helpers.builders import SkillsPlugin, registry_of, simple_skill
+from helpers.header_callers import HeaderCallers, caller_header
+from helpers.served_process import digests
+
+from skillrack import Authority, DomainSchema, SupportingRecord
+from skillrack.host.config import Config, ServerSettings
+from skillrack.serve.console import CONSOLE_PATH
+from skillrack.serve.console.csrf import COOKIE, FIELD
+from skillrack.serve.console.masking import MASK
+from skillrack.serve.security.approvals import ApprovalStore
+from skillrack.testing.serve import error_of, invoke, skill_request
+
+SECRET = "hunter2-correct-horse-battery"
+ROTATE_INPUT = {
+    "type": "object",
+    "description": "Rotate a device's <b>credential</b>.",
+    "required": ["device", "secret"],
+    "additionalProperties": False,
+    "properties": {
+        "device": {"type": "string", "minLength": 1, "description": "Device to rotate."},
+        "secret": {"type": "string", "description": "The new credential."},
+        "mode": {"enum": ["soft", "hard"], "description": "How to rotate."},
+        "window": {"$ref": "#/$defs/window"},
+    },
+    "$defs": {
+        "window": {
+            "type": "object",
+            "description": "A maintenance window.",
+            "properties": {"next": {"$ref": "#/$defs/window"}},
+        }
+    },
+}
+NOTE = SupportingRecord(
+    "rotation-note",
+    DomainSchema.inline(
+        {"type": "object", "properties": {"note": {"type": "string", "format": "date-time"}}},
+        schema_uri="urn:test:rotation-note:1.0",
+        version="1.0",
+    ),
+)
+
+
+async def rotate(arguments: Any, context: Any) -> Any:
+    await context.publish_record(
+        "rotation-note", {"note": "2026-01-01T00:00:00Z"}, artifact_id="n1"
+    )
+    return {"rotated": arguments["device"]}
+
+
+async def echo(arguments: Any, context: Any) -> Any:
+    return {"echo": True}
+
+
+SKILLS = SkillsPlugin(
+    simple_skill(
+        "rotate_credential",
+        input_schema=ROTATE_INPUT,
+        handler=rotate,
+        authority=Authority("execute", approval_may_be_required=True),
+        resources=("/device",),
+        sensitive=("/secret",),
+        supporting_records=(NOTE,),
+        examples=('{"device": "r1", "secret": "example-only", "mode": "soft"}',),
+    ),
+    simple_skill("echo", handler=echo),
+)
+
+OPERATOR_A = caller_header("acme", "olga", "operator")
+CALLER_A = caller_header("acme", "carl")
+OPERATOR_B = caller_header("globex", "otto", "operator")
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """An agent with authentication (X-Test-Caller), a policy allowing everything."""
+    base_dir = tmp_path_factory.mktemp("console")
+    registry = registry_of([("tests", SKILLS), ("allow", AllowAll()), ("callers", HeaderCallers())])
+    config = Config(base_dir=base_dir, server=ServerSettings(store="memory"))
+    with running_agent(registry, config) as url:
+        yield url, base_dir
+
+
+@pytest.fixture(scope="module")
+def development(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An agent without authentication: the console is open to loopback clients."""
+    registry = registry_of([("tests", SKILLS), ("allow", AllowAll())])
+    config = Config(base_dir=tmp_path_factory.mktemp("dev"), server=ServerSettings(store="memory"))
+    with running_agent(registry, config) as url:
+        yield url
+
+
+def page(url: str, path: str, headers: dict[str, str], **kwargs: Any) -> httpx.Response:
+    return httpx.get(url + CONSOLE_PATH + path, headers=headers, timeout=10, **kwargs)
+
+
+def start_rotation(url: str, headers: dict[str, str], device: str = "edge-7") -> str:
+    """A rotate_credential call parked for approval; its task id."""
+    request = skill_request(
+        "rotate_credential",
+        {"device": device, "secret": SECRET, "mode": "hard"},
+        "1.0",
+        digests(url)["rotate_credential"],
+    )
+    task = invoke(url, request, headers=headers)
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", task
+    return str(task["id"])
+
+
+def approval_of(base_dir: Path, task_id: str) -> Any:
+    [approval] = [
+        a for a in ApprovalStore(base_dir / "skillrack-approvals.db").list() if a.task_id == task_id
+    ]
+    return approval
+
+
+def form_token(client: httpx.Client, url: str) -> str:
+    """Load the Approvals page as a browser would: the cookie is kept, the token read."""
+    answer = client.get(url + CONSOLE_PATH + "/approvals")
+    assert answer.status_code == 200
+    token = client.cookies.get(COOKIE)
+    assert token, "the page set no CSRF cookie"
+    for match in re.finditer(rf'name="{FIELD}" value="([^"]+)"', answer.text):
+        assert match.group(1) == token  # every form carries the cookie's token
+    return token
+
+
+def test_every_page_renders_for_an_operator(agent: tuple[str, Path]) -> None:
+    url, _ = agent
+    for path, heading in [
+        ("", "Overview"),
+        ("/skills", "Skills"),
+        ("/skills/rotate_credential", "rotate_credential"),
+        ("/tasks", "Tasks"),
+        ("/approvals", "Approvals"),
+    ]:
+        answer = page(url, path, OPERATOR_A)
+        assert answer.status_code == 200, (path, answer.text)
+        assert answer.headers["content-type"].startswith("text/html")
+        assert re.search(r"<h1>[^<]*" + heading, answer.text), path
+        assert "<script" not in answer.text  # no JavaScript at all
+        assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+
+
+def test_overview_shows_identity_bindings_store_plugins_and_limits(
+    agent: tuple[str, Path],
+) -> None:
+    url, _ = agent
+    html = page(url, "", OPERATOR_A).text
+    assert f"<code>{url}/</code>" in html and "JSONRPC" in html and "HTTP+JSON" in html
+    assert "not signed" in html
+    assert "memory (tasks are lost when the server stops)" in html
+    assert "tests" in html and "rotate_credential" in html  # the plugin and its skills
+    assert "rate_per_minute" in html and "max_schema_bytes" in html
+    assert "No declared skill was refused." in html
+
+
+def test_skill_page_shows_schema_trees_examples_and_the_raw_document(
+    agent: tuple[str, Path],
+) -> None:
+    url, _ = agent
+    html = page(url, "/skills/rotate_credential", OPERATOR_A).text
+    assert html.count("<details") >= 6  # input members, output, the record kind
+    assert "Device to rotate." in html and 'title="required">required</span>' in html
+    assert "&#34;soft&#34;, &#34;hard&#34;" in html  # the enum, escaped
+    assert "&lt;b&gt;credential&lt;/b&gt;" in html  # schema text is escaped, never markup
+    assert "refers back to #/$defs/window (recursive)" in html
+    assert "Record rotation-note schema" in html and "date-time" in html
+    assert "execute; approval may be required" in html
+    assert "example-only" in html  # the declared example
+    raw = page(url, "/skills/rotate_credential/interface.json", OPERATOR_A)
+    assert raw.status_code == 200
+    assert raw.json()["interface_digest"] == digests(url)["rotate_credential"]
+    assert raw.json()["interface"]["skill_id"] == "rotate_credential"
+    assert page(url, "/skills/nope", OPERATOR_A).status_code == 404
+
+
+def test_pages_need_the_operator_role(agent: tuple[str, Path]) -> None:
+    url, _ = agent
+    for path in ("", "/skills", "/skills/echo", "/tasks", "/approvals", "/tasks/x"):
+        refused = page(url, path, CALLER_A)
+        assert refused.status_code == 403, path
+        assert "need the &#39;operator&#39; role" in refused.text
+        assert page(url, path, {}).status_code == 401  # no credential: authentication refuses
+    posted = httpx.post(
+        url + CONSOLE_PATH + "/approvals/x", data={"decision": "grant"}, headers=CALLER_A
+    )
+    assert posted.status_code == 403
+
+
+def test_sensitive_values_never_reach_a_page(agent: tuple[str, Path]) -> None:
+    url, _ = agent
+    task_id = start_rotation(url, CALLER_A)
+    for path in ("/approvals", f"/tasks/{task_id}", "/tasks"):
+        html = page(url, path, OPERATOR_A).text
+        assert SECRET not in html, path
+    task_html = page(url, f"/tasks/{task_id}", OPERATOR_A).text
+    approvals_html = page(url, "/approvals", OPERATOR_A).text
+    for html in (task_html, approvals_html):
+        assert MASK in html and "edge-7" in html  # masked secret, the resource shown
+
+
+def test_tasks_list_filters_and_task_page(agent: tuple[str, Path]) -> None:
+    url, _ = agent
+    done = invoke(url, skill_request("echo", {}, "1.0", digests(url)["echo"]), headers=CALLER_A)
+    waiting = start_rotation(url, CALLER_A)
+    html = page(url, "/tasks", OPERATOR_A).text
+    assert done["id"] in html and waiting in html and "carl" in html and "acme" in html
+    completed = page(url, "/tasks", OPERATOR_A, params={"state": "completed"}).text
+    assert done["id"] in completed and waiting not in completed
+    rotations = page(url, "/tasks", OPERATOR_A, params={"skill": "rotate_credential"}).text
+    assert waiting in rotations and done["id"] not in rotations
+    assert page(url, "/tasks", OPERATOR_A, params={"state": "<b>"}).status_code == 400
+    detail = page(url, f"/tasks/{done['id']}", OPERATOR_A).text
+    assert "state-completed" in detail and "echo" in detail and " ms" in detail
+    assert page(url, "/tasks/no-such-task", OPERATOR_A).status_code == 404
+
+
+def test_another_tenants_operator_sees_and_decides_nothing(agent: tuple[str, Path]) -> None:
+    url, base_dir = agent
+    task_id = start_rotation(url, CALLER_A)
+    approval = approval_of(base_dir, task_id)
+    assert task_id not in page(url, "/tasks", OPERATOR_B).text
+    assert approval.id not in page(url, "/approvals", OPERATOR_B).text
+    assert page(url, f"/tasks/{task_id}", OPERATOR_B).status_code == 404
+    with httpx.Client(headers=OPERATOR_B, timeout=10) as browser:
+        token = form_token(browser, url)
+        refused = browser.post(
+            url + CONSOLE_PATH + f"/approvals/{approval.id}",
+            data={FIELD: token, "decision": "grant"},
+        )
+    assert refused.status_code == 404
+    assert approval_of(base_dir, task_id).state == "pending"
+
+
+def test_granting_in_the_console_lets_the_task_finish(agent: tuple[str, Path]) -> None:
+    url, base_dir = agent
+    task_id = start_rotation(url, CALLER_A)
+    approval = approval_of(base_dir, task_id)
+    with httpx.Client(headers=OPERATOR_A, timeout=10) as browser:
+        token = form_token(browser, url)
+        granted = browser.post(
+            url + CONSOLE_PATH + f"/approvals/{approval.id}",
+            data={FIELD: token, "decision": "grant"},
+        )
+        assert granted.status_code == 303
+        assert granted.headers["location"] == f"{CONSOLE_PATH}/approvals?decided={approval.id}"
+        again = browser.post(
+            url + CONSOLE_PATH + f"/approvals/{approval.id}",
+            data={FIELD: token, "decision": "deny"},
+        )
+        assert again.status_code == 409 and "already granted" in again.text
+        history = browser.get(url + CONSOLE_PATH + "/approvals").text
+    decided = approval_of(base_dir, task_id)
+    assert decided.state == "granted" and decided.decided_by == "olga (tenant acme) via console"
+    assert "olga (tenant acme) via console" in history
+    finished = invoke(url, {"continue": True}, task_id=task_id, headers=CALLER_A)
+    assert finished["status"]["state"] == "TASK_STATE_COMPLETED", finished
+    html = page(url, f"/tasks/{task_id}", OPERATOR_A).text
+    assert "rotation-note" in html  # the record kind among the Artifacts
+
+
+def test_denying_in_the_console_rejects_the_task(agent: tuple[str, Path]) -> None:
+    url, base_dir = agent
+    task_id = start_rotation(url, CALLER_A)
+    approval = approval_of(base_dir, task_id)
+    with httpx.Client(headers=OPERATOR_A, timeout=10) as browser:
+        token = form_token(browser, url)
+        denied = browser.post(
+            url + CONSOLE_PATH + f"/approvals/{approval.id}",
+            data={FIELD: token, "decision": "deny"},
+        )
+    assert denied.status_code == 303
+    ended = invoke(url, {"continue": True}, task_id=task_id, headers=CALLER_A)
+    assert ended["status"]["state"] == "TASK_STATE_REJECTED"
+    assert error_of(ended)["code"] == "authorization_failed"
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["no token", "no cookie", "wrong token", "foreign origin", "bad decision"],
+)
+def test_forms_without_a_valid_csrf_token_are_refused(agent: tuple[str, Path], case: str) -> None:
+    url, base_dir = agent
+    task_id = start_rotation(url, CALLER_A)
+    approval = approval_of(base_dir, task_id)
+    target = url + CONSOLE_PATH + f"/approvals/{approval.id}"
+    with httpx.Client(headers=OPERATOR_A, timeout=10) as browser:
+        token = form_token(browser, url)
+        data = {FIELD: token, "decision": "grant"}
+        headers: dict[str, str] = {}
+        if case == "no token":
+            del data[FIELD]
+        elif case == "no cookie":
+            browser.cookies.clear()
+        elif case == "wrong token":
+            data[FIELD] = token[:-1] + ("A" if token[-1] != "A" else "B")
+        elif case == "foreign origin":
+            headers["Origin"] = "https://attacker.example"
+        else:
+            data["decision"] = "approve-everything"
+        refused = browser.post(target, data=data, headers=headers)
+    assert refused.status_code == (400 if case == "bad decision" else 403), refused.text
+    assert approval_of(base_dir, task_id).state == "pending"
+
+
+def test_a_form_body_over_the_limit_is_refused(agent: tuple[str, Path]) -> None:
+    url, _ = agent
+    answer = httpx.post(
+        url + CONSOLE_PATH + "/approvals/x",
+        content=b"a=" + b"x" * 4_100_000,
+        headers={**OPERATOR_A, "Content-Type": "application/x-www-form-urlencoded"},
+        timeout=30,
+    )
+    assert answer.status_code == 413
+
+
+def test_without_authentication_loopback_operators_use_the_console(development: str) -> None:
+    task_id = start_rotation(development, {})
+    html = httpx.get(development + CONSOLE_PATH + "/approvals", timeout=10).text
+    assert task_id in html and SECRET not in html
+    assert httpx.get(development + CONSOLE_PATH, timeout=10).status_code == 200
