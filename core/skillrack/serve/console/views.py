@@ -152,6 +152,10 @@ def _parse_time(text: str) -> dt.datetime | None:
         return None
 
 
+def _shown_time(moment: dt.datetime | None) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%SZ") if moment else ""
+
+
 def _duration(seconds: float) -> str:
     if seconds < 1:
         return f"{seconds * 1000:.0f} ms"
@@ -195,8 +199,8 @@ def summarize(task: Task, now: dt.datetime | None = None) -> TaskSummary:
         skill=skill if isinstance(skill, str) else "",
         state=state_name(task.status.state),
         code=error_code(task.status.message if task.status.HasField("message") else None),
-        started=started.isoformat(timespec="seconds") if started else "",
-        updated=updated.isoformat(timespec="seconds") if updated else "",
+        started=_shown_time(started),
+        updated=_shown_time(updated),
         duration=duration,
         identity=str(started_info.get("identity", "")),
         tenant=str(started_info.get("tenant", "")),

@@ -1,0 +1,256 @@
+"""The operator console in a real browser against a real ``skillrack serve`` (issue 17, item 2).
+
+Debian's Chromium (``/usr/bin/chromium``, or ``SKILLRACK_CHROMIUM``) driven by
+Playwright's Python API; no browser is downloaded.  The tests skip, saying
+why, when either is missing (``.ci/run`` installs the ``chromium`` package).
+
+The agent serves the example vendor behind API keys: ``olga`` holds the
+``operator`` role, ``carl`` (same tenant) does not.  Pages are read with
+JavaScript disabled, which is how the console must work.  Each page is
+screenshotted into ``$SKILLRACK_ARTIFACTS/screenshots`` (tox sets it to
+``.tox/artifacts``); without that variable, into a temporary directory whose
+path the run prints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers.example_vendor import example_vendor_env
+
+from skillrack.serve.console import CONSOLE_PATH
+from skillrack.testing.serve import ServedAgent, invoke, skill_request, start_agent
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+
+CHROMIUM = Path(os.environ.get("SKILLRACK_CHROMIUM", "/usr/bin/chromium"))
+OPERATOR_KEY = "console-test-operator-key-TEST-ONLY"
+CALLER_KEY = "console-test-caller-key-TEST-ONLY"
+RESET = {
+    "operation": "reset_counters",
+    "device_id": "edge-router-1",
+    "interface": "eth1",
+    "reason": "baseline after optics replacement",
+}
+#: Seconds ``skillrack serve`` may take to answer: plugin loading is slow on a loaded machine.
+START_S = 120.0
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason=f"no Chromium at {CHROMIUM} (apt-get install chromium, or set SKILLRACK_CHROMIUM)",
+)
+
+
+def _key_entry(key: str, identity: str, roles: list[str]) -> str:
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    return (
+        f'[[key]]\nsha256 = "{digest}"\nidentity = "{identity}"\ntenant = "acme"\n'
+        f"roles = {roles!r}\n".replace("'", '"')
+    )
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
+    workdir = tmp_path_factory.mktemp("console-browser")
+    (workdir / "keys.toml").write_text(
+        _key_entry(OPERATOR_KEY, "olga", ["operator"]) + _key_entry(CALLER_KEY, "carl", [])
+    )
+    (workdir / "policy.toml").write_text(
+        '[[rule]]\neffect = "allow"\ntenants = ["acme"]\nskills = ["*"]\n'
+    )
+    config = workdir / "skillrack.toml"
+    config.write_text(
+        '[agent]\nname = "Console test agent"\n\n[server]\nrate_per_minute = 1000000\n\n'
+        '[plugins.api_keys]\nfile = "keys.toml"\n\n[plugins.policy]\nfile = "policy.toml"\n'
+    )
+    env = example_vendor_env(tmp_path_factory.mktemp("site") / "site")
+    served = start_agent(workdir, args=("--config", str(config)), env=env)
+    served.wait_ready(timeout=START_S)
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+@pytest.fixture(scope="module")
+def screenshots(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
+    where = os.environ.get("SKILLRACK_ARTIFACTS")
+    directory = (Path(where) if where else tmp_path_factory.mktemp("artifacts")) / "screenshots"
+    directory.mkdir(parents=True, exist_ok=True)
+    yield directory
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(f"console screenshots: {directory}")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    # As root (a CI container) Chromium refuses to start without --no-sandbox.
+    args = ["--no-sandbox"] if os.geteuid() == 0 else []
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+class Console:
+    """A browser session with one API key, JavaScript off, recording console errors."""
+
+    def __init__(self, browser: Any, agent: ServedAgent, key: str, **options: Any) -> None:
+        self.base = agent.url + CONSOLE_PATH
+        self.context = browser.new_context(
+            java_script_enabled=False, extra_http_headers={"X-API-Key": key}, **options
+        )
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+    def open(self, path: str = "") -> Any:
+        return self.page.goto(self.base + path)
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def operator(browser: Any, agent: ServedAgent) -> Iterator[Console]:
+    session = Console(browser, agent, OPERATOR_KEY, viewport={"width": 1000, "height": 760})
+    yield session
+    session.close()
+
+
+def park_reset(agent: ServedAgent) -> tuple[str, str]:
+    """carl asks to reset counters; the task waits for approval: (task id, approval id)."""
+    card = httpx.get(agent.url + "/.well-known/agent-card.json", timeout=10).json()
+    [extension] = [e for e in card["capabilities"]["extensions"] if "params" in e]
+    digest = {s["skill_id"]: s["interface_digest"] for s in extension["params"]["skills"]}
+    request = skill_request("manage_interface", RESET, "1.0", digest["manage_interface"])
+    task = invoke(agent.url, request, headers={"X-API-Key": CALLER_KEY})
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", task
+    waiting = task["status"]["message"]["parts"][0]["data"]["skillrack_approval"]
+    return str(task["id"]), str(waiting["approval_id"])
+
+
+def test_every_page_loads_without_console_errors(
+    agent: ServedAgent, operator: Console, screenshots: Path
+) -> None:
+    task_id, _ = park_reset(agent)
+    pages = [
+        ("overview", "", "Overview"),
+        ("skills", "/skills", "Skills"),
+        ("skill", "/skills/manage_interface", "Manage interface"),
+        ("tasks", "/tasks", "Tasks"),
+        ("task", f"/tasks/{task_id}", "Task"),
+        ("approvals", "/approvals", "Approvals"),
+    ]
+    for name, path, heading in pages:
+        response = operator.open(path)
+        assert response is not None and response.status == 200, name
+        assert heading in operator.page.locator("h1").inner_text(), name
+        operator.page.screenshot(path=str(screenshots / f"console-{name}.png"))
+    assert operator.errors == []
+    # Collapsible schema trees without a script: a closed <details> opens on click.
+    operator.open("/skills/manage_interface")
+    summary = operator.page.locator("summary", has_text="device_id").first
+    member = summary.locator("xpath=..")
+    assert member.get_attribute("open") is None
+    summary.click()
+    assert member.get_attribute("open") is not None
+    assert "Identifier of the managed device" in member.inner_text()
+    assert operator.errors == []
+
+
+def test_pages_fit_a_phone(browser: Any, agent: ServedAgent, screenshots: Path) -> None:
+    phone = Console(browser, agent, OPERATOR_KEY, viewport={"width": 390, "height": 844})
+    try:
+        for name, path in [("overview", ""), ("approvals", "/approvals"), ("tasks", "/tasks")]:
+            assert phone.open(path).status == 200
+            box = phone.page.locator("main").bounding_box()
+            assert box is not None and box["x"] + box["width"] <= 390, name
+            phone.page.screenshot(path=str(screenshots / f"console-phone-{name}.png"))
+        assert phone.errors == []
+    finally:
+        phone.close()
+
+
+def test_an_approval_granted_by_clicking_finishes_the_callers_task(
+    agent: ServedAgent, operator: Console, screenshots: Path
+) -> None:
+    task_id, approval_id = park_reset(agent)
+    operator.open("/approvals")
+    card = operator.page.locator(f"section[aria-labelledby='approval-{approval_id}']")
+    assert "reset_counters" in card.inner_text() and "edge-router-1" in card.inner_text()
+    grant = card.get_by_role("button", name="Grant")
+    grant.focus()  # keyboard: focus the button and press Enter
+    with operator.page.expect_navigation():
+        operator.page.keyboard.press("Enter")
+    status = operator.page.get_by_role("status")
+    assert approval_id in status.inner_text()
+    operator.page.screenshot(path=str(screenshots / "console-approvals-decided.png"))
+    history = operator.page.locator("table", has_text=approval_id).inner_text()
+    assert "granted" in history and "olga (tenant acme) via console" in history
+
+    # The caller goes on with its task, as the approval's message tells it to.
+    finished = invoke(
+        agent.url, {"continue": True}, task_id=task_id, headers={"X-API-Key": CALLER_KEY}
+    )
+    assert finished["status"]["state"] == "TASK_STATE_COMPLETED", finished
+    operator.open(f"/tasks/{task_id}")
+    assert "completed" in operator.page.locator("dl.facts").inner_text()
+    assert operator.errors == []
+
+
+def test_a_caller_without_the_operator_role_is_refused(
+    browser: Any, agent: ServedAgent, screenshots: Path
+) -> None:
+    caller = Console(browser, agent, CALLER_KEY)
+    try:
+        for path in ("", "/approvals", "/tasks"):
+            response = caller.open(path)
+            assert response.status == 403, path
+            assert "operator" in caller.page.get_by_role("alert").inner_text()
+        caller.page.screenshot(path=str(screenshots / "console-refused.png"))
+    finally:
+        caller.close()
+
+
+def test_a_post_without_the_csrf_token_is_refused(agent: ServedAgent, operator: Console) -> None:
+    task_id, approval_id = park_reset(agent)
+    operator.open("/approvals")  # the session has its CSRF cookie now
+    target = f"{operator.base}/approvals/{approval_id}"
+    refused = operator.context.request.post(target, form={"decision": "grant"})
+    assert refused.status == 403 and "CSRF" in refused.text()
+    forged = operator.context.request.post(
+        target, form={"decision": "grant", "csrf_token": "x" * 43}
+    )
+    assert forged.status == 403
+    operator.open("/approvals")
+    pending = operator.page.locator(f"section[aria-labelledby='approval-{approval_id}']")
+    assert pending.get_by_role("button", name="Grant").is_visible()  # still pending
+    ended = operator.context.request.post(
+        target,
+        form={"decision": "deny", "csrf_token": _cookie(operator)},
+    )
+    assert ended.ok  # with the token, the same post is accepted
+    rejected = invoke(
+        agent.url, {"continue": True}, task_id=task_id, headers={"X-API-Key": CALLER_KEY}
+    )
+    assert rejected["status"]["state"] == "TASK_STATE_REJECTED"
+
+
+def _cookie(session: Console) -> str:
+    [token] = [
+        c["value"] for c in session.context.cookies() if c["name"] == "skillrack_console_csrf"
+    ]
+    return str(token)
