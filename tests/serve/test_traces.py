@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from skillrack import Authority
 from skillrack.host.config import Config, ServerSettings
 from skillrack.serve import traces
 from skillrack.testing.serve import error_of, invoke, skill_request
@@ -90,11 +91,12 @@ def _agent(base_dir: Path, *skills: Any, peers: dict[str, str] | None = None) ->
 def downstream(
     exporter: InMemorySpanExporter, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    """Agent B: ``echo`` (and ``crash``), created after the provider (so it extracts context)."""
+    """Agent B (echo, crash, change), created after the provider: it reads traceparent."""
     yield from _agent(
         tmp_path_factory.mktemp("b"),
         simple_skill("echo", input_schema=NOTE, handler=echo),
         simple_skill("crash", handler=crash),
+        simple_skill("change", authority=Authority("execute")),  # waits for an operator
     )
 
 
@@ -297,3 +299,17 @@ def test_a_caller_cannot_mint_span_names_or_skill_attributes(
     assert traces.SKILL_ID not in server.attributes
     assert server.attributes[traces.TASK_STATE] == "TASK_STATE_REJECTED"
     assert server.attributes[traces.CONDITION] == "skill_not_advertised"
+
+
+def test_a_call_parked_for_an_operator_ends_its_turn_at_the_approval_stage(
+    downstream: str, spans: InMemorySpanExporter
+) -> None:
+    task = call(downstream, "change", {"note": SECRET})
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    finished = wait_for(spans, lambda f: len(invocations(f)) == 1)
+    (server,) = invocations(finished)
+    assert server.name == "skillrack.invoke change"
+    assert server.attributes[traces.TASK_STATE] == "TASK_STATE_INPUT_REQUIRED"
+    assert traces.CONDITION not in server.attributes
+    assert [s.name for s in children(finished, server)] == [name for name, _ in STAGES[:4]]
+    assert carries_no_value(finished)

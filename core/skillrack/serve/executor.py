@@ -42,7 +42,7 @@ import logging
 import math
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pluggy
@@ -247,7 +247,7 @@ class SkillExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """One turn of a task, in its server span (:mod:`skillrack.serve.traces`)."""
         with traced_turn(context.task_id or "") as trace:
-            await self._execute(replace(_turn(context, event_queue), trace=trace))
+            await self._execute(_turn(context, event_queue, trace))
 
     async def _execute(self, turn: _Turn) -> None:
         """Admit the call, then run it; every error ends the task."""
@@ -529,7 +529,7 @@ class SkillExecutor(AgentExecutor):
         turn.trace.ended(TaskState.Name(state), error.code.value)
 
 
-def _turn(context: RequestContext, event_queue: EventQueue) -> _Turn:
+def _turn(context: RequestContext, event_queue: EventQueue, trace: TurnTrace = OFF) -> _Turn:
     assert context.task_id is not None and context.context_id is not None
     assert context.message is not None
     # A follow-up Message may omit contextId; the task keeps the one it started with.
@@ -542,6 +542,7 @@ def _turn(context: RequestContext, event_queue: EventQueue) -> _Turn:
         task_id=context.task_id,
         caller=caller_of(context),
         client_host=client_host_of(context),
+        trace=trace,
     )
 
 

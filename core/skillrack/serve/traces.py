@@ -179,6 +179,7 @@ class TurnTrace:
 #: What :func:`turn` hands out when tracing is off: every method does nothing.
 OFF = TurnTrace(None, None)
 _NOTHING: AbstractContextManager[None] = contextlib.nullcontext()
+_OFF_TURN: AbstractContextManager[TurnTrace] = contextlib.nullcontext(OFF)
 
 
 @contextlib.contextmanager
@@ -205,14 +206,17 @@ def _condition_of(exc: BaseException) -> str:
     return value if isinstance(value, str) else type(exc).__name__
 
 
-@contextlib.contextmanager
-def turn(task_id: str) -> Iterator[TurnTrace]:
+def turn(task_id: str) -> AbstractContextManager[TurnTrace]:
     """The server span of one turn (current while the turn runs), or :data:`OFF`."""
     current = tracer()
     if current is None:
-        yield OFF
-        return
-    with current.start_as_current_span(
+        return _OFF_TURN  # one shared object: nothing is created per turn
+    return _recording_turn(current, task_id)
+
+
+@contextlib.contextmanager
+def _recording_turn(tracer: trace.Tracer, task_id: str) -> Iterator[TurnTrace]:
+    with tracer.start_as_current_span(
         INVOKE_SPAN,
         kind=SpanKind.SERVER,
         attributes={TASK_ID: task_id},
@@ -220,7 +224,7 @@ def turn(task_id: str) -> Iterator[TurnTrace]:
         set_status_on_exception=False,
     ) as span:
         try:
-            yield TurnTrace(span, current)
+            yield TurnTrace(span, tracer)
         except BaseException as exc:
             span.set_status(Status(StatusCode.ERROR, _condition_of(exc)))
             raise
