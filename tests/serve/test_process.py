@@ -38,8 +38,14 @@ def test_an_operators_choice_is_kept(environ: dict[str, str]) -> None:
     assert environ == before
 
 
-def test_an_exporter_named_none_is_no_exporter() -> None:
-    environ = {"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"}
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"},
+        {"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317"},
+    ],
+)
+def test_an_exporter_named_none_is_no_exporter(environ: dict[str, str]) -> None:
     assert default_tracing(environ) is True
     assert environ[A2A_TRACING] == "false"
 

@@ -11,9 +11,9 @@ application, so it chooses, and says so in its start-up log.
   ``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED`` once, when it is first imported, so
   this runs before that (``launch.py``).  An operator who sets that variable,
   or configures an OpenTelemetry exporter (``OTEL_TRACES_EXPORTER``,
-  ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``),
-  keeps a2a-sdk's tracing on; the same setting turns skillrack's own spans
-  on (:mod:`skillrack.serve.traces`).
+  ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``)
+  without ``OTEL_SDK_DISABLED=true``, keeps a2a-sdk's tracing on; the same
+  setting turns skillrack's own spans on (:mod:`skillrack.serve.traces`).
 - **The start-up heap.** Assembly leaves a few hundred thousand long-lived
   objects (plugins, schemas, compiled validators, a2a-sdk's descriptors);
   ``gc.freeze()`` moves them out of the collector's generations, so a full
@@ -41,6 +41,8 @@ def exporter_configured(environ: Mapping[str, str]) -> bool:
     One rule for a2a-sdk's tracing (here) and skillrack's own
     (:func:`skillrack.serve.traces.configure`): both are on, or both off.
     """
+    if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False  # the SDK would export nothing: a2a-sdk's spans would only cost
     exporter = environ.get("OTEL_TRACES_EXPORTER", "").strip().lower()
     return exporter != "none" and any(environ.get(name, "").strip() for name in EXPORTER_SETTINGS)
 
