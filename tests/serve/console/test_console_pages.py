@@ -82,6 +82,11 @@ SKILLS = SkillsPlugin(
         examples=('{"device": "r1", "secret": "example-only", "mode": "soft"}',),
     ),
     simple_skill("echo", handler=echo),
+    # Refused at assembly: the Overview names its plugin, rule and pointer.
+    simple_skill(
+        "broken",
+        input_schema={"properties": {"a": {"$ref": "https://example.net/<x>.json"}}},
+    ),
 )
 
 OPERATOR_A = caller_header("acme", "olga", "operator")
@@ -170,7 +175,10 @@ def test_overview_shows_identity_bindings_store_plugins_and_limits(
     assert "memory (tasks are lost when the server stops)" in html
     assert "tests" in html and "rotate_credential" in html  # the plugin and its skills
     assert "rate_per_minute" in html and "max_schema_bytes" in html
-    assert "No declared skill was refused." in html
+    refused = html[html.index('id="refused"') :]
+    assert "<td>broken</td>" in refused and "<code>meta_schema</code>" in refused
+    assert "/input_schema/resolution/schema/properties/a/$ref" in refused
+    assert "https://example.net/&lt;x&gt;.json" in refused  # the message, escaped
 
 
 def test_skill_page_shows_schema_trees_examples_and_the_raw_document(
@@ -320,6 +328,27 @@ def test_forms_without_a_valid_csrf_token_are_refused(agent: tuple[str, Path], c
         refused = browser.post(target, data=data, headers=headers)
     assert refused.status_code == (400 if case == "bad decision" else 403), refused.text
     assert approval_of(base_dir, task_id).state == "pending"
+
+
+def test_hostile_ids_are_escaped_and_refused(agent: tuple[str, Path]) -> None:
+    url, _ = agent
+    hostile = "<img src=x onerror=alert(1)>"  # no slash: one path segment
+    with httpx.Client(headers=OPERATOR_A, timeout=10) as browser:
+        token = form_token(browser, url)
+        answer = browser.post(
+            url + CONSOLE_PATH + "/approvals/" + hostile, data={FIELD: token, "decision": "grant"}
+        )
+        assert answer.status_code == 404
+        assert "<img" not in answer.text and "&lt;img src=x onerror=alert(1)&gt;" in answer.text
+        not_a_form = browser.post(
+            url + CONSOLE_PATH + "/approvals/x",
+            content=b'{"decision": "grant"}',
+            headers={"Content-Type": "application/json"},
+        )
+        assert not_a_form.status_code == 415
+    for path in (f"/tasks/{hostile}", f"/skills/{hostile}", "/tasks/%00%ff"):
+        shown = page(url, path, OPERATOR_A)
+        assert shown.status_code == 404 and "<img" not in shown.text, path
 
 
 def test_a_form_body_over_the_limit_is_refused(agent: tuple[str, Path]) -> None:
