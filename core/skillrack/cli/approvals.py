@@ -1,15 +1,21 @@
 """``skillrack approvals list|grant|deny``: the operator's side of invocations awaiting approval.
 
-The agent records an approval request in its approvals store (a SQLite file,
-``[server] approvals_store``) and keeps the task waiting; this command reads
-and decides them in that same file, so it works while the agent runs and
-after it restarts.  Exit statuses: :mod:`skillrack.cli.exits` (deciding an
-approval already decided is refused, 1).
+The agent records an approval request in its approvals store and keeps the
+task waiting; this command reads and decides them in that same store, so it
+works while the agent runs and after it restarts.  The store is the one the
+agent's configuration implies (:func:`~skillrack.serve.security.approvals.open_approvals`):
+a table of the task store's database when ``[server] store`` is PostgreSQL,
+so any replica's host decides for all of them; else the SQLite file
+``[server] approvals_store``.  ``--store`` names either directly.  Exit
+statuses: :mod:`skillrack.cli.exits` (deciding an approval already decided
+is refused, 1, saying how it was decided).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -21,22 +27,54 @@ from skillrack.serve.security.approvals import (
     DENIED,
     GRANTED,
     PENDING,
+    Approval,
+    Approvals,
     ApprovalStore,
     UnknownApproval,
+    open_approvals,
 )
 
+#: How a decision is told: "approved"/"refused", never the state's own word, so that
+#: a refused ``deny`` of a granted approval cannot be read as a grant.
+_DECISION = {GRANTED: "approved", DENIED: "refused"}
 
-def _approval_store(args: argparse.Namespace) -> ApprovalStore:
-    if args.store:
+
+def _approval_store(args: argparse.Namespace) -> Approvals:
+    if args.store and "://" not in args.store:
         return ApprovalStore(Path(args.store))
     config = load_config(Path(args.config) if args.config else None)
-    return ApprovalStore(config.base_dir / config.server.approvals_store)
+    if args.store:  # a task store URL: approvals live beside those tasks
+        server = dataclasses.replace(config.server, store=args.store)
+        config = dataclasses.replace(config, server=server, base_dir=Path.cwd())
+    return open_approvals(config)
+
+
+def _already_decided(approval: Approval, action: str) -> str:
+    """Why ``action`` changed nothing: who decided what, and when."""
+    how = _DECISION.get(approval.state, approval.state)
+    return (
+        f"approval {approval.id} was already decided: {how} by {approval.decided_by or '?'} "
+        f"at {approval.decided_at or '?'}; '{action}' changed nothing"
+    )
 
 
 def cmd_approvals(args: argparse.Namespace) -> int:
+    if args.action != "list" and not args.id:
+        raise argparse.ArgumentTypeError(f"approvals {args.action} needs an approval id")
+    return asyncio.run(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
     store = _approval_store(args)
+    try:
+        return await _act(store, args)
+    finally:
+        await store.aclose()
+
+
+async def _act(store: Approvals, args: argparse.Namespace) -> int:
     if args.action == "list":
-        approvals = store.list(None if args.all else PENDING)
+        approvals = await store.alist(None if args.all else PENDING)
         if args.json:
             print(json.dumps([a.to_json() for a in approvals], indent=2))
         for approval in [] if args.json else approvals:
@@ -47,18 +85,21 @@ def cmd_approvals(args: argparse.Namespace) -> int:
                 f"resources={json.dumps(approval.resources)}"
             )
         return EXIT_OK
-    if not args.id:
-        raise argparse.ArgumentTypeError(f"approvals {args.action} needs an approval id")
+    wanted = GRANTED if args.action == "grant" else DENIED
     try:
-        decided = store.decide(args.id, granted=args.action == "grant", by=args.by)
+        decided = await store.adecide(args.id, granted=wanted == GRANTED, by=args.by)
     except UnknownApproval:
-        return fail(f"no approval {args.id!r} (see 'skillrack approvals list --all')")
+        where = store.where
+        return fail(f"no approval {args.id!r} in {where} (see 'skillrack approvals list --all')")
+    if decided.state != wanted:
+        # Decided the other way before (here, on another replica, in the console).
+        if args.json:
+            print(json.dumps(decided.to_json(), indent=2))
+        return fail(_already_decided(decided, args.action))
     if args.json:
         print(json.dumps(decided.to_json(), indent=2))
     else:
         print(f"{decided.id} {decided.state}")
-    if decided.state != (GRANTED if args.action == "grant" else DENIED):
-        return fail(f"approval {decided.id} was already {decided.state}")
     return EXIT_OK
 
 
@@ -73,8 +114,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("id", nargs="?", help="approval id (grant, deny), as 'approvals list' shows it")
     p.add_argument(
         "--store",
-        help="approval store file (default: [server] approvals_store of --config, "
-        "relative to that file)",
+        help="where approvals are kept: a SQLite file, or the agent's PostgreSQL task store URL "
+        "(default: what --config implies: its [server] store when that is PostgreSQL, else "
+        "its [server] approvals_store, relative to that file)",
     )
     p.add_argument("--config", help="the agent's TOML configuration (default: embedded defaults)")
     p.add_argument("--all", action="store_true", help="list decided approvals too")

@@ -8,6 +8,9 @@ command (README, "Exit statuses"):
   taken, a broken pipe; the reason is one line on stderr.
 - 2: usage: an unknown command or option, an option value out of range
   (argparse's own status).
+- 3: waiting: ``call`` printed a task that is not finished but waits (for an
+  operator's approval under ``--no-wait``, or for an answer to the skill's
+  question); the JSON printed holds its ``task_id`` for ``call --task-id``.
 - 130: interrupted (Ctrl-C) before the command finished.
 
 They live here rather than in ``main`` because every command module returns
@@ -21,10 +24,11 @@ import sys
 EXIT_OK = 0
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
+EXIT_WAITING = 3
 EXIT_INTERRUPTED = 130
 
 #: Every status the command can return (README lists each of them; a test checks it).
-EXIT_STATUSES = (EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_INTERRUPTED)
+EXIT_STATUSES = (EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_WAITING, EXIT_INTERRUPTED)
 
 
 def fail(message: str) -> int:
@@ -33,4 +37,12 @@ def fail(message: str) -> int:
     return EXIT_REFUSED
 
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_OK", "EXIT_REFUSED", "EXIT_STATUSES", "EXIT_USAGE", "fail"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_REFUSED",
+    "EXIT_STATUSES",
+    "EXIT_USAGE",
+    "EXIT_WAITING",
+    "fail",
+]

@@ -5,6 +5,13 @@ operator's ``--header`` credentials and the trust-boundary options of
 :mod:`skillrack.cli.client_options`.  A refused call prints the draft's error
 object (JSON, on stdout, for scripts) and exits 1; exit statuses:
 :mod:`skillrack.cli.exits`.
+
+``call`` waits through an operator's approval: it says on stderr that it
+waits, for whom and for which approval, and asks the agent again until the
+approval is decided (:meth:`~skillrack.client.skill_client.SkillClient.wait_for_approval`);
+a grant finishes the call, a denial is ``authorization_failed`` (1).
+``--no-wait`` prints the waiting task at once (3), and ``--task-id``
+continues a task, waiting or not, later.
 """
 
 from __future__ import annotations
@@ -12,15 +19,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillrack.cli.client_options import add_client_options, add_header_option, client_settings
-from skillrack.cli.exits import EXIT_OK, EXIT_REFUSED
+from skillrack.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_WAITING
 from skillrack.interface.canonical import CanonicalizationError, loads_strict
 
 if TYPE_CHECKING:
-    from skillrack.client.skill_client import Mode
+    from skillrack.client.outcome import SkillResult
+    from skillrack.client.skill_client import Mode, SkillClient
     from skillrack.errors import SkillCallError
     from skillrack.ops.conformance import CheckReport
 
@@ -58,6 +67,17 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return asyncio.run(run())
 
 
+def _interval(text: str) -> float:
+    """``--approval-interval``: seconds, 0.1 to 3600."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.1 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0.1 to 3600)")
+    return value
+
+
 def _arguments(text: str) -> Any:
     """``--args``: JSON text, or ``@FILE``; argparse names the option in the message."""
     try:
@@ -70,22 +90,69 @@ def _arguments(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: ``--args`` not given (``null`` is a valid argument value, so None cannot mean absent).
+NO_ARGUMENTS = object()
+
+
+def _tell_waiting(args: argparse.Namespace, result: SkillResult) -> None:
+    """One line on stderr: the task waits for whom, which approval, and how to go on."""
+    waiting = result.approval or {}
+    approver = waiting.get("approver") or "an approver"
+    print(
+        f"skillrack: waiting for approval {waiting.get('approval_id')} by role {approver!r} "
+        f"(task {result.task_id}; an operator runs 'skillrack approvals grant "
+        f"{waiting.get('approval_id')}' or uses the console; Ctrl-C stops waiting, and "
+        f"'skillrack call {args.url} {args.skill_id} --task-id {result.task_id}' goes on)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+async def _first_result(client: SkillClient, args: argparse.Namespace, mode: Mode) -> SkillResult:
+    if not args.task_id:
+        return await client.call(args.url, args.skill_id, args.args, mode=mode)
+    if args.args is not NO_ARGUMENTS:  # an answer to the handler's question
+        return await client.respond(args.url, args.skill_id, args.task_id, args.args, mode=mode)
+    return await client.resume(args.url, args.skill_id, args.task_id, mode=mode)
+
+
 def cmd_call(args: argparse.Namespace) -> int:
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
 
+    if args.args is NO_ARGUMENTS and not args.task_id:
+        raise argparse.ArgumentTypeError("call needs --args (or --task-id to continue a task)")
     mode: Mode = "stream" if args.stream else "poll" if args.poll else "sync"
+    waiting_on: list[str] = []
 
     async def run() -> int:
         async with SkillClient(**client_settings(args)) as client:
             try:
-                result = await client.call(args.url, args.skill_id, args.args, mode=mode)
+                result = await _first_result(client, args, mode)
+                if result.approval is not None and not args.no_wait:
+                    _tell_waiting(args, result)
+                    waiting_on.append(result.task_id)
+                    result = await client.wait_for_approval(
+                        args.url,
+                        args.skill_id,
+                        result,
+                        max_interval=args.approval_interval,
+                        mode=mode,
+                    )
             except SkillCallError as exc:
                 return _client_failure(exc)
         print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
-        return EXIT_OK
+        return EXIT_OK if result.state == "TASK_STATE_COMPLETED" else EXIT_WAITING
 
-    return asyncio.run(run())
+    try:
+        return asyncio.run(run())
+    except KeyboardInterrupt:
+        if waiting_on:
+            print(
+                f"skillrack: stopped waiting; task {waiting_on[0]} still waits for its approval",
+                file=sys.stderr,
+            )
+        return EXIT_INTERRUPTED
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -132,10 +199,31 @@ def add_commands(sub: Any) -> None:
     p.add_argument("skill_id", help="the skill's id, as the agent's card lists it")
     p.add_argument(
         "--args",
-        required=True,
         type=_arguments,
+        default=NO_ARGUMENTS,
         metavar="JSON|@FILE",
-        help="the skill's arguments: JSON text, or @FILE to read them from FILE",
+        help="the skill's arguments: JSON text, or @FILE to read them from FILE; with "
+        "--task-id, the answer to the question the task asks",
+    )
+    p.add_argument(
+        "--task-id",
+        metavar="ID",
+        help="continue task ID instead of starting one: wait for its approval or its end, "
+        "or answer its question with --args",
+    )
+    p.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="when an operator's approval is needed, print the waiting task (its task_id) "
+        "and exit 3 instead of waiting for the decision",
+    )
+    p.add_argument(
+        "--approval-interval",
+        type=_interval,
+        default=5.0,
+        metavar="SECONDS",
+        help="at most this long between two looks at an approval being waited for "
+        "(each look is a message to the task; default 5)",
     )
     way = p.add_mutually_exclusive_group()
     way.add_argument("--stream", action="store_true", help="receive the result by streaming")

@@ -161,6 +161,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from skillrack.serve.connections import HeaderDeadlineProtocol
     from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
     from skillrack.serve.process import describe_tracing, freeze_startup_heap
+    from skillrack.serve.security.approvals import approvals_location
     from skillrack.serve.stores.storage import parse_store, prepare
     from skillrack.serve.traces import configure as configure_traces
     from skillrack.serve.traces import describe as describe_traces
@@ -211,9 +212,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if host.development_policy:
             print(f"  WARNING: development policy: {host.development_policy}")
         print(f"  task store: {store.describe(cluster=cluster)}")
-        # Written even under --store memory: pending approvals must survive a restart.
-        approvals_path = (config.base_dir / config.server.approvals_store).resolve()
-        print(f"  approvals store: sqlite {approvals_path}")
+        # Beside the tasks in PostgreSQL; else a SQLite file, even under --store memory:
+        # pending approvals must survive a restart.
+        print(f"  approvals store: {approvals_location(config)}")
         print(f"  a2a-sdk tracing: {describe_tracing()}")
         print(f"  traces: {traces}")
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)

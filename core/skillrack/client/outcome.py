@@ -21,6 +21,7 @@ from a2a.types import Artifact, StreamResponse, Task, TaskState
 
 from skillrack.errors import ConditionError, ErrorCode, SkillCallError, parse_error_object
 from skillrack.interface.document import VerifiedInterface
+from skillrack.protocol.messages import APPROVAL_KEY
 from skillrack.protocol.wire import from_value
 
 
@@ -38,6 +39,21 @@ class SkillResult:
     records: Mapping[str, Any] = field(default_factory=dict)
     record_kinds: Mapping[str, str] = field(default_factory=dict)
     input_request: Any = None
+
+    @property
+    def approval(self) -> dict[str, Any] | None:
+        """What the task waits for when an operator's approval parks it, else ``None``.
+
+        A skillrack agent says so in the input request's Data Part
+        (``{"skillrack_approval": {"approval_id", "approver", ...}}``); the
+        caller then sends any follow-up Message once it is decided
+        (:meth:`SkillClient.resume <skillrack.client.skill_client.SkillClient.resume>`).
+        """
+        if self.state != state_name(TaskState.TASK_STATE_INPUT_REQUIRED):
+            return None
+        request = self.input_request
+        waiting = request.get(APPROVAL_KEY) if isinstance(request, dict) else None
+        return waiting if isinstance(waiting, dict) else None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -74,7 +74,7 @@ from skillrack.interface.document import (
 )
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 from skillrack.interface.versions import INTERFACE_VERSION
-from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.protocol.messages import APPROVAL_KEY, EXTENSION_URI
 from skillrack.protocol.signing import CardKeys, CardSignatureError, verify_card_signature
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
 from skillrack.protocol.wire import UnsafeNumber, check_numbers, data_part, from_value
@@ -411,6 +411,58 @@ class SkillClient:
         return outcome(task, skill_id, interface)
 
     @_one_call
+    async def resume(
+        self, url: str, skill_id: str, task_id: str, *, mode: Mode = "sync"
+    ) -> SkillResult:
+        """Continue an existing task of ``skill_id``, and judge it like :meth:`call`'s.
+
+        The task is looked at first (``GetTask``): one waiting for an
+        operator's approval (:attr:`SkillResult.approval`) is sent a follow-up
+        Message, the agent's cue to look at the decision again (it runs the
+        call once granted, rejects it once denied, or parks it again); one
+        still working is polled (streamed or synchronous calls too) until it
+        ends or waits; an ended one is judged as it is.  A task waiting for the
+        handler's own input is returned as it is: answer it with
+        :meth:`respond`.
+        """
+        agent = url.rstrip("/")
+        interface = await self.describe(agent, skill_id)
+        task = await self._get_task(agent, task_id)
+        current = outcome(task, skill_id, interface)
+        waiting = current.approval
+        if waiting is None:
+            return current
+        nudge = {APPROVAL_KEY: {"approval_id": waiting.get("approval_id"), "check": True}}
+        task = await self._send(agent, nudge, mode, task_id=task_id)
+        return outcome(task, skill_id, interface)
+
+    async def wait_for_approval(
+        self,
+        url: str,
+        skill_id: str,
+        result: SkillResult,
+        *,
+        interval: float = 1.0,
+        max_interval: float = 5.0,
+        mode: Mode = "sync",
+    ) -> SkillResult:
+        """``result`` once no approval parks its task any more: :meth:`resume` until decided.
+
+        Every look sends the task a follow-up Message (the agent learns of a
+        decision only when asked), so the looks slow down from ``interval`` to
+        ``max_interval`` seconds.  Unbounded in time: each look is bounded by
+        ``timeout``, the wait by whoever decides (or by the caller cancelling
+        it; the task then goes on waiting, and :meth:`resume` continues it).
+        A denial raises :class:`SkillCallError` with ``authorization_failed``.
+        """
+        delay = interval
+        while result.approval is not None:
+            await asyncio.sleep(delay)
+            delay = min(max_interval, delay * 1.5)
+            result = await self.resume(url, skill_id, result.task_id, mode=mode)
+        return result
+
+    @_one_call
     async def respond(
         self, url: str, skill_id: str, task_id: str, answer: Any, *, mode: Mode = "sync"
     ) -> SkillResult:
@@ -452,16 +504,34 @@ class SkillClient:
 
     # -- the A2A exchange ------------------------------------------------------------------------
 
-    async def _send(self, agent: str, data: Any, mode: Mode, task_id: str = "") -> Task:
+    async def _sdk_client(self, agent: str, *, streaming: bool) -> Any:
+        """a2a-sdk's client for ``agent``, on the interfaces the origin rule lets it reach."""
         entry = await self._card(agent)
         config = ClientConfig(
-            streaming=mode == "stream",
+            streaming=streaming,
             httpx_client=self._http,
             supported_protocol_bindings=[self.binding]
             if self.binding
             else ["JSONRPC", "HTTP+JSON"],
         )
-        client = ClientFactory(config).create(self._reachable(agent, entry.proto))
+        return ClientFactory(config).create(self._reachable(agent, entry.proto))
+
+    def _context(self) -> ClientCallContext:
+        return ClientCallContext(
+            service_parameters=ServiceParametersFactory.create(
+                [with_a2a_extensions([EXTENSION_URI])]
+            ),
+            timeout=self.timeout,
+        )
+
+    async def _get_task(self, agent: str, task_id: str) -> Task:
+        """The task once it ended or waits (polled while it is worked on)."""
+        client = await self._sdk_client(agent, streaming=False)
+        async with _transport(f"looking up task {task_id} at {agent}"):
+            return await self._poll(client, task_id, self._context())
+
+    async def _send(self, agent: str, data: Any, mode: Mode, task_id: str = "") -> Task:
+        client = await self._sdk_client(agent, streaming=mode == "stream")
         message = Message(
             message_id=str(uuid.uuid4()),
             role=Role.ROLE_USER,
@@ -473,12 +543,7 @@ class SkillClient:
             message=message,
             configuration=SendMessageConfiguration(return_immediately=mode == "poll"),
         )
-        context = ClientCallContext(
-            service_parameters=ServiceParametersFactory.create(
-                [with_a2a_extensions([EXTENSION_URI])]
-            ),
-            timeout=self.timeout,
-        )
+        context = self._context()
         assembler = TaskAssembler()
         async with _transport(f"calling {agent}"):
             events = client.send_message(request, context=context)

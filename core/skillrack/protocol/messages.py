@@ -26,6 +26,11 @@ EXTENSION_URI = (
     "extensions/schema-interface/v1"
 )
 
+#: Key of the Data Part of a task parked for an operator's approval: the agent writes it
+#: (``serve/security/approvals.py``), replay skips the nudge that follows it, and the
+#: client recognises the wait by it (``client/skill_client.py``).
+APPROVAL_KEY = "skillrack_approval"
+
 _DESCRIBE_REQUEST = compile_inline_schema(
     {
         "type": "object",

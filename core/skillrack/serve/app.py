@@ -85,7 +85,7 @@ from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.operations import HOPS_PATH, OperationsGuard, hops_endpoint
 from skillrack.serve.outputs import OutputLimits
 from skillrack.serve.process import freeze_startup_heap
-from skillrack.serve.security.approvals import ApprovalStore
+from skillrack.serve.security.approvals import open_approvals
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (
     NewTaskNotice,
@@ -263,7 +263,8 @@ def create_app(
     if task_store is None:
         spec = parse_store(config.server.store, config.base_dir)
         storage = open_storage(spec, owner_resolver=tenant_scope, cluster=cluster)
-    approvals = ApprovalStore(config.base_dir / config.server.approvals_store)
+    # Approvals live where the tasks do when that is PostgreSQL, on the same connections.
+    approvals = open_approvals(config, storage.engine if storage is not None else None)
     handler = SkillrackRequestHandler(
         agent_executor=SkillExecutor(
             registry,
@@ -322,7 +323,9 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        if storage is not None:
+        if storage is None:
+            await approvals.initialize()
+        else:
             try:
                 await storage.start()
                 for endpoint in published:
@@ -330,6 +333,7 @@ def create_app(
                         endpoint.etag, endpoint.published
                     )
                 settled = await storage.settle_interrupted(fail_interrupted)
+                await approvals.initialize()  # after the store: its database exists then
             except BaseException:
                 await storage.close()  # the lock and the connections, even on a failed start
                 raise
@@ -346,6 +350,7 @@ def create_app(
         finally:
             await handler.aclose()
             await peers.aclose()
+            await approvals.aclose()
             if storage is not None:
                 await storage.close()
 

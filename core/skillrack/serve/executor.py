@@ -76,7 +76,7 @@ from skillrack.serve.limiter import ConcurrencyLimiter, Slot
 from skillrack.serve.outputs import OutputLimits, Outputs, check_safe_numbers
 from skillrack.serve.replay import replay
 from skillrack.serve.security.approval_gate import seek_approval
-from skillrack.serve.security.approvals import ApprovalStore
+from skillrack.serve.security.approvals import Approvals
 from skillrack.serve.security.authz import authorize, authorize_skill
 from skillrack.serve.traces import OFF, TurnTrace
 from skillrack.serve.traces import turn as traced_turn
@@ -226,7 +226,7 @@ class SkillExecutor(AgentExecutor):
         manager: pluggy.PluginManager,
         delegation: Delegation | None = None,
         max_concurrent: int = 32,
-        approvals: ApprovalStore | None = None,
+        approvals: Approvals | None = None,
         handler_timeout: float = DEFAULT_HANDLER_TIMEOUT_S,
         output_limits: OutputLimits | None = None,
     ) -> None:

@@ -15,9 +15,13 @@ from typing import Any
 from a2a.types import Message, Role, Task
 
 from skillrack.errors import ConditionError, ErrorCode
-from skillrack.protocol.messages import SkillRequest, follow_up_value, parse_request
+from skillrack.protocol.messages import (
+    APPROVAL_KEY,
+    SkillRequest,
+    follow_up_value,
+    parse_request,
+)
 from skillrack.protocol.wire import from_value
-from skillrack.serve.security.approvals import APPROVAL_KEY
 
 
 def replay(task: Task, message: Message) -> tuple[SkillRequest, list[Any]]:

@@ -11,7 +11,6 @@ operator's identity is written to the approval.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.metadata
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -51,7 +50,7 @@ from skillrack.serve.security.approvals import (
     GRANTED,
     PENDING,
     Approval,
-    ApprovalStore,
+    Approvals,
     UnknownApproval,
 )
 
@@ -96,7 +95,7 @@ class ConsoleSources:
     signer_kid: str | None
     store: str
     task_store: TaskStore | VersionedTaskStore
-    approvals: ApprovalStore | None
+    approvals: Approvals | None
     guard: OperationsGuard
     hops: Callable[[], Sequence[RecordedHop]]
 
@@ -175,7 +174,7 @@ class Console:
             ],
             signer_kid=sources.signer_kid,
             store=sources.store,
-            approvals_store=str(sources.approvals.path) if sources.approvals else "",
+            approvals_store=sources.approvals.where if sources.approvals else "",
             # The store values are shown above, a PostgreSQL password hidden.
             server_limits=[
                 row
@@ -287,7 +286,7 @@ class Console:
         if (refused := self._refusal(request)) is not None:
             return refused
         store = self.sources.approvals
-        everything = await asyncio.to_thread(store.list) if store is not None else []
+        everything = await store.alist() if store is not None else []
         visible = [a for a in everything if self._visible(request, a)]
         pending = [await self._view(a) for a in visible if a.state == PENDING]
         decided = [a for a in reversed(visible) if a.state != PENDING]
@@ -332,9 +331,7 @@ class Console:
             )
         by = _decider(self._caller(request), request)
         try:
-            decided = await asyncio.to_thread(
-                store.decide, approval_id, granted=decision == "grant", by=by
-            )
+            decided = await store.adecide(approval_id, granted=decision == "grant", by=by)
         except UnknownApproval:  # pragma: no cover - listed a moment ago
             return self._page_error(
                 request, 404, "No such approval", f"no approval has the id {approval_id!r}"
@@ -359,7 +356,7 @@ class Console:
         store = self.sources.approvals
         if store is None:
             return None
-        found = [a for a in await asyncio.to_thread(store.list) if a.id == approval_id]
+        found = [a for a in await store.alist() if a.id == approval_id]
         if not found or not self._visible(request, found[0]):
             return None
         return found[0]

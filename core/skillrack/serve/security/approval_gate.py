@@ -37,7 +37,7 @@ import pluggy
 from skillrack.errors import ConditionError, ErrorCode
 from skillrack.host.registry import RegisteredSkill
 from skillrack.serve.invocation import Invocation
-from skillrack.serve.security.approvals import DENIED, GRANTED, Approval, ApprovalStore
+from skillrack.serve.security.approvals import DENIED, GRANTED, Approval, Approvals
 from skillrack.serve.security.authz import authorize
 
 
@@ -71,7 +71,7 @@ def _flagged(skill: RegisteredSkill, operation: str | None) -> bool:
 
 async def seek_approval(
     manager: pluggy.PluginManager,
-    store: ApprovalStore | None,
+    store: Approvals | None,
     invocation: Invocation,
     task_id: str,
 ) -> Approval | None:
