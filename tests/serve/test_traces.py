@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from skillrack import Authority
+from skillrack.errors import SkillCallError
 from skillrack.host.config import Config, ServerSettings
 from skillrack.serve import traces
 from skillrack.testing.serve import error_of, invoke, skill_request
@@ -54,11 +55,12 @@ async def crash(arguments: Any, context: Any) -> Any:
 
 
 async def relay(arguments: Any, context: Any) -> Any:
-    await context.delegate("downstream", "echo", {"note": arguments.get("note", "")})
+    await context.delegate("downstream", arguments.get("skill", "echo"), {})
     return {"relayed": True}
 
 
 NOTE = {"type": "object", "properties": {"note": {"type": "string", "maxLength": 40}}}
+RELAY = {"type": "object", "properties": {"skill": {"enum": ["echo", "crash"]}}}
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +107,7 @@ def upstream(downstream: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     """Agent A: ``relay`` delegates to B's ``echo`` through skillrack's client."""
     yield from _agent(
         tmp_path_factory.mktemp("a"),
-        simple_skill("relay", input_schema=NOTE, handler=relay),
+        simple_skill("relay", input_schema=RELAY, handler=relay),
         peers={"downstream": downstream},
     )
 
@@ -253,7 +255,7 @@ def test_a_failing_handler_leaves_its_exception_text_out(
 def test_a_delegation_is_one_trace_across_two_agents(
     upstream: str, downstream: str, spans: InMemorySpanExporter
 ) -> None:
-    task = call(upstream, "relay", {"note": SECRET}, headers={"traceparent": TRACEPARENT})
+    task = call(upstream, "relay", {}, headers={"traceparent": TRACEPARENT})
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     finished = wait_for(spans, lambda f: len(invocations(f)) == 2)
     by_name = {s.name: s for s in invocations(finished)}
@@ -261,9 +263,16 @@ def test_a_delegation_is_one_trace_across_two_agents(
     # One trace: the caller's; every span of both agents belongs to it.
     assert {format(_trace(s), "032x") for s in finished} == {TRACE_ID}
     assert a.parent is not None and format(a.parent.span_id, "016x") == PARENT_ID
-    # B's server span continues from A's handler span, through skillrack's client.
+    # A's handler calls B in a CLIENT span; B's server span continues from it (traceparent).
     (handler,) = [s for s in children(finished, a) if s.name == "skillrack.handler"]
-    assert b.parent is not None and b.parent.is_remote and b.parent.span_id == _id(handler)
+    (delegation,) = children(finished, handler)
+    assert delegation.name == traces.DELEGATE_SPAN and delegation.kind is SpanKind.CLIENT
+    assert dict(delegation.attributes) == {
+        traces.PEER: "downstream",
+        traces.SKILL_ID: "echo",
+        traces.TASK_STATE: "TASK_STATE_COMPLETED",
+    }
+    assert b.parent is not None and b.parent.is_remote and b.parent.span_id == _id(delegation)
     assert [
         (s.name, s.attributes.get(traces.AUTHORIZATION_SCOPE)) for s in children(finished, b)
     ] == STAGES
@@ -313,3 +322,41 @@ def test_a_call_parked_for_an_operator_ends_its_turn_at_the_approval_stage(
     assert traces.CONDITION not in server.attributes
     assert [s.name for s in children(finished, server)] == [name for name, _ in STAGES[:4]]
     assert carries_no_value(finished)
+
+
+def test_a_failed_delegation_records_the_peers_state_and_code(
+    upstream: str, downstream: str, spans: InMemorySpanExporter
+) -> None:
+    task = call(upstream, "relay", {"skill": "crash"})
+    assert task["status"]["state"] == "TASK_STATE_FAILED"  # the relay's handler raised
+    finished = wait_for(spans, lambda f: len(invocations(f)) == 2)
+    (delegation,) = [s for s in finished if s.name == traces.DELEGATE_SPAN]
+    assert delegation.attributes[traces.TASK_STATE] == "TASK_STATE_FAILED"
+    assert delegation.attributes[traces.CONDITION] == "output_invalid"
+    assert delegation.status.status_code is StatusCode.ERROR
+    assert len({_trace(s) for s in finished}) == 1
+    assert carries_no_value(finished)
+
+
+class HostilePeer:
+    """A delegation whose peer answers with a code and a state of its own invention."""
+
+    async def delegate(self, *args: Any, **kwargs: Any) -> Any:
+        raise SkillCallError(
+            code=f"pwned {SECRET}", message=SECRET, remote=True, state=f"TASK_STATE_{SECRET}"
+        )
+
+    async def compose(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("not called")
+
+
+async def test_a_peer_cannot_write_its_own_text_into_the_trace(
+    spans: InMemorySpanExporter,
+) -> None:
+    with pytest.raises(SkillCallError):
+        await traces.TracedDelegation(HostilePeer()).delegate("t-1", "peer", "echo", {}, "sync")
+    (delegation,) = spans.get_finished_spans()
+    assert delegation.status.description == "SkillCallError"
+    assert traces.CONDITION not in delegation.attributes
+    assert traces.TASK_STATE not in delegation.attributes
+    assert carries_no_value([delegation])

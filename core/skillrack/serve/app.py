@@ -94,6 +94,7 @@ from skillrack.serve.stores.storage import (
     open_storage,
     parse_store,
 )
+from skillrack.serve.traces import TracedDelegation
 from skillrack.serve.traces import configure as configure_traces
 from skillrack.serve.traces import enabled as tracing_enabled
 
@@ -269,7 +270,7 @@ def create_app(
         agent_executor=SkillExecutor(
             registry,
             manager,
-            peers,
+            TracedDelegation(peers),  # a CLIENT span per call when tracing is on
             max_concurrent=config.server.max_concurrent_tasks,
             approvals=approvals,
             handler_timeout=config.server.handler_timeout,

@@ -12,7 +12,8 @@ What a turn of a task records (:func:`turn`)::
       skillrack.authorization         scope "skill" (before validation), then "call"
       skillrack.validation            arguments against input_schema
       skillrack.approval              asking approvers (a parked call ends the turn)
-      skillrack.handler               the handler; a delegation made here is its child
+      skillrack.handler               the handler
+        skillrack.delegate            CLIENT; a call of another agent (its server span is the child)
       skillrack.output_validation     the final result against output_schema
 
 with the attributes of :class:`TurnTrace`: the skill, its version and
@@ -48,17 +49,18 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-from collections.abc import Iterator, Mapping
+from collections.abc import Coroutine, Iterator, Mapping
 from contextlib import AbstractContextManager
 from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import Any
 
+from a2a.types import TaskState
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from skillrack.errors import StartupError
+from skillrack.errors import ClientCode, ErrorCode, StartupError
 from skillrack.host.registry import RegisteredSkill
-from skillrack.serve.context import InputRequired
+from skillrack.serve.context import Delegation, InputRequired
 from skillrack.serve.process import exporter_configured
 
 #: The instrumentation scope of every span skillrack makes.
@@ -66,6 +68,8 @@ TRACER_NAME = "skillrack"
 #: The span of one turn; `` <skill>`` is appended once the skill is known to be advertised.
 INVOKE_SPAN = "skillrack.invoke"
 DESCRIBE_SPAN = "skillrack.describe_skill"
+#: A handler's call of another agent (``context.delegate`` / ``context.compose``).
+DELEGATE_SPAN = "skillrack.delegate"
 
 # Attribute names (skillrack's own namespace: none of OpenTelemetry's conventions fits).
 SKILL_ID = "skillrack.skill.id"
@@ -76,14 +80,16 @@ TASK_ID = "skillrack.task.id"
 TASK_STATE = "skillrack.task.state"
 CONDITION = "skillrack.condition"
 AUTHORIZATION_SCOPE = "skillrack.authorization.scope"
+#: The ``[peers]`` name a handler delegated to.
+PEER = "skillrack.peer"
 
 #: The pipeline's stages, in order; each is a child span ``skillrack.<stage>``.
 STAGES = ("authorization", "validation", "approval", "handler", "output_validation")
 #: Every span and attribute name skillrack records (the operator guide lists them).
 NAMES = frozenset(
-    {INVOKE_SPAN, DESCRIBE_SPAN, *(f"skillrack.{stage}" for stage in STAGES)}
+    {INVOKE_SPAN, DESCRIBE_SPAN, DELEGATE_SPAN, *(f"skillrack.{stage}" for stage in STAGES)}
     | {SKILL_ID, SKILL_VERSION, INTERFACE_DIGEST, PLUGIN, TASK_ID, TASK_STATE, CONDITION}
-    | {AUTHORIZATION_SCOPE}
+    | {AUTHORIZATION_SCOPE, PEER}
 )
 
 #: ``OTEL_TRACES_EXPORTER`` names and the entry point that provides each ("otlp" depends on
@@ -228,6 +234,83 @@ def _recording_turn(tracer: trace.Tracer, task_id: str) -> Iterator[TurnTrace]:
         except BaseException as exc:
             span.set_status(Status(StatusCode.ERROR, _condition_of(exc)))
             raise
+
+
+# -- delegation: a CLIENT span around each call of another agent ---------------------------------
+
+
+class TracedDelegation:
+    """The handler's :class:`~skillrack.serve.context.Delegation`, each call a CLIENT span.
+
+    ``skillrack.delegate`` (child of the handler's span, parent of the peer's
+    server span, through the ``traceparent`` skillrack's client sends) with the
+    configured peer's name, the skill called and how it ended.  What a peer
+    answers is recorded only when it is one of the draft's states and codes
+    (or the client's own), so a peer cannot write text of its choosing into
+    this agent's trace.  With tracing off the call goes straight through.
+    """
+
+    def __init__(self, inner: Delegation) -> None:
+        self.inner = inner
+
+    async def delegate(
+        self,
+        upstream_task_id: str,
+        peer: str,
+        skill_id: str,
+        arguments: Any,
+        mode: Any,
+        owner: str = "",
+    ) -> Any:
+        call = self.inner.delegate(upstream_task_id, peer, skill_id, arguments, mode, owner)
+        return await _delegating(peer, skill_id, call)
+
+    async def compose(
+        self,
+        upstream_task_id: str,
+        upstream: tuple[str, str],
+        instance: Any,
+        downstream: tuple[str, str],
+        domain_checks: Any = None,
+        owner: str = "",
+    ) -> Any:
+        call = self.inner.compose(
+            upstream_task_id, upstream, instance, downstream, domain_checks, owner
+        )
+        return await _delegating(downstream[0], downstream[1], call)
+
+
+_KNOWN_CODES = frozenset(c.value for c in ErrorCode) | frozenset(c.value for c in ClientCode)
+_KNOWN_STATES = frozenset(TaskState.keys())
+
+
+async def _delegating(peer: str, skill_id: str, call: Coroutine[Any, Any, Any]) -> Any:
+    current = tracer()
+    if current is None:
+        return await call
+    with current.start_as_current_span(
+        DELEGATE_SPAN,
+        kind=SpanKind.CLIENT,
+        attributes={PEER: peer, SKILL_ID: skill_id},
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            result = await call
+        except BaseException as exc:
+            code = getattr(exc, "code", None)
+            condition = code if code in _KNOWN_CODES else type(exc).__name__
+            span.set_status(Status(StatusCode.ERROR, condition))
+            if code in _KNOWN_CODES:
+                span.set_attribute(CONDITION, str(code))
+            state = getattr(exc, "state", None)
+            if state in _KNOWN_STATES:
+                span.set_attribute(TASK_STATE, str(state))
+            raise
+        state = getattr(result, "state", None)
+        if state in _KNOWN_STATES:
+            span.set_attribute(TASK_STATE, str(state))
+        return result
 
 
 # -- skillrack serve: the SDK from the OTEL_* variables -------------------------------------------
