@@ -1,8 +1,8 @@
 """``skillrack spec``: every section of the template, a card equal to the served one, evidence.
 
 ``data/a2a-agent-card-template.md`` is a copy of the template the operators'
-specification follows (``../shared/spec/`` in the project's workspace; a test
-keeps the two equal when both are present).
+specification follows (``helpers/spec_copies.py`` keeps it what it was
+copied as, and equal to the shared one where that is present).
 """
 
 from __future__ import annotations
@@ -19,16 +19,19 @@ import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import DATA, VECTOR_DIGEST, registry_of
+from helpers.signed_agent import private_key
+from helpers.spec_copies import assert_copy_current
 
 from skillrack.cli import main as cli
 from skillrack.host.config import AgentIdentity, Config
 from skillrack.host.registry import Registry
 from skillrack.ops.spec import FAIL, NOT_APPLICABLE, NOT_OBSERVED, PASS, Spec, build_spec
 from skillrack.ops.spec_evidence import gather_evidence
-from skillrack.serve.card import CARD_PATH
+from skillrack.protocol.signing import CardSigner
+from skillrack.serve import app as serve_app
+from skillrack.serve.card import CARD_PATH, jwks_endpoint
 
 TEMPLATE = DATA / "a2a-agent-card-template.md"
-SHARED_TEMPLATE = Path(__file__).resolve().parents[3] / "shared/spec/a2a-agent-card-template.md"
 
 
 def template_headings() -> list[tuple[int, str]]:
@@ -60,9 +63,7 @@ def served(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def test_the_template_copy_is_current() -> None:
-    if not SHARED_TEMPLATE.is_file():
-        pytest.skip("the shared specification directory is not next to this checkout")
-    assert TEMPLATE.read_text() == SHARED_TEMPLATE.read_text()
+    assert_copy_current(TEMPLATE.name)
 
 
 def test_every_template_heading_is_a_section(served: tuple[str, Spec]) -> None:
@@ -205,14 +206,128 @@ def test_command_line_json_for_a_secured_agent(
     assert spec["evidence"]["check"]["passed"] is True
 
 
-def test_without_credentials_the_probes_say_why(
+def test_without_credentials_spec_exits_1_naming_the_header(
+    operator_config: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "agent-spec.json"
+    argv = ["spec", "--format", "json", "--config", str(operator_config), "-o", str(out)]
+    assert cli.main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == f"wrote {out}\n"  # written all the same
+    [line] = captured.err.splitlines()
+    # The card's apiKey scheme names the header; no traceback, one line.
+    assert line.endswith("pass its credentials with --header 'X-API-Key: KEY'"), line
+    assert "HTTP 401 to requests without credentials" in line
+    spec = json.loads(out.read_text())
+    items = {i["id"]: i for i in spec["security"] + spec["conformance"]}
+    assert items["A2A-CONF-001"]["status"] == PASS  # the card is public
+    unseen = [ident for ident, i in items.items() if "requires credentials" in i["evidence"]]
+    assert {"A2A-CONF-003", "A2A-CONF-004", "A2A-CONF-014", "A2A-SEC-002"} <= set(unseen)
+    assert all(items[ident]["status"] == NOT_OBSERVED for ident in unseen)
+    assert line.startswith(f"skillrack spec: {', '.join(unseen)} not observed:"), line
+
+
+def test_refused_credentials_are_told_apart_from_none(
     operator_config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["spec", "--format", "json", "--config", str(operator_config)]) == 0
+    argv = ["spec", "--format", "json", "--config", str(operator_config)]
+    assert cli.main([*argv, "--header", "X-API-Key: not-the-key"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert "HTTP 401 to the --header credentials given" in line
+    assert line.endswith("--header 'X-API-Key: KEY'")
+
+
+def test_without_probes_nothing_is_left_unobserved_for_credentials(
+    operator_config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["spec", "--format", "json", "--config", str(operator_config), "--no-probes"]
+    assert cli.main(argv) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    ("schemes", "header"),
+    [
+        ({"k": {"apiKeySecurityScheme": {"location": "header", "name": "X-Key"}}}, "X-Key: KEY"),
+        ({"b": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}, "Authorization: Bearer TOKEN"),
+        (
+            {"b": {"httpAuthSecurityScheme": {"scheme": "Basic"}}},
+            "Authorization: Basic CREDENTIALS",
+        ),
+        ({"o": {"oauth2SecurityScheme": {}}}, "Authorization: Bearer TOKEN"),
+        # A key outside a header, a name that is no header token, junk: the bearer default,
+        # and nothing of the card's text repeated.
+        ({"k": {"apiKeySecurityScheme": {"location": "query", "name": "key"}}}, None),
+        ({"k": {"apiKeySecurityScheme": {"name": "X-Key: x\r\nEvil: 1"}}}, None),
+        ({"k": {"apiKeySecurityScheme": {"name": "X" * 65}}}, None),
+        ({"b": {"httpAuthSecurityScheme": {"scheme": "Bearer\u202e"}}}, None),
+        ({"k": "not an object", "j": [1]}, None),
+        ("not a mapping", None),
+        (None, None),
+    ],
+)
+def test_the_header_named_comes_from_the_cards_security_schemes(
+    schemes: Any, header: str | None
+) -> None:
+    from skillrack.client.challenge import credential_header
+
+    card = {"securitySchemes": schemes} if schemes is not None else {}
+    assert credential_header(card) == (header or "Authorization: Bearer TOKEN")
+
+
+SIGNED_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "signed-card"
+
+
+@pytest.fixture
+def signed_example(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The shipped signed-card configuration, with no vendor plugin: the card is what counts."""
+    monkeypatch.setenv("SKILLRACK_LOAD_PLUGINS", "")
+    return SIGNED_EXAMPLE / "skillrack.toml"
+
+
+def test_a2a_conf_011_is_checked_from_the_signature_verified(
+    signed_example: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jwks = SIGNED_EXAMPLE / "TEST-ONLY-card-signing-ec.jwks.json"
+    argv = ["spec", "--format", "json", "--config", str(signed_example), "--card-key", str(jwks)]
+    assert cli.main(argv) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    items = {i["id"]: i for i in json.loads(captured.out)["conformance"]}
+    item = items["A2A-CONF-011"]
+    assert item["status"] == PASS, item
+    assert "/.well-known/jwks.json" in item["evidence"]
+    assert "verifies (kid example-card-TEST-ONLY)" in item["evidence"]
+    assert "--card-key key(s): verifies" in item["evidence"]
+
+
+def test_a_card_that_does_not_verify_with_the_pinned_key_exits_1(
+    signed_example: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["keys", "new", "--card", str(tmp_path / "other.pem")]) == 0
+    out = tmp_path / "spec.md"
+    argv = ["spec", "--config", str(signed_example), "-o", str(out)]
+    assert cli.main([*argv, "--card-key", str(tmp_path / "other.jwks.json")]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("skillrack spec: A2A-CONF-011: the card does not verify with "), line
+    assert "no pinned key for kid 'example-card-TEST-ONLY'" in line
+    text = out.read_text()  # still written, and the row says why
+    row = next(r for r in text.splitlines() if r.startswith("| A2A-CONF-011 |"))
+    assert row.endswith("| [ ] |") and "--card-key" in row
+
+
+def test_a_card_signed_by_no_published_key_fails_a2a_conf_011(
+    signed_example: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent publishes a JWKS its card was not signed with: the row says so."""
+    other = CardSigner.of(private_key("ec"), "example-card-TEST-ONLY")
+    monkeypatch.setattr(
+        serve_app, "jwks_endpoint", lambda _signer, max_age: jwks_endpoint(other, max_age)
+    )
+    assert cli.main(["spec", "--format", "json", "--config", str(signed_example)]) == 0
     items = {i["id"]: i for i in json.loads(capsys.readouterr().out)["conformance"]}
-    assert items["A2A-CONF-001"]["status"] == PASS  # the card is public
-    assert items["A2A-CONF-003"]["status"] == NOT_OBSERVED
-    assert "requires credentials" in items["A2A-CONF-003"]["evidence"]
+    assert items["A2A-CONF-011"]["status"] == FAIL
+    assert "does not verify with the pinned key(s)" in items["A2A-CONF-011"]["evidence"]
 
 
 def test_command_line_markdown_to_a_file(

@@ -5,7 +5,9 @@ procedure with the operator's ``--header`` credentials; they take the same
 trust-boundary options so that each one can be told the same thing:
 ``--allow-origin`` (another origin that may receive the credentials, when
 the agent's card or a redirect leads there), ``--timeout`` (seconds for a
-whole call: card, describe, streams and polling), ``--max-response-bytes``.
+whole call: card, describe, streams and polling), ``--max-response-bytes``,
+``--card-key`` (public keys the card must be signed by, as
+``SkillClient(card_keys=...)`` pins them from Python; ``spec`` takes it too).
 ``--header`` itself (:func:`add_header_option`) is shared with ``spec``,
 which calls the composed agent in process.
 
@@ -18,10 +20,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.origin import parse_origin
+
+if TYPE_CHECKING:
+    from skillrack.protocol.signing import CardKeys
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -87,8 +92,43 @@ def add_header_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _card_key(text: str) -> CardKeys:
+    from skillrack.protocol.signing import CardKeys, CardSignatureError
+
+    try:
+        return CardKeys.read(text)
+    except CardSignatureError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_card_key_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--card-key FILE`` (repeatable) as ``args.card_keys``, a list of key sets."""
+    parser.add_argument(
+        "--card-key",
+        action="append",
+        dest="card_keys",
+        type=_card_key,
+        default=[],
+        metavar="FILE",
+        help="require the agent's card to be signed by a key in FILE: a JWKS (the .jwks.json "
+        "`skillrack keys new --card` writes) or a PEM public key (repeatable); by default "
+        "the card's signature is not checked",
+    )
+
+
+def pinned_card_keys(args: argparse.Namespace) -> CardKeys | None:
+    """Every ``--card-key`` as one key set, or None when none was given."""
+    sets: list[CardKeys] = list(getattr(args, "card_keys", None) or [])
+    if not sets:
+        return None
+    pinned = sets[0]
+    for more in sets[1:]:
+        pinned = pinned + more
+    return pinned
+
+
 def add_client_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--allow-origin``, ``--timeout`` and ``--max-response-bytes`` to ``parser``."""
+    """Add ``--allow-origin``, ``--timeout``, ``--max-response-bytes`` and ``--card-key``."""
     parser.add_argument(
         "--allow-origin",
         action="append",
@@ -114,6 +154,7 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         help="bytes one answer of the agent may have",
     )
+    add_card_key_option(parser)
 
 
 def client_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -123,4 +164,5 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
         "allow_origins": list(args.allow_origins),
         "timeout": args.timeout,
         "bounds": ReadBounds(max_response_bytes=args.max_response_bytes),
+        "card_keys": pinned_card_keys(args),
     }

@@ -13,10 +13,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
-from skillrack.cli.client_options import add_client_options, add_header_option, client_settings
+from skillrack.cli.client_options import (
+    add_card_key_option,
+    add_client_options,
+    add_header_option,
+    client_settings,
+    pinned_card_keys,
+)
 from skillrack.cli.serve import port_number
 from skillrack.errors import StartupError
 from skillrack.host.compose import compose_host, is_loopback
@@ -52,12 +59,21 @@ def cmd_new_plugin(args: argparse.Namespace) -> int:
     for file in sorted(p for p in root.rglob("*") if p.is_file()):
         print(f"  {file.relative_to(root)}")
     print(f"next: cd {root} && pip install -e '.[test]' && pytest")
-    if not path:
-        print("      tox needs SKILLRACK_PATH: a skillrack source tree or wheel")
+    if path:
+        print(f"      or: tox (skillrack from {path}, or SKILLRACK_PATH)")
+    else:
+        print("      or: tox (skillrack from your package index, or SKILLRACK_PATH)")
     return EXIT_OK
 
 
 def cmd_spec(args: argparse.Namespace) -> int:
+    """Write the specification; exit 1 (still writing it) when credentials or pins fell short.
+
+    Checklist items the agent kept from being observed for want of credentials
+    (it answered 401 or 403) and a card that does not verify with a
+    ``--card-key`` are each one line on stderr, saying what to pass.
+    """
+    from skillrack.client.challenge import credential_header
     from skillrack.ops.spec import build_spec
     from skillrack.ops.spec_evidence import gather_evidence
 
@@ -65,7 +81,14 @@ def cmd_spec(args: argparse.Namespace) -> int:
     registry = compose_host(config).registry
     base_url = config.public_url(args.host, args.port, "https" if args.https else "http")
     evidence = asyncio.run(
-        gather_evidence(registry, config, base_url, args.headers, probes=not args.no_probes)
+        gather_evidence(
+            registry,
+            config,
+            base_url,
+            args.headers,
+            probes=not args.no_probes,
+            card_keys=pinned_card_keys(args),
+        )
     )
     spec = build_spec(
         registry,
@@ -84,7 +107,25 @@ def cmd_spec(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
     else:
         print(text, end="")
-    return EXIT_OK
+    status = EXIT_OK
+    unobserved = spec.unobserved_for_credentials()
+    if unobserved:
+        sent = "the --header credentials given" if args.headers else "requests without credentials"
+        print(
+            f"skillrack spec: {', '.join(unobserved)} not observed: the agent answered HTTP "
+            f"{evidence.refused_status} to {sent}; pass its credentials with "
+            f"--header '{credential_header(evidence.card)}'",
+            file=sys.stderr,
+        )
+        status = EXIT_REFUSED
+    if evidence.pinned_key_mismatch is not None:
+        print(
+            f"skillrack spec: A2A-CONF-011: the card does not verify with --card-key: "
+            f"{evidence.pinned_key_mismatch}",
+            file=sys.stderr,
+        )
+        status = EXIT_REFUSED
+    return status
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -144,6 +185,7 @@ def add_commands(sub: Any) -> None:
         help="do not observe the agent's behaviour (the card is still fetched from it)",
     )
     add_header_option(p)
+    add_card_key_option(p)
     p.set_defaults(func=cmd_spec)
 
     p = sub.add_parser(

@@ -11,6 +11,8 @@ anything but printable characters and cut short, never its other parameters.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from skillrack.errors import ErrorCode, SkillCallError
 
@@ -22,6 +24,9 @@ _REALM = re.compile(r'realm\s*=\s*(?:"([^"]*)"|([^\s,]*))', re.IGNORECASE)
 _UNSAFE = re.compile(r"[^\x20-\x7e]")
 
 HINT = "send the agent's credentials, e.g. --header 'Authorization: Bearer TOKEN' (CLI)"
+#: An HTTP header name or auth scheme (RFC 9110 token), short enough to repeat.
+_TOKEN = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")
+BEARER = "Authorization: Bearer TOKEN"
 
 
 def summarize_challenge(value: str | None) -> str:
@@ -50,3 +55,34 @@ def authorization_failed(status: int, challenge: str | None, where: str) -> Skil
         ErrorCode.AUTHORIZATION_FAILED,
         f"{where} answered HTTP {status}: the agent {refused}{asked}; {HINT}",
     )
+
+
+def credential_header(card: Mapping[str, Any]) -> str:
+    """The ``--header`` an Agent Card's ``securitySchemes`` ask for, as ``'Name: VALUE'``.
+
+    An API key scheme in a header names its header (``X-API-Key: KEY``); an
+    HTTP scheme its ``Authorization`` scheme; OAuth 2.0 and OpenID Connect
+    want a bearer token, which is also the answer when the card says nothing
+    usable.  The first usable scheme, in the card's order, wins.  Names come
+    from the card, so only RFC 9110 tokens are repeated.
+    """
+    schemes = card.get("securitySchemes") if isinstance(card, Mapping) else None
+    for scheme in schemes.values() if isinstance(schemes, Mapping) else ():
+        if not isinstance(scheme, Mapping):
+            continue
+        api_key = scheme.get("apiKeySecurityScheme")
+        if isinstance(api_key, Mapping):
+            name = api_key.get("name")
+            location = str(api_key.get("location", "header")).lower()
+            if location == "header" and isinstance(name, str) and _TOKEN.fullmatch(name):
+                return f"{name}: KEY"
+            continue
+        http = scheme.get("httpAuthSecurityScheme")
+        if isinstance(http, Mapping):
+            auth = http.get("scheme")
+            if isinstance(auth, str) and _TOKEN.fullmatch(auth) and auth.lower() != "bearer":
+                return f"Authorization: {auth} CREDENTIALS"
+            return BEARER
+        if "oauth2SecurityScheme" in scheme or "openIdConnectSecurityScheme" in scheme:
+            return BEARER
+    return BEARER

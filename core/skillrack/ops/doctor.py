@@ -23,7 +23,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config
@@ -38,6 +38,9 @@ from skillrack.interface.standard_schema import (
 )
 from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.ops.doctor_checks import check_operator_mistakes
+
+if TYPE_CHECKING:
+    from skillrack.protocol.signing import CardKeys
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
 
@@ -329,12 +332,14 @@ async def diagnose_agent(
     allow_origins: Iterable[str] = (),
     timeout: float = 60.0,
     bounds: ReadBounds = DEFAULT_BOUNDS,
+    card_keys: CardKeys | None = None,
 ) -> Diagnosis:
     """Diagnose the agent at ``url`` through the client procedure.
 
     ``allow_origins``, ``timeout`` and ``bounds`` are the client's trust
     boundary (``--allow-origin``, ``--timeout``, ``--max-response-bytes``):
     the diagnosis sends ``headers`` only where ``skillrack call`` would.
+    ``card_keys`` (``--card-key``) must have signed the card, as for ``call``.
     """
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
@@ -347,6 +352,7 @@ async def diagnose_agent(
         "allow_origins": list(allow_origins),
         "timeout": timeout,
         "bounds": bounds,
+        "card_keys": card_keys,
     }
     async with SkillClient(**settings) as client:
         try:
@@ -359,7 +365,13 @@ async def diagnose_agent(
             OK,
             f"{card.get('name')!r} version {card.get('version')}, "
             f"{len(card.get('skills', []))} skill(s) on the card"
-            + (", signed" if card.get("signatures") else ", not signed"),
+            + (
+                ", signed by a --card-key"
+                if card_keys is not None
+                else ", signed"
+                if card.get("signatures")
+                else ", not signed"
+            ),
         )
         try:
             advertisement = await client.advertisement(url)

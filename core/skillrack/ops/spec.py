@@ -44,6 +44,8 @@ A2A_SPEC_URL = "https://github.com/a2aproject/A2A/blob/v1.0.1/docs/specification
 DRAFT = "Schema Interfaces for Network Management Agents (Internet-Draft)"
 
 PASS, FAIL, NOT_APPLICABLE, NOT_OBSERVED = "pass", "fail", "not applicable", "not observed"
+#: How the evidence of an item left unobserved for want of credentials starts.
+UNOBSERVED_FOR_CREDENTIALS = "not observed without credentials"
 _DONE = {PASS: "[x]", FAIL: "[ ]", NOT_APPLICABLE: "n/a", NOT_OBSERVED: "[ ]"}
 
 
@@ -114,6 +116,16 @@ class Spec:
             "conformance": [i.to_json() for i in self.conformance],
             "evidence": self.evidence.to_json(),
         }
+
+    def unobserved_for_credentials(self) -> list[str]:
+        """Checklist items left unobserved because the agent refused the probes' credentials."""
+        if self.evidence.authenticated:
+            return []
+        return [
+            i.id
+            for i in (*self.security, *self.conformance)
+            if i.status == NOT_OBSERVED and i.evidence.startswith(UNOBSERVED_FOR_CREDENTIALS)
+        ]
 
     def markdown(self) -> str:
         out = [f"# {self.title}", ""]
@@ -928,6 +940,7 @@ class _Builder:
         if not comp.policies or not comp.authenticators:
             sec001 = FAIL
         push = bool(capabilities.get("pushNotifications"))
+        unseen = self.unobserved_evidence()
         transport = urlsplit(self.base_url).scheme
         loopback = _loopback(self.base_url)
         found: dict[str, tuple[str, str]] = {
@@ -944,8 +957,8 @@ class _Builder:
                     )
                 ),
             ),
-            "A2A-SEC-002": (observed("A2A-SEC-002"), ev.seen("A2A-SEC-002")),
-            "A2A-SEC-003": (observed("A2A-SEC-003"), ev.seen("A2A-SEC-003")),
+            "A2A-SEC-002": (observed("A2A-SEC-002"), ev.seen("A2A-SEC-002") or unseen),
+            "A2A-SEC-003": (observed("A2A-SEC-003"), ev.seen("A2A-SEC-003") or unseen),
             "A2A-SEC-004": (
                 NOT_OBSERVED if push else PASS,
                 "by construction; push notifications refused (A2A-CONF-005)",
@@ -976,6 +989,16 @@ class _Builder:
             for ident, concern, control in fixed.SECURITY
         ]
 
+    def unobserved_evidence(self) -> str:
+        """The evidence of an item no probe observed: why, when the agent refused them."""
+        status = self.evidence.refused_status
+        if status is None:
+            return "not observed"
+        return (
+            f"{UNOBSERVED_FOR_CREDENTIALS}: the agent answered HTTP {status}, it requires "
+            "credentials (pass them with --header)"
+        )
+
     def conformance_items(self, security: Sequence[Item]) -> list[Item]:
         ev = self.evidence
         capabilities = self.card.get("capabilities", {})
@@ -984,8 +1007,7 @@ class _Builder:
         def observed(item: str) -> tuple[str, str]:
             verdict = ev.verdict(item)
             if verdict is None:
-                why = "" if ev.authenticated else ": the agent requires credentials (--header)"
-                return NOT_OBSERVED, "not observed" + why
+                return NOT_OBSERVED, self.unobserved_evidence()
             return (PASS if verdict else FAIL), ev.seen(item)
 
         failing = [i.id for i in security if i.status == FAIL]
@@ -1014,9 +1036,7 @@ class _Builder:
             "`capabilities.extendedAgentCard` is false; the operation is refused",
         )
         found["A2A-CONF-011"] = (
-            (NOT_OBSERVED, f"{len(signatures)} signature(s): verify against each `jku`")
-            if signatures
-            else (FAIL, "the card carries no signature")
+            observed("A2A-CONF-011") if signatures else (FAIL, "the card carries no signature")
         )
         found["A2A-CONF-013"] = (
             FAIL if failing else NOT_OBSERVED if unseen else PASS,

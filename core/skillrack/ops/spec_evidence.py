@@ -7,7 +7,11 @@ item of the specification template cites an observation rather than a claim.
 Only ``describe_skill`` and requests that are refused before any handler runs
 are sent: nothing a domain skill does is triggered.  With authentication
 configured, requests without ``headers`` are refused with 401, which is itself
-recorded (and the remaining observations say they were not made).
+recorded (and the remaining observations say they were not made): the refusal,
+and the header the card's security schemes ask for, are kept so that ``skillrack
+spec`` can say which ``--header`` to pass.  A signed card is verified with the
+JWKS the agent publishes (its signatures' ``jku``) and with the operator's
+pinned ``--card-key`` keys, if any.
 """
 
 from __future__ import annotations
@@ -32,6 +36,12 @@ from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.ops.conformance import CheckReport
 from skillrack.ops.inprocess import Agent, in_process_agent
 from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.protocol.signing import (
+    JWKS_PATH,
+    CardKeys,
+    CardSignatureError,
+    verify_card_signature,
+)
 from skillrack.serve.card import CARD_PATH
 
 #: Top-level Agent Card fields A2A 1.0 requires.
@@ -72,7 +82,15 @@ class Evidence:
     card_headers: dict[str, str] = field(default_factory=dict)
     observations: dict[str, list[Observation]] = field(default_factory=dict)
     check: CheckReport | None = None
-    authenticated: bool = True
+    #: The HTTP status (401 or 403) that refused the operator's credentials, if one did.
+    refused_status: int | None = None
+    #: Why the card's signature does not verify with the pinned ``--card-key`` keys, if not.
+    pinned_key_mismatch: str | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        """False when the agent refused the probes for want of (valid) credentials."""
+        return self.refused_status is None
 
     @property
     def card(self) -> dict[str, Any]:
@@ -136,10 +154,10 @@ class _Probe:
         return response.status_code, answer if isinstance(answer, dict) else {}
 
     def refused(self, status: int) -> bool:
-        """A 401 means the probe needs credentials: say so once, and observe nothing more."""
-        if status == 401:
-            self.evidence.authenticated = False
-        return status == 401
+        """A 401 or 403 means the probe needs credentials: say so once, observe nothing more."""
+        if status in (401, 403):
+            self.evidence.refused_status = status
+        return status in (401, 403)
 
 
 def _error_code(answer: Mapping[str, Any]) -> int | None:
@@ -193,6 +211,30 @@ async def _card(probe: _Probe) -> None:
         f"revalidation HTTP {revalidated.status_code}",
         bool(etag and response.headers.get("cache-control")) and revalidated.status_code == 304,
     )
+
+
+async def _signature(probe: _Probe, pinned: CardKeys | None) -> None:
+    """A2A-CONF-011: the card's signatures, verified with the published JWKS and the pins."""
+    evidence = probe.evidence
+    response = await probe.http.get(JWKS_PATH)
+    what = f"verify the card's signature with the JWKS at {JWKS_PATH} (its `jku`)"
+    try:
+        if response.status_code != 200:
+            raise CardSignatureError(f"{JWKS_PATH} answered HTTP {response.status_code}")
+        published = CardKeys.load(response.json())
+        verify_card_signature(evidence.card_bytes, published)
+        kids = ", ".join(str(k.get("kid", "(no kid)")) for k in published.keys)
+        evidence.add("A2A-CONF-011", what, f"verifies (kid {kids})", True)
+    except (CardSignatureError, ValueError) as exc:
+        evidence.add("A2A-CONF-011", what, str(exc), False)
+    if pinned is not None:
+        what = "verify the card's signature with the --card-key key(s)"
+        try:
+            verify_card_signature(evidence.card_bytes, pinned)
+            evidence.add("A2A-CONF-011", what, "verifies", True)
+        except CardSignatureError as exc:
+            evidence.pinned_key_mismatch = str(exc)
+            evidence.add("A2A-CONF-011", what, str(exc), False)
 
 
 async def _bindings(probe: _Probe, registry: Registry) -> str | None:
@@ -372,10 +414,14 @@ async def gather_evidence(
     headers: Mapping[str, str] | None = None,
     *,
     probes: bool = True,
+    card_keys: CardKeys | None = None,
 ) -> Evidence:
     """Run every probe against the composed agent, in process; nothing leaves this process.
 
-    Without ``probes`` only the card (its bytes and headers) is fetched.
+    Without ``probes`` only the card (its bytes and headers, and its signature
+    checked) is fetched.  ``card_keys`` are keys the operator pinned
+    (``--card-key``): a signed card must verify with one of them too; an
+    unsigned card with pins is a mismatch.
     """
     evidence = Evidence()
     # The refusals probed for are logged by a2a-sdk as errors.  A message sent to a
@@ -389,6 +435,10 @@ async def gather_evidence(
         ):
             probe = _Probe(http, evidence)
             await _card(probe)
+            if evidence.card.get("signatures"):
+                await _signature(probe, card_keys)
+            elif card_keys is not None:
+                evidence.pinned_key_mismatch = "the card is not signed"
             if not probes:
                 return evidence
             secured = "securitySchemes" in evidence.card

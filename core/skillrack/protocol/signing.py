@@ -49,7 +49,7 @@ import jwt
 import rfc8785
 from a2a.types import AgentCard, AgentCardSignature
 from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from google.protobuf import json_format
@@ -252,6 +252,42 @@ class CardKeys:
                     f"pinned card key {jwk.get('kid', '(no kid)')!r} is not a usable JWK: {exc}"
                 ) from None
         return cls(tuple(dict(jwk) for jwk in keys))
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> CardKeys:
+        """From a file: a JWKS (JSON), or one public key in PEM (``-----BEGIN PUBLIC KEY``).
+
+        What ``skillrack call --card-key FILE`` pins.  A PEM key becomes a JWK
+        without ``kid`` or ``alg``, so it may verify a signature under any
+        ``kid``, with the algorithm its curve or RSA size allows.  A private
+        key is refused: the pinned side only ever holds public keys.
+        """
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise CardSignatureError(f"cannot read {path}: {exc.strerror or exc}") from None
+        if b"-----BEGIN" not in raw:
+            try:
+                return cls.load(json.loads(raw))
+            except ValueError:
+                raise CardSignatureError(
+                    f"{path} is neither a JWKS (JSON) nor a PEM public key"
+                ) from None
+        if b"PRIVATE KEY" in raw:
+            raise CardSignatureError(
+                f"{path} holds a private key; pin its public key (the .jwks.json "
+                "`skillrack keys new --card` writes beside it)"
+            )
+        try:
+            key = serialization.load_pem_public_key(raw)
+        except (ValueError, UnsupportedAlgorithm) as exc:
+            raise CardSignatureError(f"{path} is not a usable PEM public key: {exc}") from None
+        if not isinstance(key, ec.EllipticCurvePublicKey | rsa.RSAPublicKey):
+            raise CardSignatureError(f"{path} is not an EC or RSA public key")
+        return cls.load({"keys": [public_jwk(key)]})
+
+    def __add__(self, other: CardKeys) -> CardKeys:
+        return CardKeys(self.keys + other.keys)
 
     def candidates(self, header: Mapping[str, Any]) -> list[jwt.PyJWK]:
         """Pinned keys that may have made a signature with this protected header."""
