@@ -8,10 +8,10 @@ The generated package is made importable without installing anything: its
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -22,7 +22,6 @@ from helpers.fake_dist import pythonpath
 
 from skillrack.cli import main as cli
 from skillrack.ops.scaffold import (
-    UNSET_PATH,
     ScaffoldError,
     names_for,
     scaffold,
@@ -141,7 +140,6 @@ def test_the_generated_plugin_is_listed_by_skillrack_plugins(
     assert '"skill_id": "check_reachability"' in completed.stdout
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ruff") is None, reason="ruff is not installed here")
 def test_the_generated_code_is_clean(generated: Path) -> None:
     for command in (["check", "--isolated", "--select", "E,F,W,I,B,UP"], ["format", "--check"]):
         completed = subprocess.run(
@@ -153,33 +151,55 @@ def test_the_generated_code_is_clean(generated: Path) -> None:
         assert completed.returncode == 0, completed.stdout + completed.stderr
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tox") is None, reason="tox is not installed here")
+def tox_env(**extra: str) -> dict[str, str]:
+    """This environment without tox's own variables (an outer tox run sets TOX_WORK_DIR...)."""
+    env = {k: v for k, v in clean_env(**extra).items() if not k.startswith("TOX_")}
+    if "SKILLRACK_PATH" not in extra:
+        env.pop("SKILLRACK_PATH", None)
+    return env
+
+
+def tox_config(root: Path, **env: str) -> str:
+    completed = subprocess.run(
+        [sys.executable, "-m", "tox", "config", "-e", "py", "-k", "change_dir", "commands_pre"],
+        cwd=root,
+        env=tox_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return completed.stdout
+
+
+def pip_lines(config: str) -> list[list[str]]:
+    """The arguments of each ``pip install`` line of ``commands_pre``, after the options."""
+    return [
+        [a for a in shlex.split(line.split("pip install", 1)[1]) if not a.startswith("--")]
+        for line in config.splitlines()
+        if "pip install" in line
+    ]
+
+
 @pytest.mark.parametrize("given", ["/opt/skillrack", None])
-def test_tox_installs_skillrack_only_from_a_path(tmp_path: Path, given: str | None) -> None:
+def test_tox_installs_skillrack_from_the_path_given_or_the_recorded_one(
+    tmp_path: Path, given: str | None
+) -> None:
     root = scaffold("acme-tox", tmp_path, skillrack_path=given)
-
-    def deps(**env: str) -> str:
-        environ = clean_env(**env)
-        environ.pop("SKILLRACK_PATH", None) if "SKILLRACK_PATH" not in env else None
-        completed = subprocess.run(
-            [sys.executable, "-m", "tox", "config", "-e", "py", "-k", "deps", "commands_pre"],
-            cwd=root,
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert completed.returncode == 0, completed.stdout + completed.stderr
-        return completed.stdout
-
-    from_env = deps(SKILLRACK_PATH="/srv/skillrack")
-    assert "skillrack @ file:///srv/skillrack" in from_env
-    assert "--force-reinstall /srv/skillrack" in from_env
-    default = deps()
-    assert f"skillrack @ file://{given or UNSET_PATH}" in default
-    # Nothing ever names skillrack without a path: pip would ask an index for it.
-    for text in (from_env, default):
-        assert not re.search(r"^\s*skillrack\s*([<>=~!].*)?$", text, re.M)
+    for path in ("/srv/skillrack", "../skillrack", "dist/skillrack-0.1.0-py3-none-any.whl"):
+        config = tox_config(root, SKILLRACK_PATH=path)
+        # One pip call holds both, so an index never supplies skillrack; then both again.
+        assert pip_lines(config) == [[path, f"{root}[test]"], [path, str(root)]], config
+        # ... run where a relative path means: relative to the package's directory.
+        assert f"change_dir = {root}" in config
+    unset = pip_lines(tox_config(root))
+    if given:  # --skillrack-path (or the checkout new-plugin ran from) is recorded
+        assert unset == [[given, f"{root}[test]"], [given, str(root)]]
+    else:  # nothing recorded: the index, in the range pyproject.toml requires
+        assert unset == [[f"{root}[test]"], [str(root)]]
+        tox_ini = (root / "tox.ini").read_text()
+        assert "skillrack comes\n# from your package index" in tox_ini
+        assert skillrack_requirement() in (root / "pyproject.toml").read_text()
 
 
 def test_names_are_checked() -> None:

@@ -6,8 +6,12 @@ entry point and the pytest settings that name the distribution under test,
 input/output/supporting-record schemas as package data, representative
 examples in the layout ``skillrack plugin check`` reads, an async handler,
 tests written with skillrack's pytest fixtures, and a ``tox.ini`` that installs
-skillrack from a local path (``SKILLRACK_PATH``) so that a same-named package
-from an index can never stand in for it.
+skillrack from ``SKILLRACK_PATH`` (a source tree or wheel; absolute, or
+relative to the package's directory) in the same pip call as the package, so
+that a same-named package from an index cannot stand in for it.  Unset, it
+uses the skillrack that ran ``new-plugin`` when that is a source checkout (or
+``--skillrack-path``), and otherwise the package index, in the version range
+the generated ``pyproject.toml`` requires: the installed host's release.
 
 Placeholders are ``{{name}}`` in file contents and paths; files end in
 ``.tmpl`` so that no tool mistakes the template for code of its own.
@@ -27,9 +31,6 @@ from skillrack.errors import SkillrackError
 TEMPLATE = "plugin"
 SUFFIX = ".tmpl"
 DEFAULT_SKILL = "check_reachability"
-#: What tox installs when neither SKILLRACK_PATH nor --skillrack-path says where skillrack is:
-#: a path that cannot exist, so pip fails naming it instead of asking an index.
-UNSET_PATH = "/SKILLRACK_PATH-is-not-set"
 
 _DIST = re.compile(r"^[A-Za-z][A-Za-z0-9]*([._-][A-Za-z0-9]+)*$")
 _SKILL = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -95,9 +96,13 @@ def names_for(dist: str, skill: str = DEFAULT_SKILL, skillrack_path: str | None 
     package = re.sub(r"[-.]+", "_", dist).lower()
     if skillrack_path:
         path = str(Path(skillrack_path).expanduser().resolve())
-        note = f"Unset, it is {path}."
+        note = f"Unset, it is\n# {path}."
     else:
-        path, note = UNSET_PATH, "It must be set."
+        path = ""
+        note = (
+            "Unset, skillrack comes\n# from your package index, in the versions pyproject.toml "
+            "allows (those of the host\n# that made this package)."
+        )
     return Names(
         dist=dist,
         package=package,
