@@ -21,13 +21,13 @@ SHA-256 of the key, never in clear::
     roles = ["operator"]         # optional
     skills = ["evaluate_*"]      # optional fnmatch patterns on the skill id
 
-An operator produces the hash of a new key with::
+An operator makes a new key, its hash and its ``[[key]]`` entry with::
 
-    python -c "from skillrack_plugins.api_keys import hash_key; print(hash_key('...'))"
+    skillrack keys new --identity alice --tenant acme --role operator
 
-(or ``printf %s '...' | sha256sum``).  Generate keys with a strong random source,
-e.g. ``python -c "import secrets; print(secrets.token_urlsafe(32))"``: the hash
-protects the file, not a guessable key.
+and hashes a key they already have with ``printf %s KEY | skillrack keys hash``
+(the same as ``printf %s KEY | sha256sum``).  ``keys new`` draws 256 bits from
+``secrets``: the hash protects the file, not a guessable key.
 
 ``skills`` restricts what a key may call: when a caller authenticated with a
 key that has ``skills``, an invocation of a skill matching none of the patterns
