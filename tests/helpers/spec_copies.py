@@ -15,8 +15,16 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
 SUMS = DATA / "SHA256SUMS"
-#: Where the shared specification directory is in the project's workspace, if anywhere.
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "spec"
+#: The shared specification directory of the project's workspace: beside the checkout, or
+#: beside the directory of worktrees; absent elsewhere.
+SHARED = next(
+    (
+        found
+        for parent in Path(__file__).resolve().parents[3:5]
+        if (found := parent / "shared" / "spec").is_dir()
+    ),
+    None,
+)
 
 
 def recorded(name: str) -> str:
@@ -34,8 +42,8 @@ def assert_copy_current(name: str) -> None:
     assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == want, (
         f"tests/helpers/data/{name} differs from the copy recorded in SHA256SUMS"
     )
-    shared = SHARED / name
-    if shared.is_file():
+    shared = SHARED / name if SHARED is not None else None
+    if shared is not None and shared.is_file():
         assert hashlib.sha256(shared.read_bytes()).hexdigest() == want, (
             f"{shared} changed: copy it to tests/helpers/data/ and update SHA256SUMS"
         )
