@@ -14,6 +14,7 @@ copied as, and equal to the shared draft where that is present).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -281,3 +282,32 @@ def test_the_summary_counts_the_rows(matrix: list[Row]) -> None:
         count = sum(1 for row in matrix if re.match(rf"{label}\b", row.status))
         assert f"| {label} | {count} |" in text, f"summary row for {label!r} is not {count}"
     assert f"| total | {len(matrix)} |" in text
+
+
+def _limits_section() -> str:
+    text = MATRIX.read_text(encoding="utf-8")
+    start = text.index("## Resource limits, each with a test that exceeds it")
+    return text[start : text.index("\n## ", start + 1)]
+
+
+def test_every_limit_is_mapped_to_a_test_that_exceeds_it() -> None:
+    """Every resource limit skillrack has (``Limits`` and the server's limits) is named in
+    the limits tables, on a row that names a test: a new limit cannot go unmapped."""
+    from skillrack.host.config import ServerSettings
+    from skillrack.interface.limits import Limits
+
+    section = _limits_section()
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    names = [f.name for f in dataclasses.fields(Limits)] + [
+        f.name
+        for f in dataclasses.fields(ServerSettings)
+        if f.name.startswith("max_") or f.name.endswith("_timeout")
+    ]
+    unmapped = [
+        name
+        for name in names
+        if not any(
+            re.search(rf"`(?:\[server\] )?{name}`", row) and TEST_ID.search(row) for row in rows
+        )
+    ]
+    assert not unmapped, f"limits without a row naming a test: {unmapped}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from starlette.types import ASGIApp
 from skillrack.cli import main as cli
 from skillrack.host.registry import Registry
 from skillrack.ops import doctor
+from skillrack.testing.serve import error_of, invoke, skill_request
 
 GOOD = """
 from helpers.builders import draft_skill, simple_skill
@@ -237,3 +239,49 @@ def test_an_unreachable_agent_fails(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["doctor", "--url", "http://127.0.0.1:9", "--json"]) == 1
     report = json.loads(capsys.readouterr().out)
     assert findings(report, "fail", "card")[0].startswith(": transport_error")
+
+
+def test_diagnostics_identify_what_the_draft_lists(
+    agent: tuple[str, Tamper],
+    registry: Registry,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Operational Considerations: "An implementation SHOULD expose diagnostics identifying"
+    the Skill Interface Schema version, skill version and interface digest selected; the
+    schema URIs, versions and digests used; the inline-digest verification results
+    (``skillrack doctor``); and validation failures (the audit log, one line per task).
+    Untrusted schemas, compatibility and policy failures and task mappings have their
+    own tests (docs/conformance.md, R-137)."""
+    url, tamper = agent
+    tamper.clear()
+    assert cli.main(["doctor", "--url", url, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    skill = registry.skills["evaluate_resource_condition"]
+    interface = skill.interface
+    [selected] = [
+        m for m in findings(report, "ok", "skill") if m.startswith("evaluate_resource_condition:")
+    ]
+    assert f"version {interface.skill_version}" in selected
+    assert skill.interface_digest in selected
+    assert any(
+        "interface version 1.0" in m for m in findings(report, "ok", "card")
+    )  # the Skill Interface Schema version selected
+    [standard] = findings(report, "ok", "schema")[:1]
+    assert standard.startswith("Skill Interface Schema: version 1.0")
+    schemas = findings(report, "ok", "schema")
+    for role, reference in interface.references.items():
+        [used] = [m for m in schemas if reference.digest in m and m.startswith(skill.skill_id)]
+        assert f"{reference.schema_uri} {reference.version}" in used, role
+        assert "inline digest verified" in used
+    # A validation failure is one audit line naming its task, its state and its condition.
+    caplog.set_level(logging.INFO, logger="skillrack.audit")
+    request = skill_request(
+        skill.skill_id, {"resource_id": 7}, interface.skill_version, skill.interface_digest
+    )
+    task = invoke(url, request)
+    assert error_of(task)["code"] == "input_invalid"
+    lines = [r.getMessage() for r in caplog.records if r.name == "skillrack.audit"]
+    assert any(
+        task["id"] in line and "TASK_STATE_REJECTED with input_invalid" in line for line in lines
+    ), lines

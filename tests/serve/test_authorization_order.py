@@ -14,6 +14,7 @@ ever allow a skill (whatever the resources) is refused before validation.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -171,6 +172,22 @@ def test_no_rule_could_allow_the_caller_a_skill_with_resources(
     # A caller a rule could allow still learns what its arguments must look like.
     other = call(base, registry, "by_resource", {"device": 7, "count": "x"}, binding)
     assert error_of(other)["code"] == "input_invalid" and error_of(other)["details"]
+
+
+def test_a_policy_failure_is_diagnosed_for_the_operator(
+    base: str, registry: Registry, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The caller learns only authorization_failed; the operator's log names the task, the
+    condition and the rule that refused (the draft's diagnostics: "policy failures")."""
+    caplog.set_level(logging.INFO, logger="skillrack")
+    task = call(base, registry, "guarded", {"count": 2})
+    assert_refused_without_details(task)
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(
+        task["id"] in line and "TASK_STATE_REJECTED with authorization_failed" in line
+        for line in lines
+    ), lines
+    assert any(task["id"] in line and "nobody may use guarded" in line for line in lines), lines
 
 
 # The skill-level rule, opinion by opinion ------------------------------------------------------
