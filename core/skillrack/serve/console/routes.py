@@ -11,18 +11,18 @@ operator's identity is written to the approval.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a2a.server.cluster import VersionedTaskStore
 from a2a.server.cluster.task_store import StoredTask
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import AgentCard, ListTasksRequest, Task, TaskState
-from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -54,6 +54,9 @@ from skillrack.serve.security.approvals import (
     UnknownApproval,
 )
 
+if TYPE_CHECKING:
+    import jinja2
+
 #: Where the console is served.
 CONSOLE_PATH = "/-/console"
 #: Tasks one page of the Tasks view lists at most (the most recently updated first).
@@ -70,15 +73,23 @@ STATE_FILTERS = (
     TaskState.TASK_STATE_REJECTED,
 )
 
-_templates = Environment(
-    loader=PackageLoader("skillrack.serve.console", "templates"),
-    autoescape=select_autoescape(default=True, default_for_string=True),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
+
+@functools.cache
+def _templates() -> jinja2.Environment:
+    """The templates, autoescaped; made (and jinja2 imported) at the first page, not at start-up."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("skillrack.serve.console", "templates"),
+        autoescape=jinja2.select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
+@functools.cache
 def _version() -> str:
+    """skillrack's installed version, read at the first page (metadata reads cost start-up)."""
     try:
         return importlib.metadata.version("skillrack")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
@@ -105,7 +116,6 @@ class Console:
 
     def __init__(self, sources: ConsoleSources) -> None:
         self.sources = sources
-        self.version = _version()
 
     def routes(self) -> list[Route]:
         base = CONSOLE_PATH
@@ -126,13 +136,17 @@ class Console:
         self, request: Request, template: str, status: int = 200, **values: Any
     ) -> HTMLResponse:
         token, new = csrf.token_of(request)
-        html = _templates.get_template(template).render(
-            base=CONSOLE_PATH,
-            agent=self.sources.config.agent,
-            version=self.version,
-            csrf_field=csrf.FIELD,
-            csrf_token=token,
-            **values,
+        html = (
+            _templates()
+            .get_template(template)
+            .render(
+                base=CONSOLE_PATH,
+                agent=self.sources.config.agent,
+                version=_version(),
+                csrf_field=csrf.FIELD,
+                csrf_token=token,
+                **values,
+            )
         )
         response = HTMLResponse(html, status_code=status, headers=_SECURITY_HEADERS)
         if new:
