@@ -5,7 +5,9 @@ Playwright's Python API; no browser is downloaded.  The tests skip, saying
 why, when either is missing (``.ci/run`` installs the ``chromium`` package).
 
 The agent serves the example vendor behind API keys: ``olga`` holds the
-``operator`` role, ``carl`` (same tenant) does not.  Pages are read with
+``operator`` role, ``carl`` (same tenant) does not.  ``carl`` calls
+``manage_interface reset_counters`` with ``skillrack call``, which waits for
+an operator; ``olga`` presses Grant in the console and the call finishes.  Pages are read with
 JavaScript disabled, which is how the console must work.  Each page is
 screenshotted into ``$SKILLRACK_ARTIFACTS/screenshots`` (tox sets it to
 ``.tox/artifacts``); without that variable, into a temporary directory whose
@@ -15,7 +17,10 @@ path the run prints.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +30,13 @@ import pytest
 from helpers.example_vendor import example_vendor_env
 
 from skillrack.serve.console import CONSOLE_PATH
-from skillrack.testing.serve import ServedAgent, invoke, skill_request, start_agent
+from skillrack.testing.serve import (
+    ServedAgent,
+    invoke,
+    skill_request,
+    skillrack_command,
+    start_agent,
+)
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
 
@@ -38,6 +49,8 @@ RESET = {
     "interface": "eth1",
     "reason": "baseline after optics replacement",
 }
+#: What ``skillrack call`` prints on stderr when it starts waiting for an operator.
+WAITING = re.compile(r"waiting for approval (\w+) by role 'operator' \(task ([0-9a-f-]+);")
 #: Seconds ``skillrack serve`` may take to answer: plugin loading is slow on a loaded machine.
 START_S = 120.0
 
@@ -187,25 +200,45 @@ def test_pages_fit_a_phone(browser: Any, agent: ServedAgent, screenshots: Path) 
 def test_an_approval_granted_by_clicking_finishes_the_callers_task(
     agent: ServedAgent, operator: Console, screenshots: Path
 ) -> None:
-    task_id, approval_id = park_reset(agent)
-    operator.open("/approvals")
-    card = operator.page.locator(f"section[aria-labelledby='approval-{approval_id}']")
-    assert "reset_counters" in card.inner_text() and "edge-router-1" in card.inner_text()
-    grant = card.get_by_role("button", name="Grant")
-    grant.focus()  # keyboard: focus the button and press Enter
-    with operator.page.expect_navigation():
-        operator.page.keyboard.press("Enter")
-    status = operator.page.get_by_role("status")
-    assert approval_id in status.inner_text()
-    operator.page.screenshot(path=str(screenshots / "console-approvals-decided.png"))
-    history = operator.page.locator("table", has_text=approval_id).inner_text()
-    assert "granted" in history and "olga (tenant acme) via console" in history
-
-    # The caller goes on with its task, as the approval's message tells it to.
-    finished = invoke(
-        agent.url, {"continue": True}, task_id=task_id, headers={"X-API-Key": CALLER_KEY}
+    """``skillrack call`` waits; a Grant pressed in the console lets it finish, nothing else."""
+    call = subprocess.Popen(
+        [
+            skillrack_command(),
+            "call",
+            agent.url,
+            "manage_interface",
+            *("--args", json.dumps(RESET), "--approval-interval", "0.5"),
+            *("--header", f"X-API-Key: {CALLER_KEY}"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert finished["status"]["state"] == "TASK_STATE_COMPLETED", finished
+    try:
+        assert call.stderr is not None
+        waiting = WAITING.search(call.stderr.readline())  # said before it starts waiting
+        assert waiting is not None, call.stderr.read()
+        approval_id, task_id = waiting.group(1), waiting.group(2)
+        operator.open("/approvals")
+        card = operator.page.locator(f"section[aria-labelledby='approval-{approval_id}']")
+        assert "reset_counters" in card.inner_text() and "edge-router-1" in card.inner_text()
+        assert call.poll() is None  # nothing decided yet: still waiting
+        grant = card.get_by_role("button", name="Grant")
+        grant.focus()  # keyboard: focus the button and press Enter
+        with operator.page.expect_navigation():
+            operator.page.keyboard.press("Enter")
+        status = operator.page.get_by_role("status")
+        assert approval_id in status.inner_text()
+        operator.page.screenshot(path=str(screenshots / "console-approvals-decided.png"))
+        history = operator.page.locator("table", has_text=approval_id).inner_text()
+        assert "granted" in history and "olga (tenant acme) via console" in history
+        out, err = call.communicate(timeout=120)
+    finally:
+        call.kill()
+    assert call.returncode == 0, err
+    result = json.loads(out)
+    assert result["task_id"] == task_id and result["state"] == "TASK_STATE_COMPLETED"
+    assert result["result"]["counters_reset"] is True
     operator.open(f"/tasks/{task_id}")
     assert "completed" in operator.page.locator("dl.facts").inner_text()
     assert operator.errors == []
