@@ -10,6 +10,12 @@ opened) on that socket: a line that says the agent serves is true when it
 appears.  With ``--workers N`` each worker builds its own app; the parent
 prints the banner once the socket is bound and the workers are about to start.
 
+``--metrics-port`` binds its port before the banner too, and serves
+``GET /metrics`` from a thread (:func:`~skillrack.serve.metrics_endpoint.serve_metrics_port`);
+under ``--workers`` the parent serves it, adding up every worker's values
+(a fresh ``PROMETHEUS_MULTIPROC_DIR``: :func:`~skillrack.serve.process.metrics_directory`).
+``--log-format`` chooses text or JSON lines (:mod:`skillrack.serve.logs`).
+
 A start-up that fails inside the app's lifespan (the task store cannot be
 opened) is reported as one line too: :class:`QuietStartup` keeps Starlette's
 traceback out of uvicorn's log.  Exit statuses: :mod:`skillrack.cli.exits`.
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import json
 import os
@@ -32,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from skillrack.cli.exits import EXIT_OK, fail
 from skillrack.errors import StartupError
 from skillrack.host.compose import compose_host
-from skillrack.host.config import load_config
+from skillrack.host.config import Config, load_config
 
 if TYPE_CHECKING:
     import uvicorn
@@ -154,19 +161,36 @@ def _announcing_server(config: uvicorn.Config, announce: Callable[[], None]) -> 
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    config = load_config(Path(args.config) if args.config else None)
+    if args.workers > 1:  # before any worker starts: they add their values up in it
+        from skillrack.serve.process import metrics_directory
+
+        with metrics_directory(os.environ):
+            return _serve(args, config)
+    return _serve(args, config)
+
+
+def _serve(args: argparse.Namespace, config: Config) -> int:
+    import logging.config
+
     import uvicorn
 
     from skillrack.serve.app import SERVE_ENV, create_app, with_store
     from skillrack.serve.card import load_card_signer
     from skillrack.serve.connections import HeaderDeadlineProtocol
+    from skillrack.serve.logs import log_config
+    from skillrack.serve.metrics import Metrics
+    from skillrack.serve.metrics_endpoint import exposition_registry, serve_metrics_port
     from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
     from skillrack.serve.process import describe_tracing, freeze_startup_heap
-    from skillrack.serve.security.approvals import approvals_location
+    from skillrack.serve.security.approvals import PENDING, ApprovalStore, approvals_location
     from skillrack.serve.stores.storage import parse_store, prepare
     from skillrack.serve.traces import configure as configure_traces
     from skillrack.serve.traces import describe as describe_traces
 
-    config = load_config(Path(args.config) if args.config else None)
+    log_format = args.log_format or config.server.log_format
+    # Now, so that the lines of start-up (plugins, store) are in the chosen format too.
+    logging.config.dictConfig(log_config(log_format, args.log_level))
     if args.store:  # a relative path on the command line is relative to the working directory
         config = with_store(config, parse_store(args.store, Path.cwd()).canonical)
     store = parse_store(config.server.store, config.base_dir)
@@ -186,17 +210,46 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except StartupError as exc:
         return fail(str(exc))
     app: QuietStartup | None = None
+    served_metrics: Metrics | None = None
     if args.workers == 1:
-        app = QuietStartup(
-            create_app(registry, config, base_url, cluster=cluster, listen_host=args.host)
-        )
+        agent = create_app(registry, config, base_url, cluster=cluster, listen_host=args.host)
+        served_metrics = agent.state.metrics
+        app = QuietStartup(agent)
     elif config.signing:  # each worker builds its app; a missing key must fail here, once
         load_card_signer(config.signing, config.base_dir)
+    metrics_port = args.metrics_port or config.server.metrics_port
+    if metrics_port and metrics_port == args.port:
+        return fail(f"--metrics-port {metrics_port} is --port too: give the metrics another port")
+    if (
+        served_metrics is None
+    ):  # the parent of the workers: their files, and what the approval store says
+        served_metrics = Metrics()
+        if store.kind != "postgresql":  # a file (in PostgreSQL they are not counted yet)
+            approvals = ApprovalStore(config.base_dir / config.server.approvals_store)
+            served_metrics.count_at_scrape(
+                "skillrack_approvals_waiting",
+                "Approvals waiting for an operator (skillrack approvals list)",
+                lambda: approvals.count(PENDING),
+            )
     try:
         _check_tls(args)
         sock = bind_listener(args.host, args.port)
     except _ListenError as exc:
         return fail(str(exc))
+    metrics_server = None
+    if metrics_port:
+        try:
+            metrics_server, _ = serve_metrics_port(
+                args.host, metrics_port, lambda: exposition_registry(served_metrics)
+            )
+        except OSError as exc:
+            sock.close()
+            reason = (
+                "is already in use" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+            )
+            return fail(
+                f"--metrics-port {metrics_port} on {args.host}: {reason}; choose another port"
+            )
 
     def announce() -> None:
         print(f"skillrack serving at {base_url} (card: {base_url}/.well-known/agent-card.json)")
@@ -221,12 +274,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
         if args.workers > 1:
             print(f"  workers: {args.workers}")
+        if metrics_port:
+            print(f"  metrics: http://{args.host}:{metrics_port}/metrics (no authentication)")
+        else:
+            print(f"  metrics: {base_url}/metrics (operators; loopback without authentication)")
         sys.stdout.flush()  # start-up lines reach a piped log at once
 
     options: dict[str, Any] = {
         "host": args.host,
         "port": args.port,
         "log_level": args.log_level,
+        "log_config": log_config(log_format, args.log_level),
         "ssl_certfile": args.ssl_certfile,
         "ssl_keyfile": args.ssl_keyfile,
         # uvicorn logs access lines at INFO: below it, skip building them at all.
@@ -270,6 +328,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return EXIT_OK
     finally:
         sock.close()
+        if metrics_server is not None:
+            with contextlib.suppress(Exception):
+                metrics_server.shutdown()
+                metrics_server.server_close()
 
 
 def add_commands(sub: Any) -> None:
@@ -289,7 +351,19 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="without a policy, allow every call even on a non-loopback address",
     )
-    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="uvicorn's log level")
+    p.add_argument("--log-level", default="info", choices=LOG_LEVELS, help="the log's level")
+    p.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        help="text, or one JSON object per line (default: [server] log_format, else text)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=port_number,
+        metavar="PORT",
+        help="also serve GET /metrics alone, without authentication, on this port of --host "
+        "(default: [server] metrics_port, else none: /metrics on the agent's port, operators only)",
+    )
     p.add_argument(
         "--store",
         metavar="URL",

@@ -139,6 +139,10 @@ class ServerSettings:
     header_timeout: float = 10.0
     #: Seconds a request may take to send its body once its headers arrived (408 after).
     body_timeout: float = 30.0
+    #: ``text`` or ``json`` (one JSON object per line): how ``skillrack serve`` logs.
+    log_format: str = "text"
+    #: A port of its own (same host) serving only ``GET /metrics``; 0: none (``skillrack serve``).
+    metrics_port: int = 0
 
 
 @dataclass(frozen=True)
@@ -349,6 +353,12 @@ def load_config(path: Path | None) -> Config:
                 f"server.allowed_hosts: {host!r} is not a host name (give names such as "
                 "agents.example.net, *.example.net, 127.0.0.1 or [::1], without scheme or path)"
             )
+    if server.log_format not in ("text", "json"):
+        raise ConfigError(f'server.log_format must be "text" or "json", not {server.log_format!r}')
+    if server.metrics_port > 65535:
+        raise ConfigError(
+            f"server.metrics_port: {server.metrics_port} is not a TCP port (1 to 65535)"
+        )
     base_dir = path.resolve().parent
     try:
         parse_store(server.store, base_dir)

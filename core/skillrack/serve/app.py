@@ -6,7 +6,9 @@ route is skillrack's own so that its bytes are built once.  The middleware
 (:mod:`skillrack.serve.middleware`), outermost first: host allowlist,
 trace context (only when a tracer provider is installed), error sanitizer,
 extension echo, failed-authentication limit, authentication, rate limit,
-body timeout, body guard.  Tasks are stored per tenant of the authenticated
+body timeout, body guard.  ``GET /metrics`` is the Prometheus exposition of
+:mod:`skillrack.serve.metrics`, guarded like ``/-/hops``
+(:mod:`skillrack.serve.metrics_endpoint`).  Tasks are stored per tenant of the authenticated
 caller, so another tenant's task answers as if it did not exist.  Where they
 are stored (memory, a SQLite file, PostgreSQL shared by replicas) is
 ``config.server.store``
@@ -67,6 +69,8 @@ from skillrack.serve.executor import (
     SkillExecutor,
     skill_of,
 )
+from skillrack.serve.metrics import Metrics, multiprocess_dir
+from skillrack.serve.metrics_endpoint import METRICS_PATH, counted_card, metrics_route
 from skillrack.serve.middleware import (
     ACTIVATED_SCOPE_KEY,
     CALLER_SCOPE_KEY,
@@ -85,7 +89,7 @@ from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.operations import HOPS_PATH, OperationsGuard, hops_endpoint
 from skillrack.serve.outputs import OutputLimits
 from skillrack.serve.process import freeze_startup_heap
-from skillrack.serve.security.approvals import open_approvals
+from skillrack.serve.security.approvals import PENDING, ApprovalStore, open_approvals
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (
     NewTaskNotice,
@@ -94,6 +98,7 @@ from skillrack.serve.stores.storage import (
     open_storage,
     parse_store,
 )
+from skillrack.serve.stores.timed import time_operations
 from skillrack.serve.traces import TracedDelegation
 from skillrack.serve.traces import configure as configure_traces
 from skillrack.serve.traces import enabled as tracing_enabled
@@ -266,6 +271,14 @@ def create_app(
         storage = open_storage(spec, owner_resolver=tenant_scope, cluster=cluster)
     # Approvals live where the tasks do when that is PostgreSQL, on the same connections.
     approvals = open_approvals(config, storage.engine if storage is not None else None)
+    metrics = Metrics(registry)
+    time_operations(storage.task_store if storage is not None else task_store, metrics)
+    if isinstance(approvals, ApprovalStore):  # a file: counted at each scrape, synchronously
+        metrics.count_at_scrape(
+            "skillrack_approvals_waiting",
+            "Approvals waiting for an operator (skillrack approvals list)",
+            lambda: approvals.count(PENDING),
+        )
     handler = SkillrackRequestHandler(
         agent_executor=SkillExecutor(
             registry,
@@ -278,6 +291,7 @@ def create_app(
                 max_count=config.server.max_task_outputs,
                 max_bytes=config.server.max_task_output_bytes,
             ),
+            metrics=metrics,
         ),
         task_store=storage.task_store if storage is not None else task_store,
         event_stream=storage.event_stream if storage is not None else None,
@@ -310,14 +324,17 @@ def create_app(
         )
     )
     routes: list[BaseRoute] = [
-        Route(CARD_PATH, card_endpoint.respond, methods=["GET"]),
+        Route(CARD_PATH, counted_card(card_endpoint.respond, metrics, "card"), methods=["GET"]),
         Route(HOPS_PATH, hops_endpoint(peers.hops.recent, guard), methods=["GET"]),
+        Route(METRICS_PATH, metrics_route(metrics, guard), methods=["GET"]),
         *console.routes(),
     ]
     published = [card_endpoint]  # each gets its Last-Modified from the store at start-up
     if signer is not None:  # the card's jku: public, like the card
         jwks = jwks_endpoint(signer, config.server.card_max_age)
-        routes.append(Route(JWKS_PATH, jwks.respond, methods=["GET"]))
+        routes.append(
+            Route(JWKS_PATH, counted_card(jwks.respond, metrics, "jwks"), methods=["GET"])
+        )
         published.append(jwks)
     routes += create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=builder)
     routes += create_rest_routes(handler, context_builder=builder)  # last: see module docstring
@@ -354,6 +371,10 @@ def create_app(
             await approvals.aclose()
             if storage is not None:
                 await storage.close()
+            if multiprocess_dir() is not None:  # this worker's live gauges end with it
+                from prometheus_client import multiprocess
+
+                multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 
     public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
     app = Starlette(
@@ -361,6 +382,7 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={404: _json_http_error, 405: _json_http_error},
     )
+    app.state.metrics = metrics
     # A POST to a path with a missing or extra slash must not be redirected (307).
     app.router.redirect_slashes = False
     # add_middleware wraps: the last added runs first.
@@ -372,10 +394,15 @@ def create_app(
         forms=CONSOLE_PATH + "/",
     )
     app.add_middleware(BodyTimeout, seconds=config.server.body_timeout)
-    app.add_middleware(RateLimit, per_minute=config.server.rate_per_minute, public=public)
-    app.add_middleware(AuthenticationGate, manager=manager, public=public)
     app.add_middleware(
-        FailedAuthenticationLimit, per_minute=config.server.failed_auth_per_minute, public=public
+        RateLimit, per_minute=config.server.rate_per_minute, public=public, metrics=metrics
+    )
+    app.add_middleware(AuthenticationGate, manager=manager, public=public, metrics=metrics)
+    app.add_middleware(
+        FailedAuthenticationLimit,
+        per_minute=config.server.failed_auth_per_minute,
+        public=public,
+        metrics=metrics,
     )
     app.add_middleware(ExtensionEcho)
     app.add_middleware(ErrorSanitizer)

@@ -73,6 +73,7 @@ from skillrack.serve.invocation import (
     skill_authorization_request,
 )
 from skillrack.serve.limiter import ConcurrencyLimiter, Slot
+from skillrack.serve.metrics import Metrics, Turn
 from skillrack.serve.outputs import OutputLimits, Outputs, check_safe_numbers
 from skillrack.serve.replay import replay
 from skillrack.serve.security.approval_gate import seek_approval
@@ -213,6 +214,8 @@ class _Turn:
     task_id: str
     caller: Caller
     client_host: str | None
+    #: What this turn records in the agent's metrics (:mod:`skillrack.serve.metrics`).
+    observed: Turn
     #: The turn's server span and its stages (:mod:`skillrack.serve.traces`); OFF when untraced.
     trace: TurnTrace = OFF
 
@@ -229,6 +232,7 @@ class SkillExecutor(AgentExecutor):
         approvals: Approvals | None = None,
         handler_timeout: float = DEFAULT_HANDLER_TIMEOUT_S,
         output_limits: OutputLimits | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.registry = registry
         self.manager = manager
@@ -237,6 +241,7 @@ class SkillExecutor(AgentExecutor):
         self.limiter = ConcurrencyLimiter(max_concurrent)
         self.handler_timeout = handler_timeout
         self.output_limits = output_limits or OutputLimits()
+        self.metrics = metrics or Metrics(registry)
         self._describe = describe_payloads(registry)
         self._running: dict[str, SkillContext] = {}
         #: Handlers still running after their deadline (held here: asyncio keeps weak references).
@@ -247,7 +252,7 @@ class SkillExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """One turn of a task, in its server span (:mod:`skillrack.serve.traces`)."""
         with traced_turn(context.task_id or "") as trace:
-            await self._execute(_turn(context, event_queue, trace))
+            await self._execute(_turn(context, event_queue, self.metrics, trace))
 
     async def _execute(self, turn: _Turn) -> None:
         """Admit the call, then run it; every error ends the task."""
@@ -260,7 +265,8 @@ class SkillExecutor(AgentExecutor):
             return  # describe_skill answered, or parked until an operator decides
         invocation, slot = admitted
         try:
-            await self._run(invocation, turn)
+            with turn.observed.running():
+                await self._run(invocation, turn)
         except Exception as exc:
             await self._respond_with_error(turn, exc, accepted=True)
         finally:
@@ -276,6 +282,10 @@ class SkillExecutor(AgentExecutor):
         running = self._running.get(context.task_id or "")
         if running is not None:
             running._mark_cancelled()
+            cancelled: str | None = running.skill_id
+        else:
+            cancelled = skill_of(context.current_task) if context.current_task else None
+        self.metrics.ended(cancelled, "TASK_STATE_CANCELED", None)
         assert context.task_id is not None and context.context_id is not None
         task = context.current_task
         context_id = task.context_id if task is not None else context.context_id
@@ -296,15 +306,16 @@ class SkillExecutor(AgentExecutor):
             return None
         skill = select_skill(self.registry, request)
         turn.trace.skill(skill)
-        with turn.trace.stage("authorization", "skill"):
+        with turn.trace.stage("authorization", "skill"), turn.observed.stage("authorization"):
             verdict = await authorize_skill(
                 self.manager,
                 skill_authorization_request(skill, turn.caller),
                 has_details=has_details(skill),
             )
             if not verdict.allowed:  # before validation: a refused caller learns no field details
+                turn.observed.denied("skill")
                 self._refuse(skill.skill_id, verdict.opinions, turn, "the skill")
-        with turn.trace.stage("validation"):
+        with turn.trace.stage("validation"), turn.observed.stage("validation"):
             invocation = check_invocation(self.registry, request, turn.caller, answers)
         with turn.trace.stage("authorization", "call"):
             await self._authorize(invocation, turn)
@@ -312,7 +323,11 @@ class SkillExecutor(AgentExecutor):
             approved = await self._approve(invocation, turn)
         if not approved:
             return None
-        return invocation, self.limiter.acquire(turn.caller, turn.client_host)
+        try:
+            return invocation, self.limiter.acquire(turn.caller, turn.client_host)
+        except ConditionError:
+            self.metrics.limit_refused("concurrency")
+            raise
 
     async def _parse(self, turn: _Turn) -> tuple[SkillRequest, list[Any]]:
         """The request and the caller's answers so far; a new task is created first."""
@@ -333,12 +348,14 @@ class SkillExecutor(AgentExecutor):
             answers: list[Any] = []
         else:
             request, answers = replay(context.current_task, context.message)
+        turn.observed.skill = request.skill
         _activate(context)
         return request, answers
 
     async def _describe_skill(self, request: SkillRequest, turn: _Turn) -> None:
         skill_id = request.arguments["skill_id"]
         turn.trace.describing(self.registry.get(skill_id))
+        self.metrics.describe_called(skill_id)
         payload = self._describe.get(skill_id)  # built once, at start-up
         if payload is None:
             if self.registry.get(skill_id) is not None:  # advertised, but nothing to return
@@ -355,10 +372,13 @@ class SkillExecutor(AgentExecutor):
         await ArtifactPublisher(turn.updater).describe(payload)
         await turn.updater.complete()
         turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
+        turn.observed.ended("TASK_STATE_COMPLETED")
 
     async def _authorize(self, invocation: Invocation, turn: _Turn) -> None:
-        verdict = await authorize(self.manager, invocation.request)
+        with turn.observed.stage("authorization"):
+            verdict = await authorize(self.manager, invocation.request)
         if not verdict.allowed:
+            turn.observed.denied("call")
             self._refuse(invocation.skill.skill_id, verdict.opinions, turn, "the call")
 
     @staticmethod
@@ -370,6 +390,7 @@ class SkillExecutor(AgentExecutor):
             what,
             skill_id,
             [(name, d.reason if d else None) for name, d in opinions],
+            extra=_fields(turn.task_id, skill_id, ErrorCode.AUTHORIZATION_FAILED),
         )
         raise ConditionError(
             ErrorCode.AUTHORIZATION_FAILED,
@@ -378,7 +399,9 @@ class SkillExecutor(AgentExecutor):
 
     async def _approve(self, invocation: Invocation, turn: _Turn) -> bool:
         """True when the call may go on; False when it waits for an operator."""
-        pending = await seek_approval(self.manager, self.approvals, invocation, turn.task_id)
+        pending = await seek_approval(
+            self.manager, self.approvals, invocation, turn.task_id, observe=self.metrics.approval
+        )
         if pending is None:
             return True
         audit.info(
@@ -386,6 +409,7 @@ class SkillExecutor(AgentExecutor):
             turn.task_id,
             invocation.skill.skill_id,
             pending.id,
+            extra=_fields(turn.task_id, invocation.skill.skill_id),
         )
         updater = turn.updater
         await updater.requires_input(updater.new_agent_message([data_part(pending.waiting_part())]))
@@ -414,7 +438,7 @@ class SkillExecutor(AgentExecutor):
         await turn.updater.start_work()
         try:
             try:
-                with turn.trace.stage("handler"):
+                with turn.trace.stage("handler"), turn.observed.stage("handler"):
                     result = await self._within_deadline(invocation, handler_context, outputs, turn)
             except Exception:
                 if outputs.refusal is not None:  # a limit passed fails the task, whatever came next
@@ -436,11 +460,17 @@ class SkillExecutor(AgentExecutor):
                 exc,
             )
             raise _failed(turn) from None
-        with turn.trace.stage("output_validation"):
+        with turn.trace.stage("output_validation"), turn.observed.stage("output_validation"):
             await outputs.publish_result(result)
         await turn.updater.complete()
         turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
-        audit.info("task %s of %s completed", turn.task_id, skill.skill_id)
+        turn.observed.ended("TASK_STATE_COMPLETED")
+        audit.info(
+            "task %s of %s completed",
+            turn.task_id,
+            skill.skill_id,
+            extra=_fields(turn.task_id, skill.skill_id),
+        )
 
     async def _within_deadline(
         self, invocation: Invocation, context: SkillContext, outputs: Outputs, turn: _Turn
@@ -517,19 +547,23 @@ class SkillExecutor(AgentExecutor):
             _log_failure("task %s failed inside skillrack", turn.task_id, exc)
             error = _failed(turn)
         state = final_state(error.code, accepted=accepted)
+        turn.observed.ended(TaskState.Name(state), error.code)
         audit.info(
             "task %s ended %s with %s (%d detail(s))",
             turn.task_id,
             TaskState.Name(state),
             error.code.value,
             len(error.details),
+            extra=_fields(turn.task_id, self.metrics.skill_label(turn.observed.skill), error.code),
         )
         message = turn.updater.new_agent_message([data_part(error.to_error_object())])
         await turn.updater.update_status(state, message=message)
         turn.trace.ended(TaskState.Name(state), error.code.value)
 
 
-def _turn(context: RequestContext, event_queue: EventQueue, trace: TurnTrace = OFF) -> _Turn:
+def _turn(
+    context: RequestContext, event_queue: EventQueue, metrics: Metrics, trace: TurnTrace = OFF
+) -> _Turn:
     assert context.task_id is not None and context.context_id is not None
     assert context.message is not None
     # A follow-up Message may omit contextId; the task keeps the one it started with.
@@ -542,8 +576,17 @@ def _turn(context: RequestContext, event_queue: EventQueue, trace: TurnTrace = O
         task_id=context.task_id,
         caller=caller_of(context),
         client_host=client_host_of(context),
+        observed=metrics.turn(),
         trace=trace,
     )
+
+
+def _fields(task_id: str, skill: str | None, code: ErrorCode | None = None) -> dict[str, Any]:
+    """The structured fields of a log line (``--log-format json``: :mod:`skillrack.serve.logs`).
+
+    Only ids, a skill name and a condition code: the same hygiene as the text.
+    """
+    return {"task_id": task_id, "skill": skill, "code": code.value if code is not None else None}
 
 
 def _new_task(context: RequestContext, request: SkillRequest | None) -> Task:
@@ -594,4 +637,10 @@ def _log_failure(message: str, task_id: str | None, exc: BaseException) -> None:
     the bug, and the task id ties it to the caller's report.
     """
     frames = "".join(traceback.format_tb(exc.__traceback__))
-    logger.error(message + ": %s\n%s", task_id, type(exc).__name__, frames)
+    logger.error(
+        message + ": %s\n%s",
+        task_id,
+        type(exc).__name__,
+        frames,
+        extra={"task_id": task_id, "skill": None, "code": None},
+    )

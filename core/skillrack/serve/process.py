@@ -14,6 +14,11 @@ application, so it chooses, and says so in its start-up log.
   ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``)
   without ``OTEL_SDK_DISABLED=true``, keeps a2a-sdk's tracing on; the same
   setting turns skillrack's own spans on (:mod:`skillrack.serve.traces`).
+- **Metrics of several processes.**  With ``--workers N``, prometheus-client
+  keeps each worker's values in files of a directory named by
+  ``PROMETHEUS_MULTIPROC_DIR`` and adds them up at a scrape;
+  :func:`metrics_directory` makes a fresh one for this run (values of an
+  earlier run must not be added in) and removes it at the end.
 - **The start-up heap.** Assembly leaves a few hundred thousand long-lived
   objects (plugins, schemas, compiled validators, a2a-sdk's descriptors);
   ``gc.freeze()`` moves them out of the collector's generations, so a full
@@ -24,7 +29,10 @@ application, so it chooses, and says so in its start-up log.
 from __future__ import annotations
 
 import gc
-from collections.abc import Mapping, MutableMapping
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 
 A2A_TRACING = "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"
 #: Any of these set means someone wants traces exported: a2a-sdk's tracing stays on.
@@ -64,6 +72,26 @@ def describe_tracing() -> str:
     if telemetry.otel_enabled:
         return f"on ({A2A_TRACING} is not false)"
     return f"off ({A2A_TRACING}={telemetry.env_value}; set it to true to trace)"
+
+
+#: Set (by ``skillrack serve --workers``) when metric values live in per-process files.
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+@contextmanager
+def metrics_directory(environ: MutableMapping[str, str]) -> Iterator[str]:
+    """A fresh ``PROMETHEUS_MULTIPROC_DIR`` for the workers about to start; removed afterwards."""
+    path = tempfile.mkdtemp(prefix="skillrack-metrics-")
+    previous = environ.get(MULTIPROC_ENV)
+    environ[MULTIPROC_ENV] = path
+    try:
+        yield path
+    finally:
+        if previous is None:
+            environ.pop(MULTIPROC_ENV, None)
+        else:
+            environ[MULTIPROC_ENV] = previous
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def freeze_startup_heap() -> None:

@@ -17,6 +17,7 @@ import pluggy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
+from skillrack.serve.metrics import Metrics
 from skillrack.serve.middleware.binding_errors import binding_error
 from skillrack.serve.security.authn import RequestCredentials, authenticate, security_schemes
 
@@ -43,10 +44,18 @@ def credential_headers(manager: pluggy.PluginManager) -> frozenset[str]:
 class AuthenticationGate:
     """Refuses a request no authentication plugin accepts; records the caller of the others."""
 
-    def __init__(self, app: ASGIApp, *, manager: pluggy.PluginManager, public: set[str]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        manager: pluggy.PluginManager,
+        public: set[str],
+        metrics: Metrics | None = None,
+    ) -> None:
         self.app = app
         self.manager = manager
         self.public = public
+        self.metrics = metrics
         self.credential_headers = credential_headers(manager)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -70,10 +79,14 @@ class AuthenticationGate:
         duplicated = sorted(repeated & self.credential_headers)
         if duplicated and self.manager.hook.authenticate.get_hookimpls():
             schemes = [s for s in self.manager.hook.www_authenticate() if s]
+            if self.metrics is not None:
+                self.metrics.authentication_failed("repeated")
             await self._refuse(scope, send, f"repeated credential header {duplicated[0]}", schemes)
             return
         outcome = await authenticate(self.manager, credentials)
         if outcome.caller is None:
+            if self.metrics is not None:  # a plugin's name, never the caller's words
+                self.metrics.authentication_failed(outcome.refused_by or "none")
             await self._refuse(scope, send, outcome.message, outcome.challenges)
             return
         scope[CALLER_SCOPE_KEY] = outcome.caller

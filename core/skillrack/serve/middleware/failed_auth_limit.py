@@ -21,15 +21,19 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from skillrack.serve.metrics import Metrics
 from skillrack.serve.middleware.rate_limit import SlidingWindow, too_many
 
 
 class FailedAuthenticationLimit:
     """Counts 401 answers per client address; answers 429 once there were too many."""
 
-    def __init__(self, app: ASGIApp, *, per_minute: int, public: set[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, *, per_minute: int, public: set[str], metrics: Metrics | None = None
+    ) -> None:
         self.app = app
         self.public = public
+        self.metrics = metrics
         self._failures = SlidingWindow(per_minute)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -40,6 +44,8 @@ class FailedAuthenticationLimit:
         address = client[0] if client else "?"
         retry_after = self._failures.retry_after(address)
         if retry_after is not None:
+            if self.metrics is not None:
+                self.metrics.limit_refused("failed_authentication")
             await too_many(scope, send, "too many failed authentications", retry_after)
             return
 

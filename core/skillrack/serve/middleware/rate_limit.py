@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
 from skillrack.serve.context import Caller
+from skillrack.serve.metrics import Metrics
 from skillrack.serve.middleware.authentication import CALLER_SCOPE_KEY
 from skillrack.serve.middleware.binding_errors import binding_error
 
@@ -70,9 +71,12 @@ async def too_many(scope: Scope, send: Send, message: str, retry_after: int) -> 
 class RateLimit:
     """A sliding one-minute window per caller."""
 
-    def __init__(self, app: ASGIApp, *, per_minute: int, public: set[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, *, per_minute: int, public: set[str], metrics: Metrics | None = None
+    ) -> None:
         self.app = app
         self.public = public
+        self.metrics = metrics
         self._window = SlidingWindow(per_minute)
 
     def _key(self, scope: Scope) -> str:
@@ -89,6 +93,8 @@ class RateLimit:
         key = self._key(scope)
         retry_after = self._window.retry_after(key)
         if retry_after is not None:
+            if self.metrics is not None:
+                self.metrics.limit_refused("rate")
             await too_many(scope, send, "too many requests", retry_after)
             return
         self._window.record(key)

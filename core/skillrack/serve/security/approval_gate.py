@@ -32,6 +32,8 @@ one task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pluggy
 
 from skillrack.errors import ConditionError, ErrorCode
@@ -74,19 +76,28 @@ async def seek_approval(
     store: Approvals | None,
     invocation: Invocation,
     task_id: str,
+    observe: Callable[[str, str, str | None], None] | None = None,
 ) -> Approval | None:
     """``None`` when the call may go on; the pending :class:`Approval` when it must wait.
 
     A refusal (by an approver or an operator) raises ``authorization_failed``;
     so does a call that needs an operator on an agent without an approval
-    store.
+    store.  ``observe(skill, outcome, requested_at)`` is told each outcome
+    that concerns an approval (``waiting``, ``granted``, ``denied``) for the
+    agent's metrics; ``requested_at`` (ISO 8601) when a waited call was granted.
     """
+    note = observe or _ignore
+    skill_id = invocation.skill.skill_id
     if not approval_applies(invocation.skill, invocation.operation):
         return None
     verdict = await authorize(manager, invocation.request, hook="approve_invocation")
     if verdict.denied:
+        note(skill_id, "denied", None)
         raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
-    if verdict.allowed or not needs_approval(invocation.skill, invocation.operation):
+    if verdict.allowed:
+        note(skill_id, "granted", None)
+        return None
+    if not needs_approval(invocation.skill, invocation.operation):
         return None
     request = invocation.request
     if store is None:
@@ -104,7 +115,14 @@ async def seek_approval(
         resources=dict(request.resources),
     )
     if approval.state == GRANTED:
+        note(skill_id, "granted", approval.created_at)
         return None
     if approval.state == DENIED:
+        note(skill_id, "denied", None)
         raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
+    note(skill_id, "waiting", None)
     return approval
+
+
+def _ignore(skill_id: str, outcome: str, requested_at: str | None) -> None:
+    return

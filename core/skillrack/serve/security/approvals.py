@@ -239,6 +239,14 @@ class ApprovalStore:
                 rows = db.execute("SELECT * FROM approvals ORDER BY created_at")
             return [self._row(r) for r in rows.fetchall()]
 
+    def count(self, state: str) -> int:
+        """How many approvals are in ``state`` (``skillrack_approvals_waiting`` at a scrape)."""
+        with self._connect() as db:
+            (count,) = db.execute(
+                "SELECT COUNT(*) FROM approvals WHERE state = ?", (state,)
+            ).fetchone()
+        return int(count)
+
     def decide(self, approval_id: str, *, granted: bool, by: str) -> Approval:
         """Grant or refuse a pending approval (a decided one is final)."""
         with self._connect() as db:

@@ -74,6 +74,8 @@ class Authentication:
     caller: Caller | None
     message: str = ""
     challenges: tuple[str, ...] = field(default_factory=tuple)
+    #: The plugin whose refusal refused the request (``None``: no plugin accepted one).
+    refused_by: str | None = None
 
 
 async def authenticate(
@@ -84,9 +86,11 @@ async def authenticate(
         return Authentication(ANONYMOUS)
     found: Caller | None = None
     refusal: AuthenticationFailed | None = None
+    refused_by: str | None = None
     challenges: list[str] = []
     for answer in await call_each_async(manager, "authenticate", {"request": credentials}):
         if isinstance(answer.error, AuthenticationFailed):
+            refused_by = refused_by or answer.plugin
             refusal = refusal or answer.error
             if answer.error.challenge:
                 challenges.append(answer.error.challenge)
@@ -97,6 +101,7 @@ async def authenticate(
                 answer.plugin,
                 exc_info=answer.error,
             )
+            refused_by = refused_by or answer.plugin
             refusal = refusal or AuthenticationFailed()
             continue
         if isinstance(answer.result, Caller) and found is None:
@@ -105,7 +110,7 @@ async def authenticate(
         if scheme and scheme not in challenges:
             challenges.append(scheme)
     if refusal is not None:
-        return Authentication(None, refusal.message, tuple(challenges))
+        return Authentication(None, refusal.message, tuple(challenges), refused_by)
     if found is None:
         return Authentication(None, "credentials are required", tuple(challenges))
     return Authentication(found, challenges=tuple(challenges))

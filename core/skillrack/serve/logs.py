@@ -1,0 +1,123 @@
+"""How ``skillrack serve`` writes its log: text, or one JSON object per line.
+
+``--log-format json`` (or ``[server] log_format = "json"``) is for log
+pipelines: every line of skillrack, uvicorn and a2a-sdk is one JSON object
+with ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``, and
+``task_id``, ``skill`` and ``code`` (the condition code) where the line is
+about a task, ``trace_id`` and ``span_id`` where an OpenTelemetry span is
+current (null otherwise, and always when ``opentelemetry`` is not
+installed).
+
+The hygiene is the text log's: a message is the same text either way (the
+executor's lines carry ids, skill names and codes, never argument values or
+credentials), and an exception is written as its type and the frames where
+it was raised, never its message (``str(exc)`` of a failed database call can
+hold a password or an argument).  The structured fields come from
+``extra={"task_id": ..., "skill": ..., "code": ...}`` on the log call.
+
+Both formats give the root logger a handler at ``--log-level``, so the audit
+lines (``skillrack.audit``, at INFO) reach the log when the level lets them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import traceback
+from typing import Any
+
+try:  # opentelemetry-api arrives with a2a-sdk; a missing one only means no trace ids
+    from opentelemetry import trace as _trace
+
+    _TRACES = True
+except ImportError:  # pragma: no cover - depends on the environment
+    _TRACES = False
+
+#: The values ``--log-format`` and ``[server] log_format`` take.
+LOG_FORMATS = ("text", "json")
+#: The structured fields a log call may give in ``extra``.
+TASK_FIELDS = ("task_id", "skill", "code")
+
+
+def current_trace_ids() -> tuple[str | None, str | None]:
+    """The current OpenTelemetry span's trace and span id (W3C hex), or ``(None, None)``."""
+    if not _TRACES:
+        return None, None
+    context = _trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return None, None
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record (see the module docstring for the fields)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        trace_id, span_id = current_trace_ids()
+        line: dict[str, Any] = {
+            "time": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in TASK_FIELDS:
+            line[name] = getattr(record, name, None)
+        line["trace_id"] = trace_id
+        line["span_id"] = span_id
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            line["exception"] = type(exc).__name__  # never str(exc): see the module docstring
+            line["frames"] = "".join(traceback.format_tb(exc.__traceback__))
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def log_config(log_format: str, level: str) -> dict[str, Any]:
+    """uvicorn's ``log_config``: its loggers and the root logger in ``log_format`` at ``level``."""
+    if log_format == "json":
+        formatters: dict[str, Any] = {
+            "default": {"()": f"{__name__}.JsonFormatter"},
+            "access": {"()": f"{__name__}.JsonFormatter"},
+            "root": {"()": f"{__name__}.JsonFormatter"},
+        }
+    else:
+        formatters = {
+            "default": {
+                "()": "uvicorn.logging.DefaultFormatter",
+                "fmt": "%(levelprefix)s %(message)s",
+            },
+            "access": {
+                "()": "uvicorn.logging.AccessFormatter",
+                "fmt": '%(levelprefix)s %(client_addr)s - "%(request_line)s" %(status_code)s',
+            },
+            "root": {
+                "()": "uvicorn.logging.DefaultFormatter",
+                "fmt": "%(levelprefix)s %(name)s: %(message)s",
+            },
+        }
+    stderr = {"class": "logging.StreamHandler", "stream": "ext://sys.stderr"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": formatters,
+        "handlers": {
+            "default": {**stderr, "formatter": "default"},
+            "access": {
+                "class": "logging.StreamHandler",
+                "stream": "ext://sys.stdout",
+                "formatter": "access",
+            },
+            "root": {**stderr, "formatter": "root"},
+        },
+        "loggers": {
+            "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
+            "uvicorn.error": {"level": "INFO"},
+            "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+        },
+        "root": {"handlers": ["root"], "level": level.upper()},
+    }
+
+
+__all__ = ["LOG_FORMATS", "TASK_FIELDS", "JsonFormatter", "current_trace_ids", "log_config"]
