@@ -48,18 +48,15 @@ def invocations(text: str, skill: str, state: str) -> float:
 
 
 def json_lines(output: str) -> list[dict[str, Any]]:
-    """Every line of ``output`` that is a JSON object (the banner is plain text)."""
-    found = []
-    for line in output.splitlines():
-        if line.startswith("{"):
-            found.append(json.loads(line))
-    return found
+    """Every log line of ``output`` (the banner is plain text; spans are indented JSON)."""
+    return [json.loads(line) for line in output.splitlines() if line.startswith('{"time"')]
 
 
 def test_metrics_port_and_json_logs(tmp_path: Path) -> None:
     port = free_port()
     args = ("--metrics-port", str(port), "--log-format", "json", "--log-level", "info")
-    with serving(tmp_path, args=args) as agent:
+    # Spans recorded (printed to stdout by the console exporter): the lines carry their ids.
+    with serving(tmp_path, args=args, env={"OTEL_TRACES_EXPORTER": "console"}) as agent:
         done = send(agent.url, probe_request(agent.url, "echo", {"text": "secret-value-1"}))
         assert done["status"]["state"] == "TASK_STATE_COMPLETED"
         failed = send(agent.url, probe_request(agent.url, "crash", {}))
@@ -87,6 +84,10 @@ def test_metrics_port_and_json_logs(tmp_path: Path) -> None:
         if line["logger"] == "skillrack.audit" and line["task_id"] == done["id"]
     ]
     assert completed["skill"] == "echo" and completed["code"] is None
+    # Written inside the turn's server span: its trace and span ids, as W3C hex.
+    assert re.fullmatch(r"[0-9a-f]{32}", completed["trace_id"]), completed
+    assert re.fullmatch(r"[0-9a-f]{16}", completed["span_id"]), completed
+    assert f'"trace_id": "0x{completed["trace_id"]}"' in output  # the exported span's trace
     assert completed["level"] == "INFO"
     ended = [line for line in lines if line["task_id"] == failed["id"] and line["code"]]
     assert [line["code"] for line in ended] == ["output_invalid"]
