@@ -143,6 +143,16 @@ class ServerSettings:
     log_format: str = "text"
     #: A port of its own (same host) serving only ``GET /metrics``; 0: none (``skillrack serve``).
     metrics_port: int = 0
+    #: Offer A2A push notifications (webhooks; ``capabilities.pushNotifications``).
+    push_notifications: bool = False
+    #: Webhooks may be on loopback (and plain ``http`` there): development and tests.
+    push_allow_loopback: bool = False
+    #: Webhooks may be in the private, shared (CGNAT) and other non-public ranges.
+    push_allow_private: bool = False
+    #: POSTs of one notification in all (connection errors, HTTP 5xx and 429 are retried).
+    push_attempts: int = 3
+    #: Seconds one webhook POST may take.
+    push_timeout: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -208,7 +218,11 @@ def _build(cls: type[Any], table: Any, where: str) -> Any:
         if key not in known:
             raise ConfigError(f"unknown key {where}.{key} (known: {', '.join(sorted(known))})")
         default = getattr(defaults, key)
-        if isinstance(default, bool) or isinstance(value, bool):
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}.{key} must be true or false")
+            continue
+        if isinstance(value, bool):
             raise ConfigError(f"{where}.{key} cannot be set from the configuration file")
         if isinstance(default, tuple):
             if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):

@@ -364,7 +364,8 @@ class _Builder:
                     ],
                     [
                         "Out of scope",
-                        "Push notifications, the authenticated extended card, A2A 0.3, text, "
+                        ("" if self._push else "Push notifications, ")
+                        + "the authenticated extended card, A2A 0.3, text, "
                         "file and URL parts (only one Data Part holding a request object is "
                         "accepted), skills other than those advertised",
                     ],
@@ -482,7 +483,10 @@ class _Builder:
                 [
                     "`capabilities.pushNotifications`",
                     bool(capabilities.get("pushNotifications")),
-                    "Not offered: the configuration operations answer "
+                    "Webhooks (`https`, through the outbound address guard when set and when "
+                    "delivered), the caller's token and `authentication` sent, bounded retries"
+                    if capabilities.get("pushNotifications")
+                    else "Not offered: the configuration operations answer "
                     "`PushNotificationNotSupportedError`; no webhook is ever contacted",
                 ],
                 [
@@ -683,6 +687,21 @@ class _Builder:
 
     # 8-11 -----------------------------------------------------------------------------------------
 
+    @property
+    def _push(self) -> bool:
+        return bool(self.card.get("capabilities", {}).get("pushNotifications"))
+
+    def _operations(self) -> list[list[str]]:
+        """The operations table; the push configuration rows as this agent answers them."""
+        if not self._push:
+            return fixed.OPERATIONS
+        return [
+            [row[0], row[1], "Yes", "Only the caller's tenant's tasks; webhook URLs vetted"]
+            if "PushNotificationConfig" in row[0]
+            else row
+            for row in fixed.OPERATIONS
+        ]
+
     def operations(self) -> list[Section]:
         section = (
             Section(TITLES[8])
@@ -690,7 +709,7 @@ class _Builder:
                 fixed.columns(
                     "Operation (JSON-RPC method) | HTTP+JSON | Supported | Limits and notes"
                 ),
-                fixed.OPERATIONS,
+                self._operations(),
             )
             .text("Interfaces carry no `tenant`, so the tenant-prefixed paths are not used.")
         )
@@ -961,7 +980,9 @@ class _Builder:
             "A2A-SEC-003": (observed("A2A-SEC-003"), ev.seen("A2A-SEC-003") or unseen),
             "A2A-SEC-004": (
                 NOT_OBSERVED if push else PASS,
-                "by construction; push notifications refused (A2A-CONF-005)",
+                "webhook URLs pass the outbound address guard when set and when delivered"
+                if push
+                else "by construction; push notifications refused (A2A-CONF-005)",
             ),
             "A2A-SEC-005": (
                 FAIL if not signed else PASS if https else NOT_OBSERVED,
@@ -975,7 +996,9 @@ class _Builder:
             "A2A-SEC-007": (PASS, "enforced by the server; the values: `skillrack doctor`"),
             "A2A-SEC-008": (
                 NOT_OBSERVED if push else NOT_APPLICABLE,
-                "push notifications are not offered",
+                "push notifications are offered; review the webhook policy ([server] push_*)"
+                if push
+                else "push notifications are not offered",
             ),
             "A2A-SEC-009": (NOT_OBSERVED, "by design; review a deployment's logs"),
             "A2A-SEC-010": (
@@ -1029,7 +1052,8 @@ class _Builder:
         }
         found["A2A-CONF-009"] = (
             NOT_OBSERVED if capabilities.get("pushNotifications") else NOT_APPLICABLE,
-            "`capabilities.pushNotifications` is false",
+            "`capabilities.pushNotifications` is "
+            + ("true" if capabilities.get("pushNotifications") else "false"),
         )
         found["A2A-CONF-010"] = (
             NOT_OBSERVED if capabilities.get("extendedAgentCard") else NOT_APPLICABLE,

@@ -38,7 +38,13 @@ from a2a.server.routes import (
     create_rest_routes,
 )
 from a2a.server.tasks import TaskStore
-from a2a.types import CancelTaskRequest, Message, SendMessageRequest, Task
+from a2a.types import (
+    CancelTaskRequest,
+    Message,
+    SendMessageRequest,
+    Task,
+    TaskPushNotificationConfig,
+)
 from a2a.utils.errors import TaskNotCancelableError
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -89,6 +95,7 @@ from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.operations import HOPS_PATH, OperationsGuard, hops_endpoint
 from skillrack.serve.outputs import OutputLimits
 from skillrack.serve.process import freeze_startup_heap
+from skillrack.serve.push import PushDelivery, PushUrlCheck
 from skillrack.serve.security.approvals import PENDING, ApprovalStore, open_approvals
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (
@@ -151,9 +158,32 @@ class SkillrackRequestHandler(DefaultRequestHandler):
     normal end, as A2A's TaskNotCancelableError promises.
     """
 
-    def __init__(self, *args: Any, registry: Registry, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        registry: Registry,
+        push_check: PushUrlCheck | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._registry = registry
+        self._push_check = push_check
+
+    async def _check_push_config(self, params: SendMessageRequest) -> None:
+        """A webhook given with the message must pass the push URL check before anything runs."""
+        configuration = params.configuration
+        if self._push_check is not None and configuration.HasField("task_push_notification_config"):
+            await self._push_check.require(configuration.task_push_notification_config.url)
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        if self._push_check is not None:
+            await self._push_check.require(params.url)
+        result: TaskPushNotificationConfig = await super().on_create_task_push_notification_config(
+            params, context
+        )
+        return result
 
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
@@ -188,6 +218,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
+        await self._check_push_config(params)
         await self._continue_context(params, context)
         result: Message | Task = await super().on_message_send(params, context)
         return result
@@ -195,6 +226,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
+        await self._check_push_config(params)
         await self._continue_context(params, context)
         async for event in super().on_message_send_stream(params, context):
             yield event
@@ -231,6 +263,36 @@ def _address_guard(config: Config) -> AddressGuard:
     return AddressGuard.for_destinations(
         destinations, AddressPolicy(where="the [peers] table of the peer that led there")
     )
+
+
+def _push(
+    config: Config, storage: TaskStorage | None
+) -> tuple[PushUrlCheck | None, PushDelivery | None]:
+    """Push notifications when ``[server] push_notifications`` is on (:mod:`skillrack.serve.push`).
+
+    The webhook's address goes through the same outbound guard as delegation,
+    with the ranges ``push_allow_loopback`` / ``push_allow_private`` allow; the
+    configs live in the task store (none when the caller gave its own task store).
+    """
+    server = config.server
+    if not server.push_notifications or storage is None or storage.push_config_store is None:
+        return None, None
+    guard = AddressGuard(
+        AddressPolicy(
+            allow_loopback=server.push_allow_loopback,
+            allow_private=server.push_allow_private,
+            where="[server] (push_allow_loopback / push_allow_private)",
+        )
+    )
+    check = PushUrlCheck(guard.vet, allow_loopback=server.push_allow_loopback)
+    delivery = PushDelivery(
+        storage.push_config_store,
+        guard,
+        check,
+        attempts=server.push_attempts,
+        timeout=server.push_timeout,
+    )
+    return check, delivery
 
 
 def create_app(
@@ -279,6 +341,7 @@ def create_app(
             "Approvals waiting for an operator (skillrack approvals list)",
             lambda: approvals.count(PENDING),
         )
+    push_check, push_delivery = _push(config, storage)
     handler = SkillrackRequestHandler(
         agent_executor=SkillExecutor(
             registry,
@@ -302,6 +365,11 @@ def create_app(
         ),
         agent_card=card,
         registry=registry,
+        push_config_store=(
+            storage.push_config_store if storage is not None and push_delivery else None
+        ),
+        push_sender=push_delivery,
+        push_check=push_check,
     )
     builder = ContextBuilder()
     card_endpoint = CardEndpoint.of(card, config.server.card_max_age)
@@ -367,6 +435,8 @@ def create_app(
             yield {HEADER_TIMEOUT_STATE: config.server.header_timeout}
         finally:
             await handler.aclose()
+            if push_delivery is not None:
+                await push_delivery.aclose()
             await peers.aclose()
             await approvals.aclose()
             if storage is not None:

@@ -115,7 +115,7 @@ def build_card(
         ],
         capabilities=AgentCapabilities(
             streaming=True,
-            push_notifications=False,
+            push_notifications=config.server.push_notifications,
             extended_agent_card=False,
             extensions=[extension],
         ),

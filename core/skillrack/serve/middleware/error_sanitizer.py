@@ -79,9 +79,19 @@ def sanitize(payload: Any) -> Any:
     return payload
 
 
+#: ``metadata.origin`` of an A2A error skillrack raised itself, with a message written for
+#: the caller (a2a-sdk puts an error's ``data`` in its ErrorInfo's ``metadata``).
+OWN_ERROR = {"origin": "skillrack"}
+
+
 def _ours(details: Any) -> bool:
     return isinstance(details, list) and any(
-        isinstance(d, dict) and d.get("domain") == "skillrack" for d in details
+        isinstance(d, dict)
+        and (
+            d.get("domain") == "skillrack"
+            or (isinstance(d.get("metadata"), dict) and d["metadata"].get("origin") == "skillrack")
+        )
+        for d in details
     )
 
 

@@ -79,7 +79,16 @@ from a2a.server.cluster import (
 )
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver
-from a2a.server.tasks import DatabaseTaskStore, InMemoryTaskStore, TaskStore
+from a2a.server.tasks import (
+    DatabaseTaskStore,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    PushNotificationConfigStore,
+    TaskStore,
+)
+from a2a.server.tasks.database_push_notification_config_store import (
+    DatabasePushNotificationConfigStore,
+)
 from a2a.types import ListTasksRequest, ListTasksResponse, SendMessageRequest, Task
 from sqlalchemy import Table, event, func, select
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -528,6 +537,9 @@ class TaskStorage:
     task_store: TaskStore | VersionedTaskStore
     event_stream: TaskEventStream | None = None
     engine: AsyncEngine | None = None
+    #: Push notification configs, in the same database as the tasks (so every replica
+    #: delivers for them) and scoped by the same owner (:mod:`skillrack.serve.push`).
+    push_config_store: PushNotificationConfigStore | None = None
 
     #: The open lock file while this process uses a SQLite file (see ``_lock``).
     _lock_fd: int | None = None
@@ -592,6 +604,8 @@ class TaskStorage:
                 if isinstance(self.event_stream, DatabaseTaskEventStream):
                     await self.event_stream.initialize()
                 await published.create_table(self.engine)
+                if isinstance(self.push_config_store, DatabasePushNotificationConfigStore):
+                    await self.push_config_store.initialize()
                 return
             except DBAPIError:
                 if attempt == attempts:
@@ -637,17 +651,27 @@ def open_storage(
     if spec.kind == "memory":
         if cluster:
             raise ConfigError("the memory store cannot be shared by several processes")
-        return TaskStorage(spec, InMemoryTaskStore(owner_resolver=owner_resolver))
+        return TaskStorage(
+            spec,
+            InMemoryTaskStore(owner_resolver=owner_resolver),
+            push_config_store=InMemoryPushNotificationConfigStore(owner_resolver=owner_resolver),
+        )
     engine = create_engine(spec, cluster=cluster)
+    push = DatabasePushNotificationConfigStore(engine, owner_resolver=owner_resolver)
     if cluster or spec.kind == "postgresql":
         return TaskStorage(
             spec,
             VersionedDatabaseTaskStore(engine, owner_resolver=owner_resolver),
             DatabaseTaskEventStream(engine, poll_interval_s=POLL_INTERVAL_S),
             engine,
+            push_config_store=push,
         )
     return TaskStorage(
-        spec, SingleProcessTaskStore(engine, owner_resolver=owner_resolver), None, engine
+        spec,
+        SingleProcessTaskStore(engine, owner_resolver=owner_resolver),
+        None,
+        engine,
+        push_config_store=push,
     )
 
 
