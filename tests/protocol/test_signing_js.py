@@ -17,8 +17,6 @@ installed (no network).
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,13 +24,11 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers.a2a_js import entry_point, install_a2a_js
 from helpers.signed_agent import DESCRIPTION, SignedAgent, signed_agent, write_json
 
 from skillrack.protocol.signing import JWKS_PATH, canonical_card
 from skillrack.serve.card import CARD_PATH
-
-PACKAGE = "@a2a-js/sdk@^1.3"
-JS_DIR_ENV = "SKILLRACK_A2A_JS_DIR"
 
 VERIFY_SCRIPT = """
 import { readFileSync } from "node:fs";
@@ -62,36 +58,11 @@ process.stdout.write(JSON.stringify(result));
 """
 
 
-def _node_major(node: str) -> int:
-    version = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30)
-    return int(version.stdout.strip().lstrip("v").split(".")[0] or 0)
-
-
 @pytest.fixture(scope="module")
 def a2a_js(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """(node executable, path of the SDK's ESM entry point)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed to check the card with the A2A JavaScript SDK")
-    if _node_major(node) < 20:
-        pytest.skip("the A2A JavaScript SDK needs Node 20 or later")
-    given = os.environ.get(JS_DIR_ENV)
-    root = Path(given) if given else tmp_path_factory.mktemp("a2a-js")
-    if not (root / "node_modules" / "@a2a-js" / "sdk").is_dir():
-        try:
-            installed = subprocess.run(
-                [npm, "install", "--prefix", str(root), "--no-audit", "--no-fund", PACKAGE],
-                capture_output=True,
-                text=True,
-                timeout=300,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"npm install {PACKAGE} timed out (no network?)")
-        if installed.returncode != 0:
-            pytest.skip(f"npm install {PACKAGE} failed: {installed.stderr.strip()[-500:]}")
-    package = root / "node_modules" / "@a2a-js" / "sdk"
-    entry = package / json.loads((package / "package.json").read_text())["exports"]["."]["import"]
-    yield node, entry
+    node, package = install_a2a_js(tmp_path_factory)
+    yield node, entry_point(package)
 
 
 @pytest.fixture(scope="module", params=["ec", "rsa"])

@@ -7,12 +7,19 @@ in the path, ``/{tenant}/tasks/{id}:cancel``).  The SDK's HTTP+JSON client
 sends ``:cancel`` and ``:subscribe`` with no body (``:subscribe``) or a body
 it chose (``:cancel``); the body guard reads an empty body on those two task
 actions as ``{}`` and keeps refusing empty bodies everywhere else.
+
+The A2A JavaScript SDK's client (``@a2a-js/sdk``, installed with npm; the
+test skips without Node or network) makes the same six calls on both
+bindings.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -35,6 +42,7 @@ from a2a.types import (
 )
 from a2a.utils.constants import TransportProtocol
 from google.protobuf import json_format, struct_pb2
+from helpers.a2a_js import entry_point, install_a2a_js
 from helpers.served_process import probe_request, serving
 
 from skillrack.protocol.messages import EXTENSION_URI
@@ -241,3 +249,112 @@ def _raw_ticker(agent: ServedAgent, ticks: int = 200) -> str:
         configuration={"returnImmediately": True},
     )
     return str(task["id"])
+
+
+# The A2A JavaScript SDK's client ----------------------------------------------------------------
+
+JS_CLIENT_SCRIPT = """
+import { readFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { pathToFileURL } from "node:url";
+
+const [indexEntry, clientEntry, inputPath] = process.argv.slice(2);
+const sdk = await import(pathToFileURL(indexEntry).href);
+const js = await import(pathToFileURL(clientEntry).href);
+const input = JSON.parse(readFileSync(inputPath, "utf8"));
+const state = (task) => sdk.taskStateToJSON(task.status.state);
+const kinds = (events) => events.map((e) => e.payload.$case);
+const lastState = (events) => {
+  const last = events[events.length - 1].payload;
+  return last.$case === "task" ? state(last.value) : state(last.value);
+};
+const request = (data) => sdk.SendMessageRequest.fromJSON({
+  message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ data }],
+             extensions: [input.extension] },
+});
+const collect = async (stream) => {
+  const out = [];
+  for await (const e of stream) out.push(e);
+  return out;
+};
+
+const results = {};
+for (const binding of ["JSONRPC", "HTTP+JSON"]) {
+  const options = js.ClientFactoryOptions.createFrom(js.ClientFactoryOptions.default, {
+    preferredTransports: [binding],
+  });
+  const client = await new js.ClientFactory(options).createFromUrl(input.url);
+  const got = {};
+  const sent = await client.sendMessage(request(input.echo));
+  got.send = state(sent);
+  const streamed = await collect(client.sendMessageStream(request(input.stream)));
+  got.stream = kinds(streamed);
+  got.streamEnd = lastState(streamed);
+  got.get = state(await client.getTask(sdk.GetTaskRequest.fromJSON({ id: sent.id })));
+  const listed = await client.listTasks(sdk.ListTasksRequest.fromJSON({ pageSize: 100 }));
+  got.listed = listed.tasks.some((t) => t.id === sent.id);
+  const ids = input.running[binding];
+  got.cancel = state(await client.cancelTask(sdk.CancelTaskRequest.fromJSON({ id: ids.cancel })));
+  // Subscribe to a running task; once it has shown progress, cancel it through the
+  // client: the stream ends with the cancellation.
+  const subscribed = [];
+  const subscription = sdk.SubscribeToTaskRequest.fromJSON({ id: ids.subscribe });
+  for await (const event of client.resubscribeTask(subscription)) {
+    subscribed.push(event);
+    if (subscribed.length === 2) {
+      await client.cancelTask(sdk.CancelTaskRequest.fromJSON({ id: ids.subscribe }));
+    }
+  }
+  got.subscribe = kinds(subscribed);
+  got.subscribeEnd = lastState(subscribed);
+  results[binding] = got;
+}
+process.stdout.write(JSON.stringify(results));
+"""
+
+
+@pytest.fixture(scope="module")
+def a2a_js(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path, Path]:
+    """(node, the SDK's main ESM entry, its client ESM entry)."""
+    node, package = install_a2a_js(tmp_path_factory)
+    return node, entry_point(package), entry_point(package, "./client")
+
+
+def test_the_javascript_sdk_client_every_operation_on_both_bindings(
+    a2a_js: tuple[str, Path, Path], agent: ServedAgent, tmp_path: Path
+) -> None:
+    node, index, client = a2a_js
+    running = {
+        binding: {"cancel": _raw_ticker(agent), "subscribe": _raw_ticker(agent)}
+        for binding in ("JSONRPC", "HTTP+JSON")
+    }
+    data = {
+        "url": agent.url,
+        "extension": EXTENSION_URI,
+        "echo": probe_request(agent.url, "echo", {"text": "from js"}),
+        "stream": probe_request(agent.url, "ticker", {"ticks": 3, "interval": 0}),
+        "running": running,
+    }
+    script, given = tmp_path / "client.mjs", tmp_path / "input.json"
+    script.write_text(JS_CLIENT_SCRIPT)
+    given.write_text(json.dumps(data))
+    done = subprocess.run(
+        [node, str(script), str(index), str(client), str(given)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout)
+    for binding, got in results.items():
+        assert got["send"] == "TASK_STATE_COMPLETED", (binding, got)
+        assert got["stream"][0] == "task" and "artifactUpdate" in got["stream"], (binding, got)
+        assert got["streamEnd"] == "TASK_STATE_COMPLETED", (binding, got)
+        assert got["get"] == "TASK_STATE_COMPLETED" and got["listed"] is True, (binding, got)
+        assert got["subscribe"][0] == "task" and len(got["subscribe"]) > 2, (binding, got)
+        assert got["subscribeEnd"] == "TASK_STATE_CANCELED", (binding, got)
+        assert got["cancel"] in {"TASK_STATE_CANCELED", "TASK_STATE_WORKING"}, (binding, got)
+        for cancelled in running[binding].values():
+            final = wait_for_state(agent.url, cancelled, {"TASK_STATE_CANCELED"})
+            assert final["status"]["state"] == "TASK_STATE_CANCELED", (binding, got, final)
+    assert set(results) == {"JSONRPC", "HTTP+JSON"}
