@@ -40,7 +40,7 @@ from skillrack.testing.serve import invoke, rpc, skill_request
 class Receiver:
     """A webhook on 127.0.0.1 that records every POST (path, headers, JSON body)."""
 
-    def __init__(self, status: int = 200) -> None:
+    def __init__(self, status: int = 200, delay: float = 0) -> None:
         self.received: list[tuple[str, dict[str, str], Any]] = []
         self.status = status
         outer = self
@@ -50,9 +50,13 @@ class Receiver:
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"null")
                 outer.received.append((self.path, dict(self.headers.items()), body))
-                self.send_response(outer.status)
-                self.send_header("content-length", "0")
-                self.end_headers()
+                time.sleep(delay)
+                try:
+                    self.send_response(outer.status)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                except OSError:  # the agent gave up waiting
+                    pass
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -331,6 +335,25 @@ async def test_a_name_that_rebinds_to_a_private_address_is_refused_at_delivery()
     await delivery.send_notification("task-1", _event())
     await delivery.aclose()
     assert len(inner.requests) == 1 and inner.requests[0].headers["host"] == "hook.example"
+
+
+async def test_a_slow_webhook_is_given_up_after_push_timeout() -> None:
+    slow = Receiver(delay=3.0)
+    try:
+        url = slow.url + "/slow"
+        guard = AddressGuard(AddressPolicy(allow_loopback=True))
+        check = PushUrlCheck(guard.vet, allow_loopback=True)
+        delivery = PushDelivery(Store(url), guard, check, attempts=2, timeout=0.3, backoff=0)  # type: ignore[arg-type]
+        started = time.monotonic()
+        await delivery.send_notification("task-1", _event())
+        while delivery._pending and time.monotonic() - started < 10:
+            await asyncio.sleep(0.05)
+        spent = time.monotonic() - started
+        await delivery.aclose()
+    finally:
+        slow.close()
+    assert len(slow.received) == 2  # both attempts reached it, each given up at the timeout
+    assert 0.5 < spent < 2.5, spent
 
 
 @pytest.mark.parametrize(
