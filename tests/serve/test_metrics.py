@@ -8,6 +8,7 @@ the hostile names and headers the caller sent.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -179,8 +180,6 @@ def test_without_authentication_only_loopback_clients_read_it(tmp_path: Path) ->
         scope = {"type": "http", "method": "GET", "path": METRICS_PATH, "headers": []}
         return await endpoint(Request({**scope, "client": (client, 5000)}))
 
-    import asyncio
-
     far = asyncio.run(answer("203.0.113.9"))
     assert far.status_code == 403
     assert b"skillrack_" not in far.body
@@ -249,3 +248,38 @@ def test_approvals_and_limits_are_counted(tmp_path: Path) -> None:
         assert 429 in statuses
         found = exposition()
         assert value(found, "skillrack_limit_refusals_total", limit="rate") == statuses.count(429)
+
+
+async def slow(arguments: Any, context: Any) -> Any:
+    await asyncio.sleep(3)
+    return {}
+
+
+def test_refused_skills_and_concurrency_refusals(tmp_path: Path) -> None:
+    """Start-up refusals are a gauge by plugin and rule; a caller past its slots is counted."""
+    plugin = SkillsPlugin(simple_skill("slow", handler=slow), simple_skill("bad", version="1.0.0"))
+    registry = registry_of([("alpha", plugin), ("deny-guarded", DenyGuarded())])
+    config = Config(
+        base_dir=tmp_path, server=ServerSettings(store="memory", max_concurrent_tasks=1)
+    )
+    apps: list[Any] = []
+
+    def keep(app: Any) -> Any:
+        apps.append(app)
+        return app
+
+    with running_agent(registry, config, wrap=keep) as url:
+        digest = digests(url)["slow"]
+        request = skill_request("slow", {}, "1.0", digest)
+        first = invoke(url, request, configuration={"returnImmediately": True})
+        assert first["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+        second = invoke(url, request)
+        assert second["status"]["state"] == "TASK_STATE_REJECTED"
+        found = samples(generate_latest(apps[0].state.metrics.registry).decode())
+    assert value(found, "skillrack_refused_skills", plugin="alpha", rule="skill_version") == 1
+    assert value(found, "skillrack_limit_refusals_total", limit="concurrency") == 1
+    refused = dict(
+        skill="slow", skill_version="1.0", state="rejected", code="resource_limit_exceeded"
+    )
+    assert value(found, "skillrack_invocations_total", **refused) == 1
+    assert value(found, "skillrack_tasks_in_flight", skill="slow") == 1  # the first still runs

@@ -68,7 +68,7 @@ def test_metrics_port_and_json_logs(tmp_path: Path) -> None:
         assert invocations(scraped.text, "crash", "failed") == 1
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 404
         assert httpx.get(f"http://127.0.0.1:{port}/-/hops", timeout=10).status_code == 404
-        output = agent.output()
+    output = agent.output()  # once stopped: the exporter has flushed its spans
 
     assert f"metrics: http://127.0.0.1:{port}/metrics" in output
     lines = json_lines(output)

@@ -95,6 +95,7 @@ class Metrics:
             {s.skill_id: s.skill.version for s in registry} if registry is not None else {}
         )
         self._children: dict[Hashable, Any] = {}
+        self._stage_observers: dict[str, dict[str, Callable[[float], None]]] = {}
         #: Collectors computed at each scrape rather than kept in (per-process) values.
         self.at_scrape: list[Collector] = []
         on = self.registry
@@ -292,6 +293,16 @@ class Metrics:
             waited = (dt.datetime.now(dt.UTC) - since).total_seconds()
             self._child(self.stage_seconds, label, "approval_wait").observe(max(waited, 0.0))
 
+    def stage_observers(self, skill: str | None) -> dict[str, Callable[[float], None]]:
+        """Stage name -> the ``observe`` of ``skill``'s histogram child, built once per label."""
+        label = self.skill_label(skill)
+        found = self._stage_observers.get(label)
+        if found is None:
+            found = self._stage_observers[label] = {
+                stage: self.stage_seconds.labels(label, stage).observe for stage in STAGES
+            }
+        return found
+
     def store_operation(self, operation: str) -> StoreTimer:
         """Times one task-store operation (``with metrics.store_operation("get"): ...``)."""
         return StoreTimer(
@@ -357,20 +368,21 @@ class StoreTimer:
 class Turn:
     """What one turn of a task records: its skill once known, its stages, how it ended."""
 
-    __slots__ = ("_metrics", "_started", "skill")
+    __slots__ = ("_metrics", "_stages", "_started", "skill")
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
         self._started = time.perf_counter()
         #: The skill the request names (mapped to a label when recorded).
         self.skill: str | None = None
+        self._stages: dict[str, Callable[[float], None]] | None = None
 
     def stage(self, stage: str) -> _Stage:
         """``with turn.stage("validation"): ...`` times that stage for this turn's skill."""
-        metrics = self._metrics
-        return _Stage(
-            metrics._child(metrics.stage_seconds, metrics.skill_label(self.skill), stage).observe
-        )
+        stages = self._stages
+        if stages is None:  # once per turn, after the skill is known
+            stages = self._stages = self._metrics.stage_observers(self.skill)
+        return _Stage(stages[stage])
 
     def running(self) -> _Running:
         """``with turn.running(): ...`` counts a handler in flight."""
