@@ -364,3 +364,27 @@ def test_operations_state_the_http_methods_a2a_defines(served: tuple[str, Spec])
     defined = dict(re.findall(r"^\|[^|]+\| `(\w+)` +\|[^|]+\| `([A-Z]+ [^`]+)` +\|", mapping, re.M))
     assert len(defined) == 11, defined
     assert stated == defined
+
+
+def test_an_agent_with_push_notifications_says_so(
+    registry: Registry, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from skillrack.host.config import ServerSettings
+
+    config = Config(
+        base_dir=tmp_path_factory.mktemp("push-spec"),
+        server=ServerSettings(push_notifications=True),
+    )
+    with running_agent(registry, config) as url:
+        evidence = asyncio.run(gather_evidence(registry, config, url))
+        spec = build_spec(registry, config, url, evidence)
+    assert spec.card["capabilities"]["pushNotifications"] is True
+    [section] = [s for s in spec.sections if s.title.startswith("8. ")]
+    [table] = [b["table"] for b in section.blocks if "table" in b]
+    push_rows = [row for row in table["rows"] if "PushNotificationConfig" in row[0]]
+    assert len(push_rows) == 4 and all(row[2] == "Yes" for row in push_rows), push_rows
+    markdown = spec.markdown()
+    assert "Every push configuration operation" not in markdown
+    assert "Out of scope | Push notifications" not in markdown
+    items = {i["id"]: i for i in spec.to_json()["security"]}
+    assert "outbound address guard" in items["A2A-SEC-004"]["evidence"]

@@ -838,7 +838,12 @@ class _Builder:
                 fixed.columns(
                     "A2A error | JSON-RPC code | HTTP | gRPC | When this agent returns it"
                 ),
-                fixed.A2A_ERRORS,
+                [
+                    [*row[:4], "Not returned: push notifications are offered"]
+                    if self._push and row[0] == "`PushNotificationNotSupportedError`"
+                    else row
+                    for row in fixed.A2A_ERRORS
+                ],
             )
             .text(
                 "Malformed bodies get the binding's own error (JSON-RPC -32700/-32600, HTTP "
