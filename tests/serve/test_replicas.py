@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import threading
 import uuid
 from collections.abc import Iterator
@@ -23,49 +22,18 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers.postgres import fresh_database
 from helpers.served_process import probe_request, send, start
 
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.testing.serve import CARD_PATH, get_task, rpc, stream, wait_for_state
 
-PG_HOST = os.environ.get("SKILLRACK_TEST_PGHOST", "127.0.0.1")
-PG_PORT = int(os.environ.get("SKILLRACK_TEST_PGPORT", "5432"))
-PG_USERS = ("postgres", "root")
-
-
-async def _admin(statement: str) -> str:
-    """Run ``statement`` in database ``test`` as the first user that may connect; that user."""
-    import asyncpg  # type: ignore[import-untyped]
-
-    failures = []
-    for user in PG_USERS:
-        try:
-            connection = await asyncpg.connect(
-                host=PG_HOST, port=PG_PORT, user=user, database="test", timeout=5
-            )
-        except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
-            failures.append(f"{user}: {type(exc).__name__}: {exc}")
-            continue
-        try:
-            await connection.execute(statement)
-        finally:
-            await connection.close()
-        return user
-    raise ConnectionError("; ".join(failures))
-
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:
     """A fresh database on the local PostgreSQL, as a --store URL."""
-    name = f"skillrack_test_{uuid.uuid4().hex[:12]}"
-    try:
-        user = asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
-    except (ConnectionError, ImportError) as exc:
-        pytest.skip(f"PostgreSQL is not reachable at {PG_HOST}:{PG_PORT} ({exc})")
-    try:
-        yield f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}"
-    finally:
-        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with fresh_database() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -178,6 +178,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     from skillrack.serve.app import SERVE_ENV, create_app, with_store
     from skillrack.serve.card import load_card_signer
     from skillrack.serve.connections import HeaderDeadlineProtocol
+    from skillrack.serve.limits_store import check_limits_store, limits_location
     from skillrack.serve.logs import log_config
     from skillrack.serve.metrics import Metrics
     from skillrack.serve.metrics_endpoint import exposition_registry, serve_metrics_port
@@ -203,6 +204,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     host = compose_host(config, listen_host=args.host, insecure_allow_all=args.insecure_allow_all)
     registry = host.registry
     asyncio.run(prepare(store, cluster=cluster))
+    asyncio.run(check_limits_store(config))  # a Redis limits store answers, or one line
     scheme = "https" if args.ssl_certfile else "http"
     base_url = config.public_url(args.host, args.port, scheme)
     try:  # the OTEL_* variables; each worker configures its own (app_from_environment)
@@ -268,6 +270,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         # Beside the tasks in PostgreSQL; else a SQLite file, even under --store memory:
         # pending approvals must survive a restart.
         print(f"  approvals store: {approvals_location(config)}")
+        print(f"  limits counted in: {limits_location(config)} ([server] limits_store)")
         print(f"  a2a-sdk tracing: {describe_tracing()}")
         print(f"  traces: {traces}")
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)

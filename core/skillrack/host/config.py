@@ -153,6 +153,12 @@ class ServerSettings:
     push_attempts: int = 3
     #: Seconds one webhook POST may take.
     push_timeout: float = 10.0
+    #: Where per-caller rate and concurrency limits are counted: empty, in each process;
+    #: ``redis://HOST:PORT/DB`` (``rediss://``, ``unix://``), in Redis shared by every
+    #: replica (the ``redis`` extra; ``skillrack.serve.limits_store``).
+    limits_store: str = ""
+    #: Prefix of the Redis keys of those counters (agents sharing one Redis differ here).
+    limits_key_prefix: str = "skillrack:limits:"
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,7 @@ from skillrack.serve.executor import (
     SkillExecutor,
     skill_of,
 )
+from skillrack.serve.limits_store import open_limits
 from skillrack.serve.metrics import Metrics, multiprocess_dir
 from skillrack.serve.metrics_endpoint import METRICS_PATH, counted_card, metrics_route
 from skillrack.serve.middleware import (
@@ -342,6 +343,8 @@ def create_app(
             lambda: approvals.count(PENDING),
         )
     push_check, push_delivery = _push(config, storage)
+    # Per-caller limits: in this process, or in Redis shared by the replicas.
+    limits = open_limits(config)
     handler = SkillrackRequestHandler(
         agent_executor=SkillExecutor(
             registry,
@@ -349,6 +352,7 @@ def create_app(
             TracedDelegation(peers),  # a CLIENT span per call when tracing is on
             max_concurrent=config.server.max_concurrent_tasks,
             approvals=approvals,
+            limits=limits,
             handler_timeout=config.server.handler_timeout,
             output_limits=OutputLimits(
                 max_count=config.server.max_task_outputs,
@@ -439,6 +443,7 @@ def create_app(
                 await push_delivery.aclose()
             await peers.aclose()
             await approvals.aclose()
+            await limits.aclose()
             if storage is not None:
                 await storage.close()
             if multiprocess_dir() is not None:  # this worker's live gauges end with it
@@ -465,7 +470,11 @@ def create_app(
     )
     app.add_middleware(BodyTimeout, seconds=config.server.body_timeout)
     app.add_middleware(
-        RateLimit, per_minute=config.server.rate_per_minute, public=public, metrics=metrics
+        RateLimit,
+        per_minute=config.server.rate_per_minute,
+        public=public,
+        metrics=metrics,
+        counter=limits,
     )
     app.add_middleware(AuthenticationGate, manager=manager, public=public, metrics=metrics)
     app.add_middleware(

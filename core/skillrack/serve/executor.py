@@ -73,6 +73,7 @@ from skillrack.serve.invocation import (
     skill_authorization_request,
 )
 from skillrack.serve.limiter import ConcurrencyLimiter, Slot
+from skillrack.serve.limits_store import LimitCounter
 from skillrack.serve.metrics import Metrics, Turn
 from skillrack.serve.outputs import OutputLimits, Outputs, check_safe_numbers
 from skillrack.serve.replay import replay
@@ -230,6 +231,7 @@ class SkillExecutor(AgentExecutor):
         delegation: Delegation | None = None,
         max_concurrent: int = 32,
         approvals: Approvals | None = None,
+        limits: LimitCounter | None = None,
         handler_timeout: float = DEFAULT_HANDLER_TIMEOUT_S,
         output_limits: OutputLimits | None = None,
         metrics: Metrics | None = None,
@@ -238,7 +240,7 @@ class SkillExecutor(AgentExecutor):
         self.manager = manager
         self.delegation = delegation
         self.approvals = approvals
-        self.limiter = ConcurrencyLimiter(max_concurrent)
+        self.limiter = ConcurrencyLimiter(max_concurrent, limits)
         self.handler_timeout = handler_timeout
         self.output_limits = output_limits or OutputLimits()
         self.metrics = metrics or Metrics(registry)
@@ -270,7 +272,7 @@ class SkillExecutor(AgentExecutor):
         except Exception as exc:
             await self._respond_with_error(turn, exc, accepted=True)
         finally:
-            slot.release()
+            await slot.release()
             self._running.pop(turn.task_id, None)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -324,7 +326,7 @@ class SkillExecutor(AgentExecutor):
         if not approved:
             return None
         try:
-            return invocation, self.limiter.acquire(turn.caller, turn.client_host)
+            return invocation, await self.limiter.acquire(turn.caller, turn.client_host)
         except ConditionError:
             self.metrics.limit_refused("concurrency")
             raise

@@ -4,8 +4,11 @@ One caller must not take every worker of the agent.  A slot is taken once a
 call has passed every check (it is then accepted for execution) and given
 back when its handler returns, fails, parks or is cancelled.  A refused slot
 means the task was never accepted, so the draft's state for it is
-``TASK_STATE_REJECTED`` with ``resource_limit_exceeded``.  Counting is per
-process: replicas each apply the limit to the tasks they run.
+``TASK_STATE_REJECTED`` with ``resource_limit_exceeded``.  The counting is a
+:class:`~skillrack.serve.limits_store.LimitCounter`: per process (replicas
+each apply the limit to the tasks they run), or in Redis shared by every
+replica when ``[server] limits_store`` names one (a slot is then a lease that
+expires if its replica dies).
 
 Slots are counted per :func:`slot_key`: an authenticated caller by tenant and
 identity, an anonymous one by client address.  Counting every anonymous
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from skillrack.errors import ConditionError, ErrorCode
 from skillrack.serve.context import Caller
+from skillrack.serve.limits_store import LimitCounter, LocalCounter
 
 
 def slot_key(caller: Caller, client_host: str | None) -> str:
@@ -32,35 +36,30 @@ def slot_key(caller: Caller, client_host: str | None) -> str:
 class Slot:
     """One running task of one caller; :meth:`release` gives it back (once)."""
 
-    def __init__(self, limiter: ConcurrencyLimiter, key: str) -> None:
-        self._limiter = limiter
-        self._key: str | None = key
+    def __init__(self, counter: LimitCounter, key: str, token: str) -> None:
+        self._counter = counter
+        self._key = key
+        self._token: str | None = token
 
-    def release(self) -> None:
-        if self._key is not None:
-            self._limiter._release(self._key)
-            self._key = None
+    async def release(self) -> None:
+        if self._token is not None:
+            token, self._token = self._token, None
+            await self._counter.release(self._key, token)
 
 
 class ConcurrencyLimiter:
-    """Counts running tasks per caller (see :func:`slot_key`)."""
+    """Counts running tasks per caller (see :func:`slot_key`) with ``counter``."""
 
-    def __init__(self, per_caller: int) -> None:
+    def __init__(self, per_caller: int, counter: LimitCounter | None = None) -> None:
         self.per_caller = per_caller
-        self._running: dict[str, int] = {}
+        self.counter = counter if counter is not None else LocalCounter()
 
-    def acquire(self, caller: Caller, client_host: str | None = None) -> Slot:
+    async def acquire(self, caller: Caller, client_host: str | None = None) -> Slot:
         """A slot for ``caller`` (calling from ``client_host``), or ``resource_limit_exceeded``."""
         key = slot_key(caller, client_host)
-        running = self._running.get(key, 0)
-        if running >= self.per_caller:
+        token = await self.counter.acquire(key, self.per_caller)
+        if token is None:
             raise ConditionError(
                 ErrorCode.RESOURCE_LIMIT_EXCEEDED, "too many tasks running for this caller"
             )
-        self._running[key] = running + 1
-        return Slot(self, key)
-
-    def _release(self, key: str) -> None:
-        self._running[key] -= 1
-        if not self._running[key]:
-            del self._running[key]  # idle callers cost nothing
+        return Slot(self.counter, key, token)

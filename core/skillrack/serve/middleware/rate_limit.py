@@ -4,14 +4,17 @@
 client address) and answers HTTP 429 with ``resource_limit_exceeded`` and a
 ``Retry-After``; the threshold itself is not disclosed.  It runs after
 authentication, so that a caller is counted as who it is.  The counting
-itself is :class:`SlidingWindow`, which the failed-authentication limit
-(:mod:`skillrack.serve.middleware.failed_auth_limit`) counts with too.
+itself is a :class:`~skillrack.serve.limits_store.LimitCounter`: this
+process's :class:`SlidingWindow` (which the failed-authentication limit,
+:mod:`skillrack.serve.middleware.failed_auth_limit`, counts with too), or
+Redis shared by every replica when ``[server] limits_store`` names one.
 """
 
 from __future__ import annotations
 
 import time
 from collections import deque
+from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -20,6 +23,9 @@ from skillrack.serve.context import Caller
 from skillrack.serve.metrics import Metrics
 from skillrack.serve.middleware.authentication import CALLER_SCOPE_KEY
 from skillrack.serve.middleware.binding_errors import binding_error
+
+if TYPE_CHECKING:
+    from skillrack.serve.limits_store import LimitCounter
 
 #: Beyond this many keys, the ones idle for a whole window are forgotten.
 MAX_KEYS = 100_000
@@ -69,15 +75,22 @@ async def too_many(scope: Scope, send: Send, message: str, retry_after: int) -> 
 
 
 class RateLimit:
-    """A sliding one-minute window per caller."""
+    """A sliding one-minute window per caller, counted by ``counter``."""
 
     def __init__(
-        self, app: ASGIApp, *, per_minute: int, public: set[str], metrics: Metrics | None = None
+        self,
+        app: ASGIApp,
+        *,
+        per_minute: int,
+        public: set[str],
+        counter: LimitCounter,
+        metrics: Metrics | None = None,
     ) -> None:
         self.app = app
         self.public = public
         self.metrics = metrics
-        self._window = SlidingWindow(per_minute)
+        self.per_minute = per_minute
+        self._counter = counter
 
     def _key(self, scope: Scope) -> str:
         caller: Caller | None = scope.get(CALLER_SCOPE_KEY)
@@ -90,12 +103,10 @@ class RateLimit:
         if scope["type"] != "http" or scope["path"] in self.public:
             await self.app(scope, receive, send)
             return
-        key = self._key(scope)
-        retry_after = self._window.retry_after(key)
+        retry_after = await self._counter.rate(self._key(scope), self.per_minute, 60.0)
         if retry_after is not None:
             if self.metrics is not None:
                 self.metrics.limit_refused("rate")
             await too_many(scope, send, "too many requests", retry_after)
             return
-        self._window.record(key)
         await self.app(scope, receive, send)

@@ -1,0 +1,56 @@
+"""The machine's PostgreSQL for the replica tests: a fresh database per test module.
+
+PostgreSQL is at 127.0.0.1:5432 (trust authentication; ``SKILLRACK_TEST_PGHOST`` and
+``SKILLRACK_TEST_PGPORT`` move it); each user of :func:`fresh_database` works in a
+database of its own, dropped afterwards, and skips, saying so, when the server
+cannot be reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+PG_HOST = os.environ.get("SKILLRACK_TEST_PGHOST", "127.0.0.1")
+PG_PORT = int(os.environ.get("SKILLRACK_TEST_PGPORT", "5432"))
+PG_USERS = ("postgres", "root")
+
+
+async def _admin(statement: str) -> str:
+    """Run ``statement`` in database ``test`` as the first user that may connect; that user."""
+    import asyncpg  # type: ignore[import-untyped]
+
+    failures = []
+    for user in PG_USERS:
+        try:
+            connection = await asyncpg.connect(
+                host=PG_HOST, port=PG_PORT, user=user, database="test", timeout=5
+            )
+        except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
+            failures.append(f"{user}: {type(exc).__name__}: {exc}")
+            continue
+        try:
+            await connection.execute(statement)
+        finally:
+            await connection.close()
+        return user
+    raise ConnectionError("; ".join(failures))
+
+
+@contextmanager
+def fresh_database() -> Iterator[str]:
+    """A fresh database on the local PostgreSQL, as a --store URL (skips when unreachable)."""
+    name = f"skillrack_test_{uuid.uuid4().hex[:12]}"
+    try:
+        user = asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
+    except (ConnectionError, ImportError) as exc:
+        pytest.skip(f"PostgreSQL is not reachable at {PG_HOST}:{PG_PORT} ({exc})")
+    try:
+        yield f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}"
+    finally:
+        asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
