@@ -221,3 +221,29 @@ def test_an_unreachable_redis_counts_in_this_process(caplog: pytest.LogCaptureFi
     asyncio.run(run())
     warnings = [r for r in caplog.records if "unreachable" in r.getMessage()]
     assert len(warnings) == 1  # once a minute, not once a request
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("redis://127.0.0.1:1/0", "[server] limits_store redis redis://127.0.0.1:1/0"),
+        ("http://127.0.0.1:6379", "give a redis:// (or rediss://, unix://) URL"),
+        ("redis://user:secret@127.0.0.1:1/0", "redis://user:***@127.0.0.1:1/0"),
+    ],
+)
+def test_serve_refuses_a_limits_store_it_cannot_use_in_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    value: str,
+    expected: str,
+) -> None:
+    from skillrack.cli.main import main
+
+    monkeypatch.setenv("SKILLRACK_LOAD_PLUGINS", "")
+    config = tmp_path / "skillrack.toml"
+    config.write_text(f'[server]\nstore = "memory"\nlimits_store = "{value}"\n')
+    assert main(["serve", "--config", str(config), "--port", "1"]) == 1
+    err = capsys.readouterr().err
+    assert expected in err and "secret" not in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
