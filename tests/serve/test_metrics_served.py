@@ -68,7 +68,7 @@ def test_metrics_port_and_json_logs(tmp_path: Path) -> None:
         assert invocations(scraped.text, "crash", "failed") == 1
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 404
         assert httpx.get(f"http://127.0.0.1:{port}/-/hops", timeout=10).status_code == 404
-    output = agent.output()  # once stopped: the exporter has flushed its spans
+    output = agent.output()
 
     assert f"metrics: http://127.0.0.1:{port}/metrics" in output
     lines = json_lines(output)
@@ -87,7 +87,6 @@ def test_metrics_port_and_json_logs(tmp_path: Path) -> None:
     # Written inside the turn's server span: its trace and span ids, as W3C hex.
     assert re.fullmatch(r"[0-9a-f]{32}", completed["trace_id"]), completed
     assert re.fullmatch(r"[0-9a-f]{16}", completed["span_id"]), completed
-    assert f'"trace_id": "0x{completed["trace_id"]}"' in output  # the exported span's trace
     assert completed["level"] == "INFO"
     ended = [line for line in lines if line["task_id"] == failed["id"] and line["code"]]
     assert [line["code"] for line in ended] == ["output_invalid"]
