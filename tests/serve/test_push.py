@@ -232,6 +232,31 @@ def test_hostile_webhooks_are_refused_when_set(
     assert listed["result"].get("configs", []) == [], listed
 
 
+def test_http_json_binding_sets_configs_and_refuses_hostile_ones(
+    base: str, strict: str, registry: Registry, receiver: Receiver
+) -> None:
+    headers = {"A2A-Version": "1.0"}
+    task = invoke(base, _slow(registry, 1.0), configuration={"returnImmediately": True})
+    created = httpx.post(
+        f"{base}/tasks/{task['id']}/pushNotificationConfigs",
+        json={"taskId": task["id"], **_push_config(receiver.url + "/rest", token="tok-rest")},
+        headers=headers,
+    )
+    assert created.status_code == 200, created.text
+    states = receiver.wait_for("/rest", "TASK_STATE_COMPLETED")
+    assert states and states[-1] == "TASK_STATE_COMPLETED", states
+    hostile = "https://169.254.169.254/latest/meta-data/"
+    other = invoke(strict, _slow(registry, 0))
+    refused = httpx.post(
+        f"{strict}/tasks/{other['id']}/pushNotificationConfigs",
+        json={"taskId": other["id"], **_push_config(hostile)},
+        headers=headers,
+    )
+    assert refused.status_code == 400, refused.text
+    message = refused.json()["error"]["message"]
+    assert hostile in message and "metadata" in message, message
+
+
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_loopback_is_refused_and_never_contacted_unless_allowed(
     strict: str, registry: Registry, receiver: Receiver, scheme: str
