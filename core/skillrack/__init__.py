@@ -40,12 +40,14 @@ Calling other agents (from tests, tools and workflows)
     into another skill, if the draft's composition rules allow it, recording
     the hop.
 
-Re-exports only, and cheap: every ``import skillrack.<anything>`` runs this
-module first, and so does every pytest session in an environment where
-skillrack is installed (the ``skillrack.testing`` plugin).  So the client's
-names, which need a2a-sdk, httpx and jsonschema, are imported on first use
-(``__getattr__`` below); type checkers see them through the ``TYPE_CHECKING``
-imports.  No room of the package imports this module (tests/test_layout.py).
+Re-exports only, and imported on first use (``__getattr__`` below): every
+``import skillrack.<anything>`` runs this module first, the ``skillrack``
+command included, whose ``--help`` must not wait for asyncio or pluggy, and so
+does every pytest session in an environment where skillrack is installed (the
+``skillrack.testing`` plugin).  The client's names need a2a-sdk, httpx and
+jsonschema; the handler's need asyncio.  Type checkers see every name through
+the ``TYPE_CHECKING`` imports.  No room of the package imports this module
+(tests/test_layout.py).
 """
 
 from __future__ import annotations
@@ -53,32 +55,57 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from skillrack.errors import ClientCode, ConditionError, ErrorCode, SkillCallError, SkillrackError
-from skillrack.hookspecs import hookimpl
-from skillrack.host.config import ConfigError
-from skillrack.interface.declare import (
-    Authority,
-    DomainSchema,
-    Interaction,
-    Operation,
-    Skill,
-    SupportingRecord,
-)
-from skillrack.serve.context import Caller, InputRequired, SkillContext
-from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
-from skillrack.serve.security.authz import AuthorizationRequest, Decision
-
 if TYPE_CHECKING:
     from skillrack.client.composition import HopLog, compose
     from skillrack.client.outcome import SkillResult
     from skillrack.client.skill_client import SkillClient
+    from skillrack.errors import (
+        ClientCode,
+        ConditionError,
+        ErrorCode,
+        SkillCallError,
+        SkillrackError,
+    )
+    from skillrack.hookspecs import hookimpl
+    from skillrack.host.config import ConfigError
+    from skillrack.interface.declare import (
+        Authority,
+        DomainSchema,
+        Interaction,
+        Operation,
+        Skill,
+        SupportingRecord,
+    )
+    from skillrack.serve.context import Caller, InputRequired, SkillContext
+    from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
+    from skillrack.serve.security.authz import AuthorizationRequest, Decision
 
-#: Names imported on first use: name -> the module that defines it.
+#: Every name, imported on first use: name -> the module that defines it.
 _ON_FIRST_USE = {
     "HopLog": "skillrack.client.composition",
     "compose": "skillrack.client.composition",
     "SkillResult": "skillrack.client.outcome",
     "SkillClient": "skillrack.client.skill_client",
+    "ClientCode": "skillrack.errors",
+    "ConditionError": "skillrack.errors",
+    "ErrorCode": "skillrack.errors",
+    "SkillCallError": "skillrack.errors",
+    "SkillrackError": "skillrack.errors",
+    "hookimpl": "skillrack.hookspecs",
+    "ConfigError": "skillrack.host.config",
+    "Authority": "skillrack.interface.declare",
+    "DomainSchema": "skillrack.interface.declare",
+    "Interaction": "skillrack.interface.declare",
+    "Operation": "skillrack.interface.declare",
+    "Skill": "skillrack.interface.declare",
+    "SupportingRecord": "skillrack.interface.declare",
+    "Caller": "skillrack.serve.context",
+    "InputRequired": "skillrack.serve.context",
+    "SkillContext": "skillrack.serve.context",
+    "AuthenticationFailed": "skillrack.serve.security.authn",
+    "RequestCredentials": "skillrack.serve.security.authn",
+    "AuthorizationRequest": "skillrack.serve.security.authz",
+    "Decision": "skillrack.serve.security.authz",
 }
 
 

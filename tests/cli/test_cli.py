@@ -19,9 +19,9 @@ from helpers.builders import (
     simple_skill,
 )
 
-from skillrack.cli import inspect as cli_inspect
 from skillrack.cli import main as cli
 from skillrack.errors import StartupError
+from skillrack.host import compose as host_compose
 from skillrack.host.compose import Host
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
@@ -40,7 +40,7 @@ def composed(monkeypatch: pytest.MonkeyPatch) -> Registry:
         assert config == Config(base_dir=config.base_dir)  # no --config: the embedded default
         return Host(registry, None)
 
-    monkeypatch.setattr(cli_inspect, "compose_host", compose_host)
+    monkeypatch.setattr(host_compose, "compose_host", compose_host)  # imported when run
     return registry
 
 
@@ -109,7 +109,7 @@ def test_startup_error_is_one_line_exit_1(
     def clash(config: Config) -> Host:
         raise StartupError("skill id 'x' is declared by plugins 'a' and 'b'")
 
-    monkeypatch.setattr(cli_inspect, "compose_host", clash)
+    monkeypatch.setattr(host_compose, "compose_host", clash)
     assert cli.main(["plugins"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'a' and 'b'" in err and "Traceback" not in err

@@ -32,7 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from skillrack.client.bounds import ReadBounds
+from skillrack.client.readbounds import ReadBounds
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 

@@ -10,8 +10,9 @@ from helpers.builders import SkillsPlugin, registry_of, simple_skill
 
 from skillrack import hookimpl
 from skillrack.errors import StartupError
-from skillrack.host.plugins import load_plugins, selected_distributions
+from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import build_registry
+from skillrack.host.selection import selected_distributions
 
 
 def test_skills_are_attributed_to_their_plugin() -> None:

@@ -14,32 +14,22 @@ is refused, 1, saying how it was decided).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillrack.cli.exits import EXIT_OK, fail
-from skillrack.host.config import load_config
-from skillrack.serve.security.approvals import (
-    DENIED,
-    GRANTED,
-    PENDING,
-    Approval,
-    Approvals,
-    ApprovalStore,
-    UnknownApproval,
-    open_approvals,
-)
 
-#: How a decision is told: "approved"/"refused", never the state's own word, so that
-#: a refused ``deny`` of a granted approval cannot be read as a grant.
-_DECISION = {GRANTED: "approved", DENIED: "refused"}
+if TYPE_CHECKING:
+    from skillrack.serve.security.approvals import Approval, Approvals
 
 
 def _approval_store(args: argparse.Namespace) -> Approvals:
+    from skillrack.host.config import load_config
+    from skillrack.serve.security.approvals import ApprovalStore, open_approvals
+
     if args.store and "://" not in args.store:
         return ApprovalStore(Path(args.store))
     config = load_config(Path(args.config) if args.config else None)
@@ -51,7 +41,11 @@ def _approval_store(args: argparse.Namespace) -> Approvals:
 
 def _already_decided(approval: Approval, action: str) -> str:
     """Why ``action`` changed nothing: who decided what, and when."""
-    how = _DECISION.get(approval.state, approval.state)
+    from skillrack.serve.security.approvals import DENIED, GRANTED
+
+    # "approved"/"refused", never the state's own word, so that a refused
+    # ``deny`` of a granted approval cannot be read as a grant.
+    how = {GRANTED: "approved", DENIED: "refused"}.get(approval.state, approval.state)
     return (
         f"approval {approval.id} was already decided: {how} by {approval.decided_by or '?'} "
         f"at {approval.decided_at or '?'}; '{action}' changed nothing"
@@ -59,6 +53,8 @@ def _already_decided(approval: Approval, action: str) -> str:
 
 
 def cmd_approvals(args: argparse.Namespace) -> int:
+    import asyncio
+
     if args.action != "list" and not args.id:
         raise argparse.ArgumentTypeError(f"approvals {args.action} needs an approval id")
     return asyncio.run(_run(args))
@@ -73,6 +69,8 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _act(store: Approvals, args: argparse.Namespace) -> int:
+    from skillrack.serve.security.approvals import DENIED, GRANTED, PENDING, UnknownApproval
+
     if args.action == "list":
         approvals = await store.alist(None if args.all else PENDING)
         if args.json:

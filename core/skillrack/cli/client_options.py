@@ -13,7 +13,8 @@ which calls the composed agent in process.
 
 Values are checked by argparse types, so a bad one is a usage error (exit
 2).  Their messages do not repeat the option's name: argparse already starts
-them with ``argument --timeout:``.
+them with ``argument --timeout:``.  Building these options imports no
+client code beyond :mod:`skillrack.client.readbounds` (``--help`` stays fast).
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds
-from skillrack.client.origin import parse_origin
+from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 
 if TYPE_CHECKING:
     from skillrack.protocol.signing import CardKeys
@@ -32,6 +32,8 @@ DEFAULT_TIMEOUT = 60.0
 
 
 def _origin(text: str) -> str:
+    from skillrack.client.origin import parse_origin  # httpx: only once the option is given
+
     try:
         return str(parse_origin(text))
     except ValueError as exc:

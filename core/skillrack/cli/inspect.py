@@ -4,6 +4,10 @@ These commands compose the host as ``skillrack serve --config`` does
 (configured first-party plugins, then the installed vendor plugins that
 ``SKILLRACK_LOAD_PLUGINS`` selects) and serve nothing; ``digest`` only reads
 a JSON file.  Exit statuses: :mod:`skillrack.cli.exits`.
+
+Like every command group, this module imports only what its parser needs;
+each command imports the host when it runs, so ``skillrack --help`` does not
+wait for the plugins, the registry or jsonschema.
 """
 
 from __future__ import annotations
@@ -13,25 +17,28 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillrack.cli.exits import EXIT_OK, fail
-from skillrack.host.compose import compose_host
-from skillrack.host.config import load_config
-from skillrack.host.plugins import LOAD_PLUGINS_ENV, selected_distributions
-from skillrack.host.registry import Registry
-from skillrack.interface.canonical import CanonicalizationError, digest_of, loads_strict
+
+if TYPE_CHECKING:
+    from skillrack.host.registry import Registry
 
 CONFIG_HELP = "TOML configuration whose plugins to load too, as serve does (default: none)"
 
 
 def _registry(args: argparse.Namespace) -> Registry:
     """The registry ``serve --config`` would build: configured and installed plugins."""
+    from skillrack.host.compose import compose_host
+    from skillrack.host.config import load_config
+
     return compose_host(load_config(Path(args.config) if args.config else None)).registry
 
 
 def nothing_loaded_reason() -> str:
     """Why ``plugins`` lists nothing: an empty ``SKILLRACK_LOAD_PLUGINS``, or nothing installed."""
+    from skillrack.host.selection import LOAD_PLUGINS_ENV, selected_distributions
+
     if selected_distributions(os.environ.get(LOAD_PLUGINS_ENV)) == set():
         return (
             f"no plugins loaded: {LOAD_PLUGINS_ENV} is set and empty, which disables "
@@ -41,6 +48,8 @@ def nothing_loaded_reason() -> str:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    from skillrack.host.selection import LOAD_PLUGINS_ENV
+
     registry = _registry(args)
     if args.json:
         print(json.dumps(registry.to_json(), indent=2))
@@ -81,6 +90,8 @@ def cmd_interface(args: argparse.Namespace) -> int:
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
+    from skillrack.interface.canonical import CanonicalizationError, digest_of, loads_strict
+
     try:
         data = Path(args.file).read_bytes() if args.file != "-" else sys.stdin.buffer.read()
     except OSError as exc:

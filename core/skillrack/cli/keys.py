@@ -19,13 +19,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import secrets
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from skillrack.host.config import FIRST_PARTY
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -35,6 +32,8 @@ KEY_BYTES = 32
 
 def hash_key(key: str) -> str:
     """The hash the ``[plugins.api_keys]`` key file stores for ``key`` (the plugin's own)."""
+    from skillrack.host.config import FIRST_PARTY
+
     module = importlib.import_module(FIRST_PARTY["api_keys"])
     function: Callable[[str], str] = module.hash_key
     return function(key)
@@ -42,6 +41,8 @@ def hash_key(key: str) -> str:
 
 def new_key() -> str:
     """A new random API key: the hash protects the file, not a guessable key."""
+    import secrets
+
     return secrets.token_urlsafe(KEY_BYTES)
 
 

@@ -5,17 +5,17 @@ statuses follow ``cli``: 0 success, 1 refused input or a failed diagnosis, 2
 usage.  ``spec`` and ``doctor`` compose the host as ``skillrack serve`` does
 (:func:`skillrack.host.compose.compose_host`: the configuration's first-party
 and built-in plugins, the installed vendor plugins selected by
-``SKILLRACK_LOAD_PLUGINS``) and serve nothing.
+``SKILLRACK_LOAD_PLUGINS``) and serve nothing.  The host, the scaffold and
+the diagnostics are imported by the commands, not by the parser.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillrack.cli.client_options import (
     add_card_key_option,
@@ -25,18 +25,23 @@ from skillrack.cli.client_options import (
     pinned_card_keys,
 )
 from skillrack.cli.serve import port_number
-from skillrack.errors import StartupError
-from skillrack.host.compose import compose_host, is_loopback
-from skillrack.host.config import Config, ConfigError, load_config
-from skillrack.host.registry import Registry
-from skillrack.ops.scaffold import DEFAULT_SKILL, scaffold, source_checkout
+
+if TYPE_CHECKING:
+    from skillrack.host.config import Config
+    from skillrack.host.registry import Registry
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
 
+#: ``new-plugin --skill``'s default; ``skillrack.ops.scaffold.DEFAULT_SKILL``
+#: (tests/cli/test_startup.py keeps them equal) without importing the scaffold.
+DEFAULT_SKILL = "check_reachability"
+
 
 def development_policy_note(registry: Registry, host: str) -> str | None:
     """What ``skillrack serve`` would do about authorization when no policy is configured."""
+    from skillrack.host.compose import is_loopback
+
     if registry.manager is not None and registry.manager.hook.authorize_invocation.get_hookimpls():
         return None
     if is_loopback(host):
@@ -48,10 +53,14 @@ def development_policy_note(registry: Registry, host: str) -> str | None:
 
 
 def _config(args: argparse.Namespace) -> Config:
+    from skillrack.host.config import load_config
+
     return load_config(Path(args.config) if args.config else None)
 
 
 def cmd_new_plugin(args: argparse.Namespace) -> int:
+    from skillrack.ops.scaffold import scaffold, source_checkout
+
     checkout = source_checkout()
     path = args.skillrack_path or (str(checkout) if checkout else None)
     root = scaffold(args.name, Path(args.dir), skill=args.skill, skillrack_path=path)
@@ -73,7 +82,10 @@ def cmd_spec(args: argparse.Namespace) -> int:
     (it answered 401 or 403) and a card that does not verify with a
     ``--card-key`` are each one line on stderr, saying what to pass.
     """
+    import asyncio
+
     from skillrack.client.challenge import credential_header
+    from skillrack.host.compose import compose_host
     from skillrack.ops.spec import build_spec
     from skillrack.ops.spec_evidence import gather_evidence
 
@@ -129,6 +141,11 @@ def cmd_spec(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from skillrack.errors import StartupError
+    from skillrack.host.compose import compose_host
+    from skillrack.host.config import ConfigError
     from skillrack.ops.doctor import diagnose_agent, diagnose_configuration
 
     if args.url:

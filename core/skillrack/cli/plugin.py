@@ -1,7 +1,9 @@
 """``skillrack plugin check|bundle|verify``: the vendor release pipeline on the command line.
 
 Exit status: 0 green, 1 red (a problem the report names), 2 usage (including
-a distribution, source tree, bundle or manifest that does not exist).
+a distribution, source tree, bundle or manifest that does not exist).  The
+release pipeline (jsonschema, cryptography) is imported by the commands, not
+by the parser.
 """
 
 from __future__ import annotations
@@ -9,23 +11,20 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skillrack.release.bundle import (
-    VerifyReport,
-    load_private_key,
-    load_public_keys,
-    verify_bundle,
-    write_bundle,
-)
-from skillrack.release.check import ReleaseReport, check_release, counted, render_text
-from skillrack.release.target import ReleaseUsageError
+if TYPE_CHECKING:
+    from skillrack.release.bundle import VerifyReport
+    from skillrack.release.check import ReleaseReport
 
 EXIT_OK = 0
 EXIT_RED = 1
 
 
 def _check(args: argparse.Namespace) -> ReleaseReport:
+    from skillrack.release.check import check_release
+    from skillrack.release.target import ReleaseUsageError
+
     against = Path(args.against) if args.against else None
     try:
         return check_release(args.target, against=against, strict=args.strict)
@@ -34,6 +33,8 @@ def _check(args: argparse.Namespace) -> ReleaseReport:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from skillrack.release.check import render_text
+
     report = _check(args)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
@@ -43,6 +44,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:
+    from skillrack.release.bundle import load_private_key, write_bundle
+    from skillrack.release.check import counted, render_text
+
     if args.kid and not args.key:
         raise argparse.ArgumentTypeError("--kid names the signing key: give --key as well")
     key = load_private_key(Path(args.key)) if args.key else None
@@ -75,6 +79,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
 
 def _render_verify(report: VerifyReport) -> str:
+    from skillrack.release.check import counted
+
     manifest: dict[str, Any] = report.manifest or {}
     dist = manifest.get("distribution") or {}
     head = f"bundle {report.directory}"
@@ -92,6 +98,8 @@ def _render_verify(report: VerifyReport) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from skillrack.release.bundle import load_public_keys, verify_bundle
+
     directory = Path(args.directory)
     if not directory.is_dir():
         raise argparse.ArgumentTypeError(f"{directory} is not a bundle directory")

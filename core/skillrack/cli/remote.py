@@ -17,7 +17,6 @@ continues a task, waiting or not, later.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -25,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from skillrack.cli.client_options import add_client_options, add_header_option, client_settings
 from skillrack.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_WAITING
-from skillrack.interface.canonical import CanonicalizationError, loads_strict
 
 if TYPE_CHECKING:
     from skillrack.client.outcome import SkillResult
@@ -40,6 +38,8 @@ def _client_failure(error: SkillCallError) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    import asyncio
+
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
 
@@ -79,6 +79,8 @@ def _interval(text: str) -> float:
 
 
 def _arguments(text: str) -> Any:
+    from skillrack.interface.canonical import CanonicalizationError, loads_strict
+
     """``--args``: JSON text, or ``@FILE``; argparse names the option in the message."""
     try:
         raw = Path(text[1:]).read_bytes() if text.startswith("@") else text.encode()
@@ -117,6 +119,8 @@ async def _first_result(client: SkillClient, args: argparse.Namespace, mode: Mod
 
 
 def cmd_call(args: argparse.Namespace) -> int:
+    import asyncio
+
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
 
@@ -156,6 +160,8 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    import asyncio
+
     from skillrack.client.skill_client import SkillClient
     from skillrack.ops.conformance import check_agent
 

@@ -24,26 +24,23 @@ traceback out of uvicorn's log.  Exit statuses: :mod:`skillrack.cli.exits`.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import errno
 import json
 import os
-import socket
-import ssl
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillrack.cli.exits import EXIT_OK, fail
-from skillrack.errors import StartupError
-from skillrack.host.compose import compose_host
-from skillrack.host.config import Config, load_config
 
 if TYPE_CHECKING:
+    import socket
+
     import uvicorn
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from skillrack.host.config import Config
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
@@ -75,6 +72,8 @@ class _ListenError(OSError):
 
 def bind_listener(host: str, port: int) -> socket.socket:
     """A bound (not yet listening) TCP socket on ``host``:``port``, as uvicorn would bind it."""
+    import socket
+
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -99,6 +98,8 @@ def bind_listener(host: str, port: int) -> socket.socket:
 
 def _check_tls(args: argparse.Namespace) -> None:
     """Load the TLS files once here: a bad one is one line, not uvicorn's traceback."""
+    import ssl
+
     if not args.ssl_certfile:
         if args.ssl_keyfile:
             raise _ListenError("--ssl-keyfile needs --ssl-certfile")
@@ -161,6 +162,8 @@ def _announcing_server(config: uvicorn.Config, announce: Callable[[], None]) -> 
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from skillrack.host.config import load_config
+
     config = load_config(Path(args.config) if args.config else None)
     if args.workers > 1:  # before any worker starts: they add their values up in it
         from skillrack.serve.process import metrics_directory
@@ -171,10 +174,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, config: Config) -> int:
+    import asyncio
+    import contextlib
     import logging.config
 
     import uvicorn
 
+    from skillrack.errors import StartupError
+    from skillrack.host.compose import compose_host
     from skillrack.serve.app import SERVE_ENV, create_app, with_store
     from skillrack.serve.card import load_card_signer
     from skillrack.serve.connections import HeaderDeadlineProtocol

@@ -12,7 +12,7 @@ import os
 import platform
 from importlib import metadata
 
-from skillrack.host.plugins import (
+from skillrack.host.selection import (
     ENTRY_POINT_GROUP,
     LOAD_PLUGINS_ENV,
     normalize_distribution,

@@ -9,39 +9,18 @@ exchange the moment one more byte would cross the bound, raising
 buffered is dropped.  The draft asks an implementation to enforce limits on
 payload size and report ``resource_limit_exceeded``; these are the client's.
 The duration of a whole call (streams and polling included) is the client's
-``timeout``.
+``timeout``.  The limits themselves (``ReadBounds``, re-exported here) live in
+:mod:`skillrack.client.readbounds`, which the command line reads without httpx.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import httpx
 
+from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.errors import ErrorCode, SkillCallError
-
-
-@dataclass(frozen=True)
-class ReadBounds:
-    """The client's read limits; each has a default and a ``SkillClient(bounds=...)`` setting."""
-
-    #: Bytes of the Agent Card.
-    max_card_bytes: int = 4_000_000
-    #: Bytes of one response body (a JSON-RPC or HTTP+JSON answer, a polled task).
-    max_response_bytes: int = 16_000_000
-    #: Bytes of one server-sent event stream, all events together.
-    max_stream_bytes: int = 32_000_000
-    #: Events of one stream.
-    max_stream_events: int = 10_000
-
-    def __post_init__(self) -> None:
-        for name, value in vars(self).items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"ReadBounds.{name} must be a positive integer")
-
-
-DEFAULT_BOUNDS = ReadBounds()
 
 
 def exceeded(what: str, limit: int, unit: str = "bytes") -> SkillCallError:
@@ -76,3 +55,6 @@ class BoundedStream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+__all__ = ["DEFAULT_BOUNDS", "BoundedStream", "ReadBounds", "declared_length", "exceeded"]

@@ -19,7 +19,7 @@ The client's trust boundary: every request goes through
 :mod:`skillrack.client.transport`, so the caller's credentials reach only the
 origin of the URL the caller named (or an origin allowed with
 ``allow_origins``; :mod:`skillrack.client.origin`), bodies are read within
-:class:`~skillrack.client.bounds.ReadBounds`, a 401 or 403 is
+:class:`~skillrack.client.readbounds.ReadBounds`, a 401 or 403 is
 ``authorization_failed``, and ``timeout`` bounds each whole public call
 (card, describe, streams and polling together) with ``resource_limit_exceeded``.
 
@@ -60,10 +60,11 @@ from a2a.utils.errors import A2AError
 from google.protobuf import json_format
 
 from skillrack.client.advertisement import Advertisement, read_advertisement
-from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds, declared_length, exceeded
+from skillrack.client.bounds import declared_length, exceeded
 from skillrack.client.cache import CARD_CACHE, CacheBounds, CacheKey, InterfaceCache, LruCache
 from skillrack.client.origin import Origin, OriginPolicy, parse_origin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
+from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.transport import current_policy, http_client, origin_scope
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import (

@@ -33,9 +33,10 @@ from contextvars import ContextVar
 import httpx
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from skillrack.client.bounds import BoundedStream, ReadBounds, declared_length, exceeded
+from skillrack.client.bounds import BoundedStream, declared_length, exceeded
 from skillrack.client.challenge import authorization_failed
 from skillrack.client.origin import OriginPolicy
+from skillrack.client.readbounds import ReadBounds
 from skillrack.errors import ClientCode, SkillCallError
 
 #: W3C Trace Context only: what skillrack's server reads (skillrack.serve.middleware.trace_context).

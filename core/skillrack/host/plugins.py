@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -24,14 +23,12 @@ import pluggy
 from skillrack import hookspecs
 from skillrack.host import tracing
 from skillrack.host.hooks import refuse_wrappers
-
-ENTRY_POINT_GROUP = "skillrack"
-LOAD_PLUGINS_ENV = "SKILLRACK_LOAD_PLUGINS"
-
-
-def normalize_distribution(name: str) -> str:
-    """PEP 503 normalization, so ``Acme_Skills`` and ``acme-skills`` select the same package."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+from skillrack.host.selection import (
+    ENTRY_POINT_GROUP,
+    LOAD_PLUGINS_ENV,
+    normalize_distribution,
+    selected_distributions,
+)
 
 
 @dataclass(frozen=True)
@@ -79,13 +76,6 @@ def new_manager() -> pluggy.PluginManager:
     manager = factory(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     return manager
-
-
-def selected_distributions(env: str | None) -> set[str] | None:
-    """Parse ``SKILLRACK_LOAD_PLUGINS``: ``None`` means all installed, ``set()`` means none."""
-    if env is None:
-        return None
-    return {normalize_distribution(n.strip()) for n in env.split(",") if n.strip()}
 
 
 def _entry_points() -> list[tuple[importlib.metadata.Distribution, importlib.metadata.EntryPoint]]:

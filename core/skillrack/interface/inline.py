@@ -38,6 +38,7 @@ from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unu
 
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.compile_clock import CompileClock, clocked_meta_validator, running
+from skillrack.interface.deferred_iri import register_deferred_checkers
 from skillrack.interface.formats import bounded_checkers
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits, json_depth
 from skillrack.interface.patterns import check_pattern
@@ -86,6 +87,9 @@ DEFINED_FORMATS: frozenset[str] = frozenset(
         "regex",
     }
 )  # fmt: skip
+
+# jsonschema was imported without rfc3987-syntax's checkers: back, loaded on first use.
+register_deferred_checkers()
 
 #: Draft 2020-12 with its pattern matching under a time limit (``skillrack.interface.patterns``).
 _VALIDATOR_CLASSES: Final[Mapping[str, Any]] = {DRAFT_2020_12: BoundedValidator}

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from skillrack.client.bounds import DEFAULT_BOUNDS, ReadBounds
+from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config
 from skillrack.host.registry import Registry
 from skillrack.interface.document import InterfaceError, VerifiedInterface, verify_document

@@ -28,12 +28,8 @@ from types import ModuleType
 from typing import Any, Literal
 
 from skillrack.errors import SkillrackError
-from skillrack.host.plugins import (
-    ENTRY_POINT_GROUP,
-    LoadedPlugins,
-    load_plugins,
-    normalize_distribution,
-)
+from skillrack.host.plugins import LoadedPlugins, load_plugins
+from skillrack.host.selection import ENTRY_POINT_GROUP, normalize_distribution
 from skillrack.release.report import Problem
 
 
