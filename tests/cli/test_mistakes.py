@@ -22,7 +22,7 @@ import pytest
 
 from skillrack.cli import main as cli
 from skillrack.cli.exits import EXIT_STATUSES
-from skillrack.host.plugins import ENTRY_POINT_GROUP
+from skillrack.host.selection import ENTRY_POINT_GROUP
 from skillrack.release.check import counted
 from skillrack.testing.serve import CARD_PATH, skillrack_command, start_agent
 
@@ -101,12 +101,21 @@ def test_an_option_is_named_once_in_its_error() -> None:
     assert run.stderr.count("--args:") == 1, run.stderr
 
 
-def test_a_taken_port_is_one_line_naming_it(tmp_path: Path) -> None:
+#: ``serve`` in one process, and with workers (which need a store they share).
+SERVE_MODES = pytest.mark.parametrize(
+    "mode",
+    [("--store", "memory"), ("--workers", "2", "--store", "sqlite:///tasks.db")],
+    ids=["one-process", "workers"],
+)
+
+
+@SERVE_MODES
+def test_a_taken_port_is_one_line_naming_it(tmp_path: Path, mode: tuple[str, ...]) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        run = skillrack("serve", "--port", str(port), "--store", "memory", cwd=tmp_path)
+        run = skillrack("serve", "--port", str(port), *mode, cwd=tmp_path)
     assert run.returncode == 1
     assert "serving at" not in run.stdout and "startup complete" not in run.stderr
     assert run.stderr.count("\n") == 1 and f"port {port} on 127.0.0.1 is already in use" in (
@@ -121,9 +130,14 @@ def test_a_missing_signing_key_fails_before_the_banner(tmp_path: Path) -> None:
     assert run.stderr.count("\n") == 1 and "missing.pem" in run.stderr
 
 
-def test_the_banner_means_the_agent_answers(tmp_path: Path) -> None:
-    """Once "serving at" is printed, the card answers at once: no retry, no wait."""
-    agent = start_agent(tmp_path, plugins="", args=("--store", "memory"), log_level="info")
+@SERVE_MODES
+def test_the_banner_means_the_agent_answers(tmp_path: Path, mode: tuple[str, ...]) -> None:
+    """Once "serving at" is printed, the card answers at once: no retry, no wait.
+
+    With ``--workers`` the banner waits for every worker's start-up, not for
+    the socket alone (it used to come before any worker had started).
+    """
+    agent = start_agent(tmp_path, plugins="", args=mode, log_level="info")
     try:
         deadline = time.monotonic() + TIMEOUT
         while "skillrack serving at" not in agent.output():
@@ -133,9 +147,48 @@ def test_the_banner_means_the_agent_answers(tmp_path: Path) -> None:
         assert httpx.get(agent.url + CARD_PATH, timeout=10).status_code == 200
         output = agent.output()
         assert output.index("Application startup complete") < output.index("serving at")
+        if "--workers" in mode:
+            assert "workers: 2" in output
+            assert output.count("Application startup complete") == 2, output
     finally:
         agent.stop()
     assert "Traceback" not in agent.output()
+
+
+def test_a_worker_that_cannot_start_stops_serve_in_one_line(tmp_path: Path) -> None:
+    """No banner, exit status 1, and why: not a traceback, nor uvicorn restarting it for ever."""
+    (tmp_path / "worker_only_failure.py").write_text(
+        "import os\n"
+        "from helpers.builders import simple_skill\n"
+        "from skillrack import hookimpl\n"
+        "@hookimpl\n"
+        "def register_skills(register):\n"
+        "    register(simple_skill('probe'))\n"
+        "    if 'SKILLRACK_SERVE' in os.environ:  # set for the workers only\n"
+        "        register(simple_skill('probe'))\n"
+    )
+    (tmp_path / "skillrack.toml").write_text('[plugins]\nbuiltin = ["worker_only_failure"]\n')
+    serve = ["serve", "--config", "skillrack.toml", "--workers", "2", "--port", str(free_port())]
+    run = subprocess.run(
+        [skillrack_command(), *serve, "--store", "sqlite:///tasks.db"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**NO_PLUGINS, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT / "tests")])},
+        cwd=tmp_path,
+        check=False,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "serving at" not in run.stdout and "Traceback" not in run.stderr, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("skillrack: the agent did not start: skill id 'probe' is registered")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def test_version_names_the_host_the_sdk_and_every_plugin() -> None:

@@ -7,8 +7,11 @@ binds itself so that a taken port is one line naming it (exit 1) rather than
 uvicorn's log line and its exit status 3.  The banner ("skillrack serving
 at ...") is printed once uvicorn has run the app's start-up (the task store
 opened) on that socket: a line that says the agent serves is true when it
-appears.  With ``--workers N`` each worker builds its own app; the parent
-prints the banner once the socket is bound and the workers are about to start.
+appears.  With ``--workers N`` each worker builds its own app and, once its
+start-up is complete, leaves a mark in a directory the parent made
+(:class:`WorkerMarks`); the parent prints the banner when every worker it
+runs has marked itself ready and the shared socket is listening, and stops
+with one line (exit 1) when a worker's start-up failed.
 
 ``--metrics-port`` binds its port before the banner too, and serves
 ``GET /metrics`` from a thread (:func:`~skillrack.serve.metrics_endpoint.serve_metrics_port`);
@@ -119,12 +122,17 @@ class QuietStartup:
 
     Starlette sends ``lifespan.startup.failed`` with the formatted traceback,
     which uvicorn logs; this keeps the exception's last line (``Type: text``)
-    for ``serve`` to print and sends the message without it.
+    for ``serve`` to print and sends the message without it.  ``on_startup``,
+    if given, is called with ``None`` once start-up is complete, or with that
+    line when it failed (a ``--workers`` worker tells the parent so).
     """
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(
+        self, app: ASGIApp, on_startup: Callable[[str | None], None] | None = None
+    ) -> None:
         self.app = app
         self.failure: str | None = None
+        self.on_startup = on_startup
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
@@ -136,16 +144,111 @@ class QuietStartup:
                 lines = [line for line in str(message.get("message", "")).splitlines() if line]
                 self.failure = lines[-1].strip() if lines else "the app's start-up failed"
                 message = {**message, "message": ""}
+            if self.on_startup is not None and message["type"] == "lifespan.startup.complete":
+                self.on_startup(None)
+            elif self.on_startup is not None and message["type"] == "lifespan.startup.failed":
+                self.on_startup(self.failure)
             await send(message)
 
         await self.app(scope, receive, quiet)
 
 
+class WorkerMarks:
+    """How ``serve --workers N`` workers tell the parent that their start-up is over.
+
+    A directory the parent creates; each worker writes a file named after its
+    process id once its lifespan start-up is complete (empty) or failed (the
+    failure's one line).  Files, not a pipe: uvicorn starts the workers with
+    ``multiprocessing``'s spawn, which passes them only what uvicorn chooses.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+
+    def mark(self, failure: str | None) -> None:
+        """In a worker: this process's start-up is over (``failure`` is None when it succeeded)."""
+        path = self.directory / str(os.getpid())
+        path.with_suffix(".tmp").write_text(failure or "", encoding="utf-8")
+        path.with_suffix(".tmp").replace(path)  # the parent never reads half a line
+
+    def ready(self, pids: list[int | None]) -> bool:
+        """In the parent: every one of ``pids`` has started successfully."""
+        return all(pid is not None and self._read(pid) == "" for pid in pids)
+
+    def failure(self) -> str | None:
+        """In the parent: the first failed start-up's line, if a worker's start-up failed."""
+        for path in sorted(self.directory.iterdir()):
+            if path.suffix != ".tmp":
+                text = path.read_text(encoding="utf-8")
+                if text:
+                    return text
+        return None
+
+    def _read(self, pid: int) -> str | None:
+        try:
+            return (self.directory / str(pid)).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+
 def worker_app() -> ASGIApp:
     """The app of one ``serve --workers N`` process (uvicorn's factory), start-up kept quiet."""
-    from skillrack.serve.app import app_from_environment
+    from skillrack.errors import SkillrackError
+    from skillrack.serve.app import SERVE_ENV, app_from_environment
 
-    return QuietStartup(app_from_environment())
+    marks = json.loads(os.environ[SERVE_ENV]).get("marks")
+    try:
+        app = app_from_environment()
+    except Exception as exc:  # the parent says why, in one line: no traceback from here
+        if not marks:
+            raise
+        why = str(exc) if isinstance(exc, SkillrackError) else f"{type(exc).__name__}: {exc}"
+        WorkerMarks(Path(marks)).mark(why)
+        raise SystemExit(3) from None  # uvicorn's status for a worker that failed to start
+    return QuietStartup(app, WorkerMarks(Path(marks)).mark if marks else None)
+
+
+def _listening(sock: socket.socket) -> bool:
+    """Whether a worker has started listening on the socket the parent bound and shares."""
+    import socket
+
+    option = getattr(socket, "SO_ACCEPTCONN", None)
+    if option is None:  # pragma: no cover - not on Linux or macOS
+        return True
+    return bool(sock.getsockopt(socket.SOL_SOCKET, option))
+
+
+def _supervise(
+    config: uvicorn.Config,
+    sock: socket.socket,
+    marks: WorkerMarks,
+    announce: Callable[[], None],
+) -> str | None:
+    """Run the workers until stopped; None if they all started, else why they did not."""
+    from uvicorn.supervisors import Multiprocess
+
+    class AnnouncingSupervisor(Multiprocess):
+        """uvicorn's supervisor, announcing once, when every worker is ready."""
+
+        announced = False
+        failure: str | None = None
+
+        def keep_subprocess_alive(self) -> None:
+            super().keep_subprocess_alive()  # uvicorn's loop calls this every 0.5 s
+            if self.announced or self.should_exit.is_set():
+                return
+            self.failure = marks.failure()
+            if self.failure is not None:  # every restart would fail the same way
+                self.should_exit.set()
+            elif marks.ready([process.pid for process in self.processes]) and _listening(sock):
+                self.announced = True
+                announce()
+
+    supervisor = AnnouncingSupervisor(config, sockets=[sock])
+    supervisor.run()
+    if supervisor.announced:
+        return None
+    return supervisor.failure or marks.failure() or "the workers stopped before they were ready"
 
 
 def _announcing_server(config: uvicorn.Config, announce: Callable[[], None]) -> uvicorn.Server:
@@ -304,26 +407,29 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     }
     try:
         if app is None:
-            from uvicorn.supervisors import Multiprocess
+            import tempfile
 
-            # Each worker is a process of its own that builds the app again (same
-            # configuration, plugins and store) from what is left here.
-            os.environ[SERVE_ENV] = json.dumps(
-                {
-                    "config": str(Path(args.config).resolve()) if args.config else None,
-                    "host": args.host,
-                    "port": args.port,
-                    "scheme": scheme,
-                    "insecure_allow_all": args.insecure_allow_all,
-                    "store": store.canonical,
-                    "cluster": cluster,
-                }
-            )
-            workers = uvicorn.Config(
-                f"{__name__}:worker_app", factory=True, workers=args.workers, **options
-            )
-            announce()
-            Multiprocess(workers, sockets=[sock]).run()
+            with tempfile.TemporaryDirectory(prefix="skillrack-workers-") as marks:
+                # Each worker is a process of its own that builds the app again (same
+                # configuration, plugins and store) from what is left here.
+                os.environ[SERVE_ENV] = json.dumps(
+                    {
+                        "config": str(Path(args.config).resolve()) if args.config else None,
+                        "host": args.host,
+                        "port": args.port,
+                        "scheme": scheme,
+                        "insecure_allow_all": args.insecure_allow_all,
+                        "store": store.canonical,
+                        "cluster": cluster,
+                        "marks": marks,
+                    }
+                )
+                workers = uvicorn.Config(
+                    f"{__name__}:worker_app", factory=True, workers=args.workers, **options
+                )
+                failure = _supervise(workers, sock, WorkerMarks(Path(marks)), announce)
+            if failure is not None:
+                return fail(f"the agent did not start: {failure}")
             return EXIT_OK
         freeze_startup_heap()
         server = _announcing_server(uvicorn.Config(app, **options), announce)
@@ -392,6 +498,7 @@ def add_commands(sub: Any) -> None:
 
 __all__ = [
     "QuietStartup",
+    "WorkerMarks",
     "add_commands",
     "bind_listener",
     "cmd_serve",
