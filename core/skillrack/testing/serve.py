@@ -44,6 +44,8 @@ CARD_PATH = "/.well-known/agent-card.json"
 #: The headers of an A2A 1.0 request that activates the schema-interface extension.
 HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": EXTENSION_URI}
 START_TIMEOUT_S = 30.0
+#: The first words of the line ``skillrack serve`` prints once it serves.
+BANNER = "skillrack serving at"
 
 
 def free_port() -> int:
@@ -77,7 +79,12 @@ class ServedAgent:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def wait_ready(self, timeout: float = START_TIMEOUT_S) -> ServedAgent:
-        """Wait until the Agent Card answers 200; stop and fail with the output otherwise."""
+        """Wait until serve says it serves and the Agent Card answers 200; else stop and fail.
+
+        The banner too: with ``--workers`` the card answers once one worker
+        listens, and the banner (with what serve reports about itself) once
+        every worker has started.
+        """
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
@@ -85,7 +92,9 @@ class ServedAgent:
                     f"skillrack serve exited ({self.process.returncode}):\n{self.output()}"
                 )
             try:
-                if httpx.get(self.url + CARD_PATH, timeout=2).status_code == 200:
+                if BANNER in self.output() and (
+                    httpx.get(self.url + CARD_PATH, timeout=2).status_code == 200
+                ):
                     return self
             except httpx.TransportError:
                 pass
