@@ -130,6 +130,11 @@ class ServerSettings:
     #: Where tasks are kept: ``sqlite:///PATH`` (relative to the configuration's
     #: directory), ``memory``, or ``postgresql+asyncpg://...`` (see ``serve.stores``).
     store: str = DEFAULT_STORE
+    #: ``store = "memory"``: settled tasks kept at most (oldest-settled evicted first); 0: no
+    #: count limit (``skillrack.serve.stores.bounded_memory``).
+    memory_max_tasks: int = 10_000
+    #: ``store = "memory"``: seconds a settled task is kept; 0: no age limit.
+    memory_task_ttl: float = 3600.0
     #: ``Host`` names the agent answers to (``*.example.net``, ``*`` for any); empty:
     #: the public URL's host, plus the loopback names when listening on loopback.
     allowed_hosts: tuple[str, ...] = ()
@@ -210,6 +215,10 @@ class Config:
         return f"{scheme}://{shown}:{port}"
 
 
+#: Numeric keys for which 0 is allowed and turns the limit off.
+_ZERO_IS_OFF = frozenset({"memory_max_tasks", "memory_task_ttl"})
+
+
 def _build(cls: type[Any], table: Any, where: str) -> Any:
     """Instantiate ``cls`` from a TOML table, checking each value against the field's default.
 
@@ -238,8 +247,13 @@ def _build(cls: type[Any], table: Any, where: str) -> Any:
             number = isinstance(value, int) or (
                 isinstance(value, float) and isinstance(default, float)
             )
+            if key in _ZERO_IS_OFF and number and value == 0:
+                continue
             if not number or not value > 0:
-                raise ConfigError(f"{where}.{key} must be a positive number")
+                raise ConfigError(
+                    f"{where}.{key} must be a positive number"
+                    + (" or 0 (no limit)" if key in _ZERO_IS_OFF else "")
+                )
         elif not isinstance(value, str):
             raise ConfigError(f"{where}.{key} must be a string")
     return cls(**table)

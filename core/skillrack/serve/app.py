@@ -331,7 +331,13 @@ def create_app(
     storage: TaskStorage | None = None
     if task_store is None:
         spec = parse_store(config.server.store, config.base_dir)
-        storage = open_storage(spec, owner_resolver=tenant_scope, cluster=cluster)
+        storage = open_storage(
+            spec,
+            owner_resolver=tenant_scope,
+            cluster=cluster,
+            memory_max_tasks=config.server.memory_max_tasks,
+            memory_task_ttl=config.server.memory_task_ttl,
+        )
     # Approvals live where the tasks do when that is PostgreSQL, on the same connections.
     approvals = open_approvals(config, storage.engine if storage is not None else None)
     metrics = Metrics(registry)

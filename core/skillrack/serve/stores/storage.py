@@ -7,7 +7,9 @@
   directory without a configuration, or for ``--store``), an absolute one is
   written ``sqlite:////abs/path.db``;
 - ``memory``: a2a-sdk's in-memory store; tasks are gone when the process stops,
-  and it cannot be shared by several processes;
+  and it cannot be shared by several processes; settled tasks past
+  ``memory_max_tasks`` or older than ``memory_task_ttl`` seconds are evicted
+  (:mod:`skillrack.serve.stores.bounded_memory`);
 - ``postgresql+asyncpg://USER@HOST:PORT/DB`` (``postgresql://`` is read the
   same way): a database several replicas share.
 
@@ -104,6 +106,7 @@ from skillrack.host.config import StoreKind as StoreKind
 from skillrack.host.config import parse_store as parse_store
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
 from skillrack.serve.stores import published
+from skillrack.serve.stores.bounded_memory import BoundedMemoryTaskStore
 
 logger = logging.getLogger(__name__)
 
@@ -645,15 +648,28 @@ class TaskStorage:
 
 
 def open_storage(
-    spec: StoreSpec, *, owner_resolver: OwnerResolver, cluster: bool = False
+    spec: StoreSpec,
+    *,
+    owner_resolver: OwnerResolver,
+    cluster: bool = False,
+    memory_max_tasks: int = 10_000,
+    memory_task_ttl: float = 3600.0,
 ) -> TaskStorage:
-    """The stores for ``spec``; PostgreSQL always runs in cluster mode, SQLite when asked."""
+    """The stores for ``spec``; PostgreSQL always runs in cluster mode, SQLite when asked.
+
+    ``memory_max_tasks`` and ``memory_task_ttl`` bound the memory store (0: no bound).
+    """
     if spec.kind == "memory":
         if cluster:
             raise ConfigError("the memory store cannot be shared by several processes")
+        task_store: TaskStore = (
+            BoundedMemoryTaskStore(owner_resolver, max_tasks=memory_max_tasks, ttl=memory_task_ttl)
+            if memory_max_tasks or memory_task_ttl
+            else InMemoryTaskStore(owner_resolver=owner_resolver)
+        )
         return TaskStorage(
             spec,
-            InMemoryTaskStore(owner_resolver=owner_resolver),
+            task_store,
             push_config_store=InMemoryPushNotificationConfigStore(owner_resolver=owner_resolver),
         )
     engine = create_engine(spec, cluster=cluster)
