@@ -1,6 +1,6 @@
 """RSS of ``skillrack serve --store memory`` over 10,000 invocations, bounded and unbounded.
 
-    python benchmarks/memory_store.py                 # about 1.5 minutes
+    python benchmarks/memory_store.py                 # 1 minute idle, 6 on a busy machine
     python benchmarks/memory_store.py --tasks 20000 --bound 2000 --json rss.json
 
 Two servers, one after the other, each a fresh ``skillrack serve --store
