@@ -6,7 +6,10 @@ import json
 from typing import Any
 
 import pytest
+import rfc8785
 from helpers.builders import VECTOR_DIGEST
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from skillrack.interface.canonical import (
     CanonicalizationError,
@@ -98,3 +101,65 @@ def test_largest_safe_integer_is_accepted() -> None:
 def test_loads_strict_refuses(text: str | bytes, reason: str) -> None:
     with pytest.raises(CanonicalizationError, match=reason):
         loads_strict(text)
+
+
+# -- the json fast path writes exactly what rfc8785 writes ----------------------------------
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**54), max_value=2**54)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6)
+    | st.sampled_from(["\x00\x1f\x7f\u2028", '"\\\b\f\n\r\t', "\ud800", "\U0001f600", "\ue000"])
+)
+_JSON = st.recursive(
+    _SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["a", "B", "", "\ue000", "\U0001f600", "\x01"]) | st.text(max_size=3),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=20,
+)
+
+
+def _reference(value: Any) -> bytes | str:
+    """rfc8785's own serialization, or the name of the error it raises."""
+    try:
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
+        return type(exc).__name__
+
+
+@given(_JSON)
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+def test_canonical_bytes_equal_rfc8785(value: Any) -> None:
+    expected = _reference(value)
+    if isinstance(expected, bytes):
+        assert canonical_bytes(value) == expected
+    else:
+        with pytest.raises(CanonicalizationError):
+            canonical_bytes(value)
+
+
+def test_keys_beyond_the_bmp_sort_by_utf16() -> None:
+    """Code-point order would put U+E000 first; UTF-16 puts the surrogate pair first."""
+    value = {"\ue000": 1, "\U0001f600": 2}
+    assert canonical_bytes(value) == rfc8785.dumps(value)
+    assert canonical_bytes(value).index("\U0001f600".encode()) < canonical_bytes(value).index(
+        "\ue000".encode()
+    )
+
+
+def test_a_cyclic_value_ends_as_in_rfc8785() -> None:
+    """The fast path gives up on a cycle and rfc8785 decides, as it always did."""
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    with pytest.raises(RecursionError):
+        rfc8785.dumps(cycle)
+    with pytest.raises(RecursionError):
+        canonical_bytes(cycle)

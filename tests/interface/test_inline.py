@@ -898,3 +898,54 @@ def test_shared_python_subobjects_are_fine() -> None:
     compiled = compile_ok({"properties": {"a": shared, "b": shared}})
     details = compiled.validate({"a": 1, "b": 2})
     assert [d.schema_path for d in details] == ["/properties/a/type", "/properties/b/type"]
+
+
+# --- the meta-schema verdict is remembered by JCS digest --------------------------------------
+
+
+class CountingMetaCheck:
+    """Wraps ``inline._check_meta_schema`` and counts the schemas it checks."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        self._check = inline._check_meta_schema
+        monkeypatch.setattr(inline, "_check_meta_schema", self)
+        inline.META_VERDICTS.clear()
+
+    def __call__(self, *args: Any) -> None:
+        self.calls += 1
+        self._check(*args)
+
+
+def test_meta_schema_check_runs_once_for_a_shared_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = CountingMetaCheck(monkeypatch)
+    schema = example_schemas()["input"]
+    # Equal values, with members in another order: one JCS form, one check.
+    compiled = [compile_ok(json.loads(json.dumps(schema))) for _ in range(20)]
+    compiled.append(compile_ok(dict(reversed(list(schema.items())))))
+    assert counted.calls == 1
+    assert all(c.validate(GOOD_INPUT) == () for c in compiled)
+    compile_ok({**schema, "title": "another schema"})
+    assert counted.calls == 2
+
+
+def test_a_refused_schema_is_checked_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = CountingMetaCheck(monkeypatch)
+    for _ in range(3):
+        assert_refused({"type": "strung"}, "meta_schema", "/type")
+    assert counted.calls == 3
+
+
+def test_a_pass_is_not_reused_under_other_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = CountingMetaCheck(monkeypatch)
+    compile_ok({"type": "string"})
+    compile_ok({"type": "string"}, Limits(max_compile_seconds=60.0))
+    assert counted.calls == 2
+
+
+def test_remembered_passes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = CountingMetaCheck(monkeypatch)
+    monkeypatch.setattr(inline.META_VERDICTS, "size", 2)
+    for n in (1, 2, 3, 1):
+        compile_ok({"maxLength": n})
+    assert counted.calls == 4  # {"maxLength": 1} was forgotten when the third came

@@ -31,7 +31,7 @@ from skillrack.interface.inline import CompiledSchema, InlineSchemaError, compil
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 from skillrack.interface.pointers import to_pointer
 from skillrack.interface.schemaref import SchemaReference, SchemaReferenceError
-from skillrack.interface.standard_schema import document_validator
+from skillrack.interface.standard_schema import document_validator, document_validity_check
 from skillrack.interface.versions import INTERFACE_VERSION, VersionError, is_version
 
 DESCRIBE_SKILL = "describe_skill"
@@ -75,6 +75,10 @@ def _invalid(
     return InterfaceError(code=code, message=message, rule=rule, pointer=pointer)
 
 
+def _path(error: Any) -> list[Any]:
+    return list(error.path)
+
+
 def verify_document(document: Any, limits: Limits = DEFAULT_LIMITS) -> VerifiedInterface:
     """Verify a Skill Interface Document completely; raise InterfaceError on the first defect.
 
@@ -105,7 +109,9 @@ def verify_document(document: Any, limits: Limits = DEFAULT_LIMITS) -> VerifiedI
             f"(only {INTERFACE_VERSION})",
             ErrorCode.UNSUPPORTED_INTERFACE_VERSION,
         )
-    errors = sorted(document_validator().iter_errors(document), key=lambda e: list(e.path))
+    fast = document_validity_check()
+    valid = fast is not None and fast(document)
+    errors = [] if valid else sorted(document_validator().iter_errors(document), key=_path)
     if errors:
         first = errors[0]
         raise _invalid(

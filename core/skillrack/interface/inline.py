@@ -26,7 +26,10 @@ the draft's ``details`` entries (see :mod:`skillrack.interface.validation`).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -170,6 +173,50 @@ def _check_patterns(locations: list[Location], tick: Callable[[], None]) -> None
                 raise refuse("pattern", pointer, f"pattern {pattern!r} cannot be used: {problem}")
 
 
+class _MetaVerdicts:
+    """Schemas already found valid against their meta-schema, by dialect, limits and JCS digest.
+
+    The meta-schema check is most of a compilation (about 70% of assembling a
+    skill), and a plugin's skills often share schemas.  Its verdict depends
+    only on the dialect and the schema's value, and two values with one JCS
+    form are the same value, so a pass is remembered by the SHA-256 of the JCS
+    bytes.  Only passes are kept: a refusal is checked again, so every refusal
+    and its message stay exactly as before.  The limits are part of the key so
+    that a schema checked under generous limits is not waved through a
+    compilation under a tighter compile-time limit; a remembered pass costs no
+    time, so the limit is still met for the work actually done.  Bounded
+    (least recently used out first), because a client also compiles the
+    schemas of documents it retrieves.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._passed: OrderedDict[tuple[str, Limits, bytes], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, key: tuple[str, Limits, bytes]) -> bool:
+        with self._lock:
+            if key not in self._passed:
+                return False
+            self._passed.move_to_end(key)
+            return True
+
+    def add(self, key: tuple[str, Limits, bytes]) -> None:
+        with self._lock:
+            self._passed[key] = None
+            self._passed.move_to_end(key)
+            while len(self._passed) > self.size:
+                self._passed.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._passed.clear()
+
+
+#: Meta-schema passes remembered across compilations (see :class:`_MetaVerdicts`).
+META_VERDICTS: Final = _MetaVerdicts(4096)
+
+
 def _check_meta_schema(validator_class: Any, schema: Any, dialect: str) -> None:
     """Validate the schema against the dialect's bundled meta-schema, offline, on the clock.
 
@@ -258,17 +305,21 @@ def compile_inline_schema(
     ensure_format_checkers()
     validator_class = _VALIDATOR_CLASSES[dialect]
 
-    private = json.loads(_check_size(schema, limits))
+    encoded = _check_size(schema, limits)
+    private = json.loads(encoded)
     tick()
     root_uri = root_base(private)
     locations = walk(private, root_uri, dialect, tick)
 
-    try:
-        with running(clock):
-            _check_meta_schema(validator_class, private, dialect)
-    except RecursionError:
-        # Only reachable with a schema-depth limit raised far above the default.
-        raise _too_deep() from None
+    verdict = (dialect, limits, hashlib.sha256(encoded).digest())
+    if verdict not in META_VERDICTS:
+        try:
+            with running(clock):
+                _check_meta_schema(validator_class, private, dialect)
+        except RecursionError:
+            # Only reachable with a schema-depth limit raised far above the default.
+            raise _too_deep() from None
+        META_VERDICTS.add(verdict)
 
     _check_patterns(locations, tick)
     resources = check_ids(locations, root_uri, tick)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from jsonschema import FormatChecker
 from skillrack.errors import SkillrackError
 from skillrack.interface.canonical import CanonicalizationError, digest_of, loads_strict
 from skillrack.interface.rfc_formats import EXACT_CHECKERS
-from skillrack.interface.validation import BoundedValidator
+from skillrack.interface.validation import BoundedValidator, compile_validity_check
 
 FILE_NAME = "skill-interface-v1.json"
 PINNED_DIGEST = "sha256:6e0e8b989cd320782d784f63a9e8db745e39234b8935e3f4e1b6d6fa25be9b07"
@@ -86,3 +87,16 @@ def document_validator() -> Any:
     for name, check in EXACT_CHECKERS.items():
         checker.checks(name)(check)
     return BoundedValidator(schema, format_checker=checker)
+
+
+@functools.cache
+def document_validity_check() -> Callable[[Any], bool] | None:
+    """A fast "is this document valid" for :func:`document_validator`, or None.
+
+    Validating a document with jsonschema builds evaluation state for every
+    subschema it descends into (about a tenth of assembling a skill); the
+    predicate (:func:`skillrack.interface.validation.compile_validity_check`)
+    answers the same verdict for a valid document, and an invalid one still
+    goes to jsonschema, which finds the error to report.
+    """
+    return compile_validity_check(document_validator())
