@@ -167,7 +167,7 @@ class RedisCounter:
         self._redis: Any = aioredis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
         self.prefix = prefix
         self.lease_ms = int(lease_s * 1000)
-        self.where = f"redis {_without_password(url)} (keys {prefix}*)"  # = limits_location
+        self.where = _redis_where(url, prefix)
         self._rate = self._redis.register_script(_RATE_SCRIPT)
         self._acquire = self._redis.register_script(_ACQUIRE_SCRIPT)
         self._renew = self._redis.register_script(_RENEW_SCRIPT)
@@ -264,12 +264,17 @@ def _without_password(url: str) -> str:
     return f"{scheme}{sep}{user + ':***' if ':' in credentials else user}@{host}"
 
 
+def _redis_where(url: str, prefix: str) -> str:
+    """The line naming a Redis counter (:attr:`RedisCounter.where`, :func:`limits_location`)."""
+    return f"redis {_without_password(url)} (keys {prefix}*)"
+
+
 def limits_location(config: Config) -> str:
     """Where ``config`` counts per-caller limits, in one line (no password), opening nothing."""
     url = config.server.limits_store.strip()
     if not url:
-        return "this process"
-    return f"redis {_without_password(url)} (keys {config.server.limits_key_prefix}*)"
+        return LocalCounter.where
+    return _redis_where(url, config.server.limits_key_prefix)
 
 
 def open_limits(config: Config) -> LimitCounter:

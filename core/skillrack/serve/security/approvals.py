@@ -47,11 +47,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from skillrack.errors import SkillrackError
-from skillrack.host.config import Config, parse_store
+from skillrack.host.config import Config, StoreSpec, parse_store
 from skillrack.protocol.messages import APPROVAL_KEY
 
 #: Who decides an approval no approver plugin decided: a person with this role (the
@@ -167,7 +168,7 @@ class ApprovalStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.where = f"sqlite {path.resolve()}"
+        self.where = _sqlite_where(path)
         with self._connect() as db:
             db.execute(_SCHEMA)
 
@@ -409,9 +410,19 @@ def approvals_location(config: Config) -> str:
     """Where ``config`` keeps approvals, in one line (no password), without opening anything."""
     spec = parse_store(config.server.store, config.base_dir)
     if spec.kind == "postgresql":
-        shown = spec.describe(cluster=True).split(" (")[0].removeprefix("postgresql ")
-        return f"{shown}, table {APPROVALS_TABLE}"
-    return f"sqlite {(config.base_dir / config.server.approvals_store).resolve()}"
+        return f"{_database_where(spec)}, table {APPROVALS_TABLE}"
+    return _sqlite_where(config.base_dir / config.server.approvals_store)
+
+
+def _database_where(spec: StoreSpec) -> str:
+    """A PostgreSQL task store's URL without its password (what ``where`` starts with)."""
+    assert spec.url is not None
+    return make_url(spec.url).render_as_string(hide_password=True)
+
+
+def _sqlite_where(path: Path) -> str:
+    """:attr:`ApprovalStore.where` of the file at ``path``."""
+    return f"sqlite {path.resolve()}"
 
 
 def open_approvals(config: Config, engine: AsyncEngine | None = None) -> Approvals:
@@ -423,7 +434,7 @@ def open_approvals(config: Config, engine: AsyncEngine | None = None) -> Approva
     spec = parse_store(config.server.store, config.base_dir)
     if spec.kind == "postgresql":
         assert spec.url is not None
-        where = spec.describe(cluster=True).split(" (")[0].removeprefix("postgresql ")
+        where = _database_where(spec)
         if engine is not None:
             return DatabaseApprovalStore(engine, where=where)
         return DatabaseApprovalStore(
