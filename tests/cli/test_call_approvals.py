@@ -216,4 +216,7 @@ def test_call_needs_args_or_a_task_id(
     refused = _call_here(capsys, url)
     assert refused.returncode == 2
     assert "--args" in refused.stderr and "--task-id" in refused.stderr
-    assert _call_here(capsys, url, "--args", RESET, "--approval-interval", "0").returncode == 2
+    for interval in ("0", "-1", "nan", "inf", "3601", "soon", ""):
+        bad = _call_here(capsys, url, "--args", RESET, "--approval-interval", interval)
+        assert bad.returncode == 2, interval
+        assert "--approval-interval" in bad.stderr and "Traceback" not in bad.stderr

@@ -301,3 +301,25 @@ def test_a_failed_start_up_is_kept_as_one_line() -> None:
     asyncio.run(run())
     assert sent == [{"type": "lifespan.startup.failed", "message": ""}]
     assert quiet.failure == "OSError: the task store cannot be opened"
+
+
+@pytest.mark.parametrize(
+    ("store", "status"), [("sqlite:///tasks.db", 2), ("mysql://db/x", 1), ("nonsense://", 1)]
+)
+def test_approvals_store_url_that_holds_no_approvals_is_refused(
+    store: str,
+    status: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Only a PostgreSQL task store keeps approvals; another URL is refused, not ignored."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = cli.main(["approvals", "list", "--store", store])
+    except SystemExit as exc:  # argparse's usage error
+        code = int(exc.code or 0)
+    assert code == status
+    err = capsys.readouterr().err
+    assert "store" in err and len(err.strip().splitlines()) <= 2, err
+    assert list(tmp_path.iterdir()) == []  # no approvals file opened on the side

@@ -27,13 +27,19 @@ if TYPE_CHECKING:
 
 
 def _approval_store(args: argparse.Namespace) -> Approvals:
-    from skillrack.host.config import load_config
+    from skillrack.host.config import load_config, parse_store
     from skillrack.serve.security.approvals import ApprovalStore, open_approvals
 
     if args.store and "://" not in args.store:
         return ApprovalStore(Path(args.store))
     config = load_config(Path(args.config) if args.config else None)
     if args.store:  # a task store URL: approvals live beside those tasks
+        if parse_store(args.store, Path.cwd()).kind != "postgresql":
+            # A SQLite task store keeps no approvals: they are in [server] approvals_store.
+            raise argparse.ArgumentTypeError(
+                f"--store {args.store!r}: give the approvals' SQLite file (a path, not a URL) "
+                "or the agent's PostgreSQL task store URL"
+            )
         server = dataclasses.replace(config.server, store=args.store)
         config = dataclasses.replace(config, server=server, base_dir=Path.cwd())
     return open_approvals(config)
