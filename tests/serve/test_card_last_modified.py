@@ -22,7 +22,7 @@ from helpers.builders import registry_of
 
 from skillrack.host.config import AgentIdentity, Config
 from skillrack.host.registry import Registry
-from skillrack.serve.card import CARD_PATH
+from skillrack.serve.card import CARD_PATH, CardEndpoint
 from skillrack.serve.stores.storage import open_storage, parse_store
 
 
@@ -144,3 +144,13 @@ def test_processes_sharing_a_store_agree_on_the_time(tmp_path: Path) -> None:
 def test_the_memory_store_uses_the_time_of_the_card(tmp_path: Path) -> None:
     storage = open_storage(parse_store("memory", tmp_path), owner_resolver=lambda context: "")
     assert asyncio.run(storage.first_published('"v1"', 1_234)) == 1_234
+
+
+def test_last_modified_is_formatted_once_and_follows_a_new_published_time() -> None:
+    """The HTTP-date is kept between requests, and start-up's recorded time replaces it."""
+    endpoint = CardEndpoint(b"{}", '"v1"', "public, max-age=60", published=1_000)
+    first = endpoint.last_modified()
+    assert first == formatdate(1_000, usegmt=True)
+    assert endpoint.last_modified() is first  # not formatted again per request
+    endpoint.published = 2_000  # what start-up does with the store's time
+    assert endpoint.last_modified() == formatdate(2_000, usegmt=True)

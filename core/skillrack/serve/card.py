@@ -170,6 +170,8 @@ class CardEndpoint:
     cache_control: str
     media_type: str = "application/json"
     published: int = field(default_factory=lambda: int(time.time()))
+    #: ``(published, its HTTP-date)``: formatted once, again only if ``published`` changes.
+    _last_modified: tuple[int, str] = field(default=(-1, ""), init=False, repr=False)
 
     @classmethod
     def of(cls, card: AgentCard, max_age: int) -> CardEndpoint:
@@ -194,11 +196,19 @@ class CardEndpoint:
         headers = {
             "ETag": self.etag,
             "Cache-Control": self.cache_control,
-            "Last-Modified": formatdate(self.published, usegmt=True),
+            "Last-Modified": self.last_modified(),
         }
         if self.not_modified(request.headers):
             return Response(status_code=304, headers=headers)
         return Response(self.body, media_type=self.media_type, headers=headers)
+
+    def last_modified(self) -> str:
+        """``published`` as an HTTP-date, formatted once per value rather than per request."""
+        published, text = self._last_modified
+        if published != self.published:
+            text = formatdate(self.published, usegmt=True)
+            self._last_modified = (self.published, text)
+        return text
 
     def not_modified(self, headers: Mapping[str, str]) -> bool:
         """Whether the request's validators match: ``If-None-Match`` first, else the date."""
