@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -457,3 +458,27 @@ def test_the_delivery_worker_does_not_block_the_caller() -> None:
         return spent
 
     assert asyncio.run(run()) < 0.2
+
+
+async def test_a_refused_name_does_not_tell_the_caller_what_it_resolved_to(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The refusal of a host name is not a probe of the internal DNS; the operator's log says it."""
+    answers = {"intranet.example": ["10.1.2.3"]}
+
+    async def resolve(host: str, port: int) -> list[str]:
+        if host not in answers:
+            raise OSError("[Errno -2] Name or service not known")
+        return answers[host]
+
+    guard = AddressGuard(AddressPolicy(), resolve=resolve)
+    check = PushUrlCheck(guard.vet, allow_loopback=False)
+    with caplog.at_level(logging.WARNING, logger="skillrack.serve.push"):
+        private = await check.problem("https://intranet.example/hook")
+        missing = await check.problem("https://nowhere.example/hook")
+    assert private is not None and missing is not None
+    assert private == missing  # a resolving name and a missing one are told alike
+    assert "10.1.2.3" not in private and "Errno" not in missing
+    assert "10.1.2.3" in caplog.text and "nowhere.example" in caplog.text
+    literal = await check.problem("https://10.1.2.3/hook")  # the caller's own address: in full
+    assert literal is not None and "private" in literal

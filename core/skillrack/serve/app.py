@@ -51,7 +51,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from skillrack.client.address_guard import AddressGuard, AddressPolicy, policy_for_url
+from skillrack.client.address_guard import (
+    METADATA_NAMES,
+    AddressGuard,
+    AddressPolicy,
+    policy_for_url,
+)
 from skillrack.client.composition import Peers
 from skillrack.client.skill_client import SkillClient
 from skillrack.host.compose import compose_host
@@ -285,7 +290,9 @@ def _push(
             where="[server] (push_allow_loopback / push_allow_private)",
         )
     )
-    check = PushUrlCheck(guard.vet, allow_loopback=server.push_allow_loopback)
+    check = PushUrlCheck(
+        guard.vet, allow_loopback=server.push_allow_loopback, refused_names=METADATA_NAMES
+    )
     delivery = PushDelivery(
         storage.push_config_store,
         guard,

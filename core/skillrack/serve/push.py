@@ -19,7 +19,10 @@ server-side request forgery unless vetted, twice:
   (the outbound address guard: never link-local or cloud metadata; loopback
   with ``push_allow_loopback``, the private ranges with
   ``push_allow_private``).  A refusal is ``InvalidParamsError`` naming the URL
-  and the reason; nothing is stored, nothing is contacted.
+  and the reason; nothing is stored, nothing is contacted.  For a host name
+  the caller is not told what it resolved to, or why it did not (the
+  operator's log is): the refusal must not answer questions about the
+  internal DNS.
 - when it is delivered: the HTTP client's transport is the address guard, so
   the name is resolved again and the connection is pinned to the address it
   just checked (a name that resolved to a public address at set time and to
@@ -68,9 +71,13 @@ Vet = Callable[[httpx.URL], Awaitable[object]]
 class PushUrlCheck:
     """Whether a webhook URL may be stored (and later dialled); see the module docstring."""
 
-    def __init__(self, vet: Vet, *, allow_loopback: bool) -> None:
+    def __init__(
+        self, vet: Vet, *, allow_loopback: bool, refused_names: frozenset[str] = frozenset()
+    ) -> None:
         self._vet = vet
         self._allow_loopback = allow_loopback
+        #: Names the guard refuses as such, unresolved (cloud metadata): said in full.
+        self._refused_names = refused_names
 
     def scheme_problem(self, url: str) -> str | None:
         """Why ``url``'s form is refused (scheme, host), or None."""
@@ -95,12 +102,17 @@ class PushUrlCheck:
         form = self.scheme_problem(url)
         if form is not None:
             return form
+        parsed = httpx.URL(url)
         try:
-            await self._vet(httpx.URL(url))
-        except SkillCallError as exc:
-            return exc.message
-        except httpx.HTTPError as exc:
-            return str(exc) or type(exc).__name__
+            await self._vet(parsed)
+        except (SkillCallError, httpx.HTTPError) as exc:
+            detail = exc.message if isinstance(exc, SkillCallError) else str(exc)
+            if _is_address(parsed.host) or parsed.host.lower().rstrip(".") in self._refused_names:
+                return detail or type(exc).__name__  # nothing the caller did not write itself
+            # What a name resolved to (or why not) stays with the operator: told to the
+            # caller, it would make this endpoint a probe of the internal DNS.
+            logger.warning("push notification URL %s refused: %s", url, detail)
+            return "its host name does not resolve to an address webhooks may reach"
         return None
 
     async def require(self, url: str) -> None:
@@ -118,6 +130,14 @@ class PushUrlCheck:
         if problem is not None:
             logger.warning("push notification to %s not sent: %s", url, problem)
         return problem is None
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_loopback(host: str) -> bool:
