@@ -148,6 +148,16 @@ def form_token(client: httpx.Client, url: str) -> str:
     return token
 
 
+def decide(
+    browser: httpx.Client, url: str, approval_id: str, token: str, decision: str
+) -> httpx.Response:
+    """Press Grant or Deny: the approval's form posted with the page's token."""
+    return browser.post(
+        url + CONSOLE_PATH + f"/approvals/{approval_id}",
+        data={FIELD: token, "decision": decision},
+    )
+
+
 def test_every_page_renders_for_an_operator(agent: tuple[str, Path]) -> None:
     url, _ = agent
     for path, heading in [
@@ -251,10 +261,7 @@ def test_another_tenants_operator_sees_and_decides_nothing(agent: tuple[str, Pat
     assert page(url, f"/tasks/{task_id}", OPERATOR_B).status_code == 404
     with httpx.Client(headers=OPERATOR_B, timeout=10) as browser:
         token = form_token(browser, url)
-        refused = browser.post(
-            url + CONSOLE_PATH + f"/approvals/{approval.id}",
-            data={FIELD: token, "decision": "grant"},
-        )
+        refused = decide(browser, url, approval.id, token, "grant")
     assert refused.status_code == 404
     assert approval_of(base_dir, task_id).state == "pending"
 
@@ -265,16 +272,10 @@ def test_granting_in_the_console_lets_the_task_finish(agent: tuple[str, Path]) -
     approval = approval_of(base_dir, task_id)
     with httpx.Client(headers=OPERATOR_A, timeout=10) as browser:
         token = form_token(browser, url)
-        granted = browser.post(
-            url + CONSOLE_PATH + f"/approvals/{approval.id}",
-            data={FIELD: token, "decision": "grant"},
-        )
+        granted = decide(browser, url, approval.id, token, "grant")
         assert granted.status_code == 303
         assert granted.headers["location"] == f"{CONSOLE_PATH}/approvals?decided={approval.id}"
-        again = browser.post(
-            url + CONSOLE_PATH + f"/approvals/{approval.id}",
-            data={FIELD: token, "decision": "deny"},
-        )
+        again = decide(browser, url, approval.id, token, "deny")
         assert again.status_code == 409 and "already granted" in again.text
         history = browser.get(url + CONSOLE_PATH + "/approvals").text
     decided = approval_of(base_dir, task_id)
@@ -292,10 +293,7 @@ def test_denying_in_the_console_rejects_the_task(agent: tuple[str, Path]) -> Non
     approval = approval_of(base_dir, task_id)
     with httpx.Client(headers=OPERATOR_A, timeout=10) as browser:
         token = form_token(browser, url)
-        denied = browser.post(
-            url + CONSOLE_PATH + f"/approvals/{approval.id}",
-            data={FIELD: token, "decision": "deny"},
-        )
+        denied = decide(browser, url, approval.id, token, "deny")
     assert denied.status_code == 303
     ended = invoke(url, {"continue": True}, task_id=task_id, headers=CALLER_A)
     assert ended["status"]["state"] == "TASK_STATE_REJECTED"
@@ -349,6 +347,25 @@ def test_hostile_ids_are_escaped_and_refused(agent: tuple[str, Path]) -> None:
     for path in (f"/tasks/{hostile}", f"/skills/{hostile}", "/tasks/%00%ff"):
         shown = page(url, path, OPERATOR_A)
         assert shown.status_code == 404 and "<img" not in shown.text, path
+
+
+def test_malformed_forms_are_refused_in_one_line(agent: tuple[str, Path]) -> None:
+    url, base_dir = agent
+    task_id = start_rotation(url, CALLER_A)
+    approval = approval_of(base_dir, task_id)
+    target = url + CONSOLE_PATH + f"/approvals/{approval.id}"
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    with httpx.Client(headers=OPERATOR_A, timeout=10) as browser:
+        token = form_token(browser, url)
+        valid = f"{FIELD}={token}&decision=grant"
+        for body in (
+            (valid + "".join(f"&f{i}=1" for i in range(20))).encode(),  # too many fields
+            valid.encode() + b"&note=\xff\xfe",  # not ASCII
+        ):
+            refused = browser.post(target, content=body, headers=form)
+            assert refused.status_code == 400, refused.text
+            assert "at most 16 fields" in refused.text
+    assert approval_of(base_dir, task_id).state == "pending"
 
 
 def test_a_form_body_over_the_limit_is_refused(agent: tuple[str, Path]) -> None:

@@ -72,6 +72,8 @@ STATE_FILTERS = (
     TaskState.TASK_STATE_CANCELED,
     TaskState.TASK_STATE_REJECTED,
 )
+#: The same, by the name the page and its ``state`` query parameter use.
+_STATES_BY_NAME = {state_name(s): s for s in STATE_FILTERS}
 
 
 @functools.cache
@@ -163,6 +165,11 @@ class Console:
     def _page_error(self, request: Request, status: int, title: str, reason: str) -> HTMLResponse:
         return self._render(request, "error.html", status, title=title, reason=reason, page="")
 
+    def _no_such_skill(self, request: Request) -> HTMLResponse:
+        return self._page_error(
+            request, 404, "No such skill", "this agent advertises no skill with that id"
+        )
+
     @staticmethod
     def _caller(request: Request) -> Caller:
         caller = request.scope.get(CALLER_SCOPE_KEY, ANONYMOUS)
@@ -214,9 +221,7 @@ class Console:
             return refused
         skill = self.sources.registry.get(request.path_params["skill_id"])
         if skill is None:
-            return self._page_error(
-                request, 404, "No such skill", "this agent advertises no skill with that id"
-            )
+            return self._no_such_skill(request)
         return self._render(request, "skill.html", page="skills", view=skill_view(skill))
 
     async def interface(self, request: Request) -> Response:
@@ -225,9 +230,7 @@ class Console:
             return refused
         skill = self.sources.registry.get(request.path_params["skill_id"])
         if skill is None:
-            return self._page_error(
-                request, 404, "No such skill", "this agent advertises no skill with that id"
-            )
+            return self._no_such_skill(request)
         return JSONResponse(
             {"interface_digest": skill.interface_digest, "interface": skill.interface.document}
         )
@@ -237,17 +240,16 @@ class Console:
             return refused
         state_filter = request.query_params.get("state", "")
         skill_filter = request.query_params.get("skill", "")
-        states = {state_name(s): s for s in STATE_FILTERS}
         params = ListTasksRequest(page_size=TASK_PAGE_SIZE, history_length=0)
         if state_filter:
-            if state_filter not in states:
+            if state_filter not in _STATES_BY_NAME:
                 return self._page_error(
                     request,
                     400,
                     "Unknown state",
-                    f"state must be one of {', '.join(states)}",
+                    f"state must be one of {', '.join(_STATES_BY_NAME)}",
                 )
-            params.status = states[state_filter]
+            params.status = _STATES_BY_NAME[state_filter]
         listed = await self.sources.task_store.list(params, self._context(self._caller(request)))
         rows = [summarize(task) for task in listed.tasks]
         if skill_filter:
@@ -257,7 +259,7 @@ class Console:
             "tasks.html",
             page="tasks",
             rows=rows,
-            states=list(states),
+            states=list(_STATES_BY_NAME),
             skills=[s.skill_id for s in self.sources.registry],
             state_filter=state_filter,
             skill_filter=skill_filter,
@@ -280,10 +282,10 @@ class Console:
         sensitive = list(registered.skill.sensitive) if registered is not None else [""]
         owner = self.sources.guard.owner(request)
         hops = [
-            hop.to_json()
+            shown
             for hop in self.sources.hops()
-            if hop.to_json().get("upstream_task_id") == task.id
-            and (owner is None or hop.owner == owner)
+            if (owner is None or hop.owner == owner)
+            and (shown := hop.to_json()).get("upstream_task_id") == task.id
         ]
         return self._render(
             request,
@@ -320,13 +322,20 @@ class Console:
             return refused
         if request.method == "GET":
             return RedirectResponse(f"{CONSOLE_PATH}/approvals", status_code=303)
-        form = await _form(request)
-        if form is None:
+        if not _is_form(request):
             return self._page_error(
                 request,
                 415,
                 "Not a form",
                 "the console accepts application/x-www-form-urlencoded forms only",
+            )
+        form = await _form(request)
+        if form is None:
+            return self._page_error(
+                request,
+                400,
+                "Malformed form",
+                f"the form must be ASCII with at most {_MAX_FORM_FIELDS} fields",
             )
         problem = csrf.refusal(request, form.get(csrf.FIELD))
         if problem is not None:
@@ -382,21 +391,31 @@ class Console:
         return approval_view(approval, skill, _task_of(task) if task is not None else None)
 
 
+#: Fields a console form may carry (Grant and Deny send two).
+_MAX_FORM_FIELDS = 16
+
+
+def _is_form(request: Request) -> bool:
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return content_type == "application/x-www-form-urlencoded"
+
+
 async def _form(request: Request) -> dict[str, str] | None:
-    """An urlencoded form's fields (the first value of each); ``None`` for any other body.
+    """An urlencoded form's fields (the first value of each); ``None`` when malformed.
 
     Parsed here with the standard library rather than Starlette's form
     parser, which needs ``python-multipart`` for a form of two fields.  The
-    body was already read within ``[server] max_body_bytes`` (``BodyGuard``).
+    body was already read within ``[server] max_body_bytes`` (``BodyGuard``);
+    a body that is not ASCII or has more than ``_MAX_FORM_FIELDS`` fields is
+    malformed (``parse_qs`` raises ``ValueError`` past its field limit).
     """
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type != "application/x-www-form-urlencoded":
-        return None
     try:
         text = (await request.body()).decode("ascii")
-    except UnicodeDecodeError:
+        fields = urllib.parse.parse_qs(
+            text, keep_blank_values=True, max_num_fields=_MAX_FORM_FIELDS
+        )
+    except ValueError:  # UnicodeDecodeError is one
         return None
-    fields = urllib.parse.parse_qs(text, keep_blank_values=True, max_num_fields=16)
     return {name: values[0] for name, values in fields.items()}
 
 
