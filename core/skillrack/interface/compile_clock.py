@@ -54,10 +54,6 @@ class CompileClock:
             )
 
 
-def never() -> None:
-    """The tick of code run outside a compilation (no deadline)."""
-
-
 #: The clock of the compilation running in this context, read by the meta-schema keywords.
 _current: ContextVar[CompileClock | None] = ContextVar("skillrack_compile_clock", default=None)
 
