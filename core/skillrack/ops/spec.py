@@ -482,10 +482,10 @@ class _Builder:
                 ],
                 [
                     "`capabilities.pushNotifications`",
-                    bool(capabilities.get("pushNotifications")),
+                    self._push,
                     "Webhooks (`https`, through the outbound address guard when set and when "
                     "delivered), the caller's token and `authentication` sent, bounded retries"
-                    if capabilities.get("pushNotifications")
+                    if self._push
                     else "Not offered: the configuration operations answer "
                     "`PushNotificationNotSupportedError`; no webhook is ever contacted",
                 ],
@@ -689,6 +689,7 @@ class _Builder:
 
     @property
     def _push(self) -> bool:
+        """Whether the card offers push notifications (several sections answer differently)."""
         return bool(self.card.get("capabilities", {}).get("pushNotifications"))
 
     def _operations(self) -> list[list[str]]:
@@ -963,7 +964,7 @@ class _Builder:
         sec001 = observed("A2A-SEC-001")
         if not comp.policies or not comp.authenticators:
             sec001 = FAIL
-        push = bool(capabilities.get("pushNotifications"))
+        push = self._push
         unseen = self.unobserved_evidence()
         transport = urlsplit(self.base_url).scheme
         loopback = _loopback(self.base_url)
@@ -1056,9 +1057,8 @@ class _Builder:
             )
         }
         found["A2A-CONF-009"] = (
-            NOT_OBSERVED if capabilities.get("pushNotifications") else NOT_APPLICABLE,
-            "`capabilities.pushNotifications` is "
-            + ("true" if capabilities.get("pushNotifications") else "false"),
+            NOT_OBSERVED if self._push else NOT_APPLICABLE,
+            f"`capabilities.pushNotifications` is {'true' if self._push else 'false'}",
         )
         found["A2A-CONF-010"] = (
             NOT_OBSERVED if capabilities.get("extendedAgentCard") else NOT_APPLICABLE,
