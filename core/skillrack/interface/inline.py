@@ -41,7 +41,7 @@ from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unu
 
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.compile_clock import CompileClock, clocked_meta_validator, running
-from skillrack.interface.deferred_iri import register_deferred_checkers
+from skillrack.interface.deferred_formats import register_deferred_checkers
 from skillrack.interface.formats import bounded_checkers
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits, json_depth
 from skillrack.interface.patterns import check_pattern

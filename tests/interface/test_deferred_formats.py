@@ -1,4 +1,4 @@
-"""jsonschema is imported without building rfc3987-syntax's parser, and loses nothing by it.
+"""jsonschema is imported without format packages skillrack never calls, and loses nothing by it.
 
 Each case runs in a fresh interpreter: what is imported first is the point.
 """
@@ -26,15 +26,34 @@ def run(code: str) -> list[object]:
     return answer
 
 
-def test_skillrack_imports_jsonschema_without_rfc3987_syntax() -> None:
+def test_skillrack_imports_jsonschema_without_the_deferred_packages() -> None:
     assert run(
         "import skillrack.interface.inline as inline\n"
         "inline.ensure_format_checkers()  # every defined format still has a checker\n"
         "from jsonschema import Draft202012Validator\n"
         "names = Draft202012Validator.FORMAT_CHECKER.checkers\n"
-        "print(json.dumps(['rfc3987_syntax' in sys.modules, 'iri' in names,"
-        " 'iri-reference' in names]))"
-    ) == [False, True, True]
+        "packages = ['rfc3987_syntax', 'isoduration', 'arrow', 'rfc3986_validator']\n"
+        "formats = ['iri', 'iri-reference', 'duration', 'uri', 'uri-reference']\n"
+        "print(json.dumps([*(p in sys.modules for p in packages), *(f in names for f in formats)]))"
+    ) == [False, False, False, False, True, True, True, True, True]
+
+
+@pytest.mark.parametrize(
+    "first", ["import skillrack.interface.inline", "import jsonschema"], ids=["deferred", "eager"]
+)
+def test_jsonschemas_own_duration_and_uri_checkers_answer_as_before(first: str) -> None:
+    """The same answers whichever import came first; the packages load on first use."""
+    assert run(
+        f"{first}\n"
+        "from jsonschema import Draft4Validator, Draft7Validator, Draft202012Validator\n"
+        "D4, D7, D2020 = Draft4Validator, Draft7Validator, Draft202012Validator\n"
+        "cases = [(D2020, 'P1D', 'duration'), (D2020, 'P1', 'duration'),\n"
+        "         (D2020, 'PT', 'duration'), (D4, 'http://a/b', 'uri'),\n"
+        "         (D7, 'no scheme', 'uri'), (D7, '../a?b#c', 'uri-reference'),\n"
+        "         (D2020, 'a b', 'uri-reference')]\n"
+        "answers = [v.FORMAT_CHECKER.conforms(value, name) for v, value, name in cases]\n"
+        "print(json.dumps([*answers, 'isoduration' in sys.modules]))"
+    ) == [True, False, False, True, False, True, False, True]
 
 
 @pytest.mark.parametrize(
