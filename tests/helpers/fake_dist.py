@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import tomllib
 from pathlib import Path
 
 PLUGIN_MODULE = """
@@ -73,3 +74,21 @@ def pythonpath(*entries: Path | str) -> str:
     """``PYTHONPATH`` with ``entries`` first, keeping whatever the test run itself was given."""
     inherited = os.environ.get("PYTHONPATH")
     return os.pathsep.join([*map(str, entries), *([inherited] if inherited else [])])
+
+
+def install_metadata(root: Path, site: Path) -> None:
+    """The dist-info ``pip install`` would write for the project at ``root``.
+
+    Name, version and entry points, read from its pyproject.toml.
+    """
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    lines = []
+    for group, entries in project["entry-points"].items():
+        lines.append(f"[{group}]")
+        lines += [f"{name} = {target}" for name, target in entries.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")

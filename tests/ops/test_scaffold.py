@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from helpers.fake_dist import pythonpath
+from helpers.fake_dist import install_metadata, pythonpath
 
 from skillrack.cli import main as cli
 from skillrack.ops.scaffold import (
@@ -28,21 +28,6 @@ from skillrack.ops.scaffold import (
     skillrack_requirement,
     template_files,
 )
-
-
-def install_metadata(root: Path, site: Path) -> None:
-    """The dist-info ``pip install`` would write, from the generated pyproject.toml."""
-    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
-    )
-    lines = []
-    for group, entries in project["entry-points"].items():
-        lines.append(f"[{group}]")
-        lines += [f"{name} = {target}" for name, target in entries.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -20,10 +20,9 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
-from helpers.fake_dist import pythonpath
+from helpers.fake_dist import install_metadata, pythonpath
 
 from skillrack.ops.scaffold import scaffold
 
@@ -32,21 +31,6 @@ SNIPPET = re.compile(r"<!-- vendor-test: (\S+) -->\s*```python\n(.*?)```", re.S)
 NEW_PLUGIN = re.compile(r"skillrack new-plugin (\S+) --skill (\S+)")
 TOX = re.compile(r"<!-- vendor-tox: (\S+) (\S+) -->\s*```sh\n(.*?)```", re.S)
 CHECKOUT = GUIDE.parents[1]
-
-
-def install_metadata(root: Path, site: Path) -> None:
-    """The dist-info ``pip install`` would write (name, version, entry points)."""
-    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
-    )
-    lines = []
-    for group, entries in project["entry-points"].items():
-        lines.append(f"[{group}]")
-        lines += [f"{name} = {target}" for name, target in entries.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
 
 
 def test_the_guide_has_test_snippets() -> None:
