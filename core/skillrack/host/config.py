@@ -44,6 +44,9 @@ observer = "http://127.0.0.1:8001"
 inventory = { url = "https://inventory.example.net", allow_origins = ["https://api.example.net"] }
 lab = { url = "http://lab-agent.internal:8000", allow_private = true }  # address guard
 
+[skills.manage_interface]   # per-skill security requirements (beyond authentication)
+security = [{ oidc = ["network:write"] }, "mtls"]   # one alternative must be met
+
 [signing]           # sign the Agent Card (JWS, A2A 1.0 section 8.4); see skillrack.protocol.signing
 key = "card-signing-ec.pem"   # unencrypted PEM private key: EC P-256/P-384/P-521 or RSA
 kid = "card-2025"             # optional; default: the key's RFC 7638 thumbprint
@@ -178,6 +181,11 @@ class PeerAddresses:
     allow_private: bool = False
 
 
+#: One alternative of a security requirement: scheme name -> scopes required under it
+#: (A2A ``SecurityRequirement``); every scheme of one alternative must be met.
+SecurityRequirement = Mapping[str, tuple[str, ...]]
+
+
 @dataclass(frozen=True)
 class SigningSettings:
     """``[signing]``: the Agent Card's signing key (relative to the config's directory)."""
@@ -206,6 +214,9 @@ class Config:
     peer_addresses: Mapping[str, PeerAddresses] = field(default_factory=dict)
     #: Sign the Agent Card with this key (``[signing]``); unsigned when None.
     signing: SigningSettings | None = None
+    #: Per skill id: the security requirements a caller must meet, beyond authentication
+    #: (``[skills.<id>] security``); see :mod:`skillrack.serve.security.requirements`.
+    skill_security: Mapping[str, tuple[SecurityRequirement, ...]] = field(default_factory=dict)
 
     def public_url(self, host: str, port: int, scheme: str = "http") -> str:
         """Base URL the card advertises: configured, else where uvicorn listens."""
@@ -351,6 +362,52 @@ def _peer_addresses(table: dict[str, Any]) -> dict[str, PeerAddresses]:
     return found
 
 
+def _requirement(value: Any, where: str) -> SecurityRequirement:
+    """``"scheme"`` or ``{ scheme = ["scope", ...], ... }``: one alternative."""
+    if isinstance(value, str) and value:
+        return {value: ()}
+    if isinstance(value, dict) and value:
+        found: dict[str, tuple[str, ...]] = {}
+        for scheme, scopes in value.items():
+            if not isinstance(scopes, list) or not all(isinstance(s, str) and s for s in scopes):
+                raise ConfigError(f"{where}.{scheme} must be a list of scope names (or [])")
+            found[scheme] = tuple(scopes)
+        return found
+    raise ConfigError(
+        f"{where} must be a scheme name or a table of scheme = [scopes] "
+        '(e.g. "mtls" or { oidc = ["network:write"] })'
+    )
+
+
+def _skills(table: Any) -> dict[str, tuple[SecurityRequirement, ...]]:
+    """``[skills.<id>]``: ``security``, a list of alternatives (see :func:`_requirement`)."""
+    if not isinstance(table, dict):
+        raise ConfigError("[skills] maps skill ids to tables ([skills.<skill_id>])")
+    found: dict[str, tuple[SecurityRequirement, ...]] = {}
+    for skill_id, entry in table.items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"[skills.{skill_id}] must be a table")
+        unknown = set(entry) - {"security"}
+        if unknown:
+            raise ConfigError(
+                f"unknown key skills.{skill_id}.{sorted(unknown)[0]} (known: security)"
+            )
+        alternatives = entry.get("security")
+        if alternatives is None:
+            continue
+        if isinstance(alternatives, str | dict):
+            alternatives = [alternatives]
+        if not isinstance(alternatives, list) or not alternatives:
+            raise ConfigError(
+                f"skills.{skill_id}.security must be a non-empty list of alternatives, "
+                'e.g. [{ oidc = ["network:write"] }, "mtls"]'
+            )
+        found[skill_id] = tuple(
+            _requirement(v, f"skills.{skill_id}.security[{i}]") for i, v in enumerate(alternatives)
+        )
+    return found
+
+
 def load_config(path: Path | None) -> Config:
     """The configuration in ``path``, or the embedded default when ``path`` is None."""
     if path is None:
@@ -361,7 +418,7 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
-    unknown = set(raw) - {"agent", "limits", "server", "plugins", "peers", "signing"}
+    unknown = set(raw) - {"agent", "limits", "server", "plugins", "peers", "signing", "skills"}
     if unknown:
         raise ConfigError(f"unknown table(s) in {path}: {', '.join(sorted(unknown))}")
     agent_table = dict(raw.get("agent", {}))
@@ -403,6 +460,7 @@ def load_config(path: Path | None) -> Config:
         peer_allow_origins=peer_allow_origins,
         peer_addresses=_peer_addresses(raw.get("peers", {})),
         signing=_signing(raw.get("signing")),
+        skill_security=_skills(raw.get("skills", {})),
         agent=agent,
         limits=_limits(raw.get("limits", {})),
         server=server,

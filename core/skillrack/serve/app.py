@@ -103,6 +103,7 @@ from skillrack.serve.outputs import OutputLimits
 from skillrack.serve.process import freeze_startup_heap
 from skillrack.serve.push import PushDelivery, PushUrlCheck
 from skillrack.serve.security.approvals import PENDING, ApprovalStore, open_approvals
+from skillrack.serve.security.requirements import skill_requirements
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (
     NewTaskNotice,
@@ -325,7 +326,8 @@ def create_app(
     manager = registry.manager
     assert manager is not None, "a registry built from plugins carries its manager"
     signer = load_card_signer(config.signing, config.base_dir) if config.signing else None
-    card = build_card(registry, config, base_url, signer)
+    requirements = skill_requirements(config, registry)
+    card = build_card(registry, config, base_url, signer, requirements)
     # Each peer's own origin, plus what its [peers] table allows (allow_origins).
     peer_origins = {config.peers[name]: o for name, o in config.peer_allow_origins.items()}
     peers = Peers(
@@ -372,6 +374,7 @@ def create_app(
                 max_bytes=config.server.max_task_output_bytes,
             ),
             metrics=metrics,
+            requirements=requirements,
         ),
         task_store=storage.task_store if storage is not None else task_store,
         event_stream=storage.event_stream if storage is not None else None,

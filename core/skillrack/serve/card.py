@@ -55,6 +55,7 @@ from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.protocol.signing import JWKS_MEDIA_TYPE, JWKS_PATH, CardSigner
 from skillrack.serve.security.authn import security_schemes
+from skillrack.serve.security.requirements import SkillRequirements, skill_requirements
 
 CARD_PATH = "/.well-known/agent-card.json"
 JSON_MODES = ["application/json"]
@@ -90,10 +91,20 @@ def extension_params(registry: Registry) -> dict[str, Any]:
 
 
 def build_card(
-    registry: Registry, config: Config, base_url: str, signer: CardSigner | None = None
+    registry: Registry,
+    config: Config,
+    base_url: str,
+    signer: CardSigner | None = None,
+    requirements: SkillRequirements | None = None,
 ) -> AgentCard:
-    """The agent's card; signed by ``signer`` (its JWKS at ``base_url`` + JWKS_PATH) if given."""
+    """The agent's card; signed by ``signer`` (its JWKS at ``base_url`` + JWKS_PATH) if given.
+
+    ``requirements`` (default: read from ``config``) are each skill's
+    ``securityRequirements`` (:mod:`skillrack.serve.security.requirements`).
+    """
     agent = config.agent
+    if requirements is None:
+        requirements = skill_requirements(config, registry)
     extension = AgentExtension(
         uri=EXTENSION_URI,
         description="Schema interfaces for advertised skills (interface version 1.0)",
@@ -135,6 +146,11 @@ def build_card(
             for s in registry
         ],
     )
+    for entry in card.skills:
+        if requirements.of(entry.id):
+            json_format.ParseDict(
+                {"securityRequirements": requirements.card_entries(entry.id)}, entry
+            )
     if agent.documentation_url:
         card.documentation_url = agent.documentation_url
     if registry.manager is not None:

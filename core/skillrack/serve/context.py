@@ -21,7 +21,7 @@ them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -48,6 +48,12 @@ class Caller:
     tenant: str = ""
     authenticated: bool = False
     attributes: dict[str, Any] = field(default_factory=dict)
+    #: The card's security schemes this request's credentials met, each with the scopes
+    #: granted under it (``{"oidc": ("network:read",)}``).  An authentication plugin may
+    #: set it; when it does not, the host fills in the names of the schemes the plugin
+    #: contributes to the card, without scopes.  Per-skill security requirements
+    #: (:mod:`skillrack.serve.security.requirements`) are checked against it.
+    schemes: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 ANONYMOUS = Caller(identity="anonymous")

@@ -80,6 +80,7 @@ from skillrack.serve.replay import replay
 from skillrack.serve.security.approval_gate import seek_approval
 from skillrack.serve.security.approvals import Approvals
 from skillrack.serve.security.authz import authorize, authorize_skill
+from skillrack.serve.security.requirements import SkillRequirements, describe
 from skillrack.serve.traces import OFF, TurnTrace
 from skillrack.serve.traces import turn as traced_turn
 
@@ -235,8 +236,10 @@ class SkillExecutor(AgentExecutor):
         handler_timeout: float = DEFAULT_HANDLER_TIMEOUT_S,
         output_limits: OutputLimits | None = None,
         metrics: Metrics | None = None,
+        requirements: SkillRequirements | None = None,
     ) -> None:
         self.registry = registry
+        self.requirements = requirements or SkillRequirements()
         self.manager = manager
         self.delegation = delegation
         self.approvals = approvals
@@ -308,6 +311,7 @@ class SkillExecutor(AgentExecutor):
             return None
         skill = select_skill(self.registry, request)
         turn.trace.skill(skill)
+        self._check_requirements(skill.skill_id, turn)
         with turn.trace.stage("authorization", "skill"), turn.observed.stage("authorization"):
             verdict = await authorize_skill(
                 self.manager,
@@ -375,6 +379,26 @@ class SkillExecutor(AgentExecutor):
         await turn.updater.complete()
         turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
         turn.observed.ended("TASK_STATE_COMPLETED")
+
+    def _check_requirements(self, skill_id: str, turn: _Turn) -> None:
+        """The skill's own security requirements (the card says them), before any policy."""
+        if self.requirements.allows(skill_id, turn.caller):
+            return
+        turn.observed.denied("skill")
+        wanted = describe(self.requirements.of(skill_id))
+        logger.info(
+            "task %s: %s requires %s; the caller met %s",
+            turn.task_id,
+            skill_id,
+            wanted,
+            dict(turn.caller.schemes) or "no scheme",
+            extra=_fields(turn.task_id, skill_id, ErrorCode.AUTHORIZATION_FAILED),
+        )
+        raise ConditionError(
+            ErrorCode.AUTHORIZATION_FAILED,
+            f"the caller is not authorized to invoke {skill_id!r}: it requires {wanted} "
+            "(the skill's securityRequirements on the Agent Card)",
+        )
 
     async def _authorize(self, invocation: Invocation, turn: _Turn) -> None:
         with turn.observed.stage("authorization"):

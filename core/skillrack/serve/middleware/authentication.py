@@ -19,7 +19,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from skillrack.errors import ErrorCode
 from skillrack.serve.metrics import Metrics
 from skillrack.serve.middleware.binding_errors import binding_error
-from skillrack.serve.security.authn import RequestCredentials, authenticate, security_schemes
+from skillrack.serve.security.authn import (
+    RequestCredentials,
+    authenticate,
+    schemes_by_plugin,
+    security_schemes,
+)
 
 #: Where the authenticated :class:`~skillrack.serve.context.Caller` is put in the ASGI scope.
 CALLER_SCOPE_KEY = "skillrack.caller"
@@ -57,6 +62,7 @@ class AuthenticationGate:
         self.public = public
         self.metrics = metrics
         self.credential_headers = credential_headers(manager)
+        self.schemes_of = schemes_by_plugin(manager)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public:
@@ -83,7 +89,7 @@ class AuthenticationGate:
                 self.metrics.authentication_failed("repeated")
             await self._refuse(scope, send, f"repeated credential header {duplicated[0]}", schemes)
             return
-        outcome = await authenticate(self.manager, credentials)
+        outcome = await authenticate(self.manager, credentials, self.schemes_of)
         if outcome.caller is None:
             if self.metrics is not None:  # a plugin's name, never the caller's words
                 self.metrics.authentication_failed(outcome.refused_by or "none")

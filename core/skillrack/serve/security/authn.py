@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pluggy
 
 from skillrack.errors import SkillrackError
-from skillrack.host.hooks import call_each_async
+from skillrack.host.hooks import call_each, call_each_async
 from skillrack.serve.context import ANONYMOUS, Caller
 
 logger = logging.getLogger(__name__)
@@ -78,12 +78,33 @@ class Authentication:
     refused_by: str | None = None
 
 
+def schemes_by_plugin(manager: pluggy.PluginManager) -> dict[str, tuple[str, ...]]:
+    """The names of the card's security schemes each plugin contributes (computed once)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for answer in call_each(manager, "security_schemes", {}):
+        if isinstance(answer.result, Mapping):
+            found[answer.plugin] = tuple(str(name) for name in answer.result)
+    return found
+
+
 async def authenticate(
-    manager: pluggy.PluginManager, credentials: RequestCredentials
+    manager: pluggy.PluginManager,
+    credentials: RequestCredentials,
+    schemes_of: Mapping[str, tuple[str, ...]] | None = None,
 ) -> Authentication:
-    """Ask every authentication plugin; apply the veto rule described in the module docstring."""
+    """Ask every authentication plugin; apply the veto rule described in the module docstring.
+
+    The caller returned is the first plugin's, with ``schemes`` holding every
+    scheme some plugin accepted a credential for (a client certificate and a
+    bearer token on one request meet two), each plugin's own ``schemes`` or,
+    when it sets none, the names ``schemes_of`` (:func:`schemes_by_plugin`)
+    gives for it.
+    """
     if not manager.hook.authenticate.get_hookimpls():
         return Authentication(ANONYMOUS)
+    if schemes_of is None:
+        schemes_of = schemes_by_plugin(manager)
+    met: dict[str, set[str]] = {}
     found: Caller | None = None
     refusal: AuthenticationFailed | None = None
     refused_by: str | None = None
@@ -104,8 +125,11 @@ async def authenticate(
             refused_by = refused_by or answer.plugin
             refusal = refusal or AuthenticationFailed()
             continue
-        if isinstance(answer.result, Caller) and found is None:
-            found = answer.result
+        if isinstance(answer.result, Caller):
+            found = found or answer.result
+            granted = answer.result.schemes or dict.fromkeys(schemes_of.get(answer.plugin, ()), ())
+            for scheme, scopes in granted.items():
+                met.setdefault(scheme, set()).update(scopes)
     for scheme in manager.hook.www_authenticate():
         if scheme and scheme not in challenges:
             challenges.append(scheme)
@@ -113,7 +137,8 @@ async def authenticate(
         return Authentication(None, refusal.message, tuple(challenges), refused_by)
     if found is None:
         return Authentication(None, "credentials are required", tuple(challenges))
-    return Authentication(found, challenges=tuple(challenges))
+    schemes = {scheme: tuple(sorted(scopes)) for scheme, scopes in met.items()}
+    return Authentication(replace(found, schemes=schemes), challenges=tuple(challenges))
 
 
 def security_schemes(manager: pluggy.PluginManager) -> dict[str, Any]:

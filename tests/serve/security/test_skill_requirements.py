@@ -1,0 +1,147 @@
+"""Per-skill security requirements: configured, published on the card, enforced on both bindings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers.agent_harness import running_agent
+from helpers.agent_skills import AllowAll, TestSkills
+
+from skillrack import Caller, hookimpl
+from skillrack.host.config import Config, ConfigError, load_config
+from skillrack.host.plugins import load_plugins
+from skillrack.host.registry import Registry, build_registry
+from skillrack.serve.card import build_card
+from skillrack.serve.security.authn import RequestCredentials
+from skillrack.testing.serve import CARD_PATH, error_of, invoke, skill_request
+
+ARGS = {
+    "resource_id": "network-resource-123",
+    "condition": {"metric": "utilization", "operator": "gte", "threshold": 80, "unit": "percent"},
+}
+SKILL = "evaluate_resource_condition"
+
+
+class ScopedTokens:
+    """Scheme ``scoped``: ``X-Scopes: a b`` authenticates with those scopes granted."""
+
+    @hookimpl
+    def authenticate(self, request: RequestCredentials) -> Caller | None:
+        value = request.headers.get("x-scopes")
+        if value is None:
+            return None
+        return Caller("svc", authenticated=True, schemes={"scoped": tuple(value.split())})
+
+    @hookimpl
+    def security_schemes(self) -> dict[str, Any]:
+        return {"scoped": {"apiKeySecurityScheme": {"location": "header", "name": "X-Scopes"}}}
+
+
+class PlainKeys:
+    """Scheme ``plain``: any ``X-Plain`` header; sets no schemes (the host fills them in)."""
+
+    @hookimpl
+    def authenticate(self, request: RequestCredentials) -> Caller | None:
+        if "x-plain" not in request.headers:
+            return None
+        return Caller("person", authenticated=True)
+
+    @hookimpl
+    def security_schemes(self) -> dict[str, Any]:
+        return {"plain": {"apiKeySecurityScheme": {"location": "header", "name": "X-Plain"}}}
+
+
+def _registry() -> Registry:
+    extra = [("tests", TestSkills()), ("allow", AllowAll())]
+    extra += [("scoped", ScopedTokens()), ("plain", PlainKeys())]
+    return build_registry(load_plugins(use_entry_points=False, extra=extra))
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Registry]]:
+    config = Config(
+        base_dir=tmp_path_factory.mktemp("requirements"),
+        skill_security={SKILL: ({"scoped": ("network:write",)},)},
+    )
+    registry = _registry()
+    with running_agent(registry, config) as url:
+        yield url, registry
+
+
+def _call(url: str, registry: Registry, binding: str, headers: dict[str, str]) -> Any:
+    skill = registry.skills[SKILL]
+    data = skill_request(SKILL, ARGS, skill.skill.version, skill.interface_digest)
+    return invoke(url, data, binding=binding, headers=headers)
+
+
+def test_the_card_publishes_the_skills_requirement(agent: tuple[str, Registry]) -> None:
+    card = httpx.get(agent[0] + CARD_PATH).json()
+    entry = next(s for s in card["skills"] if s["id"] == SKILL)
+    assert entry["securityRequirements"] == [{"schemes": {"scoped": {"list": ["network:write"]}}}]
+    others = [s for s in card["skills"] if s["id"] != SKILL]
+    assert others and all("securityRequirements" not in s for s in others)
+    assert {"schemes": {"plain": {}}} in card["securityRequirements"]  # proto3 drops []
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+@pytest.mark.parametrize(
+    "headers",
+    [{"X-Plain": "1"}, {"X-Scopes": "network:read"}],
+    ids=["other-scheme", "missing-scope"],
+)
+def test_a_caller_short_of_the_requirement_is_refused(
+    agent: tuple[str, Registry], binding: str, headers: dict[str, str]
+) -> None:
+    task = _call(*agent, binding, headers)
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    error = error_of(task)
+    assert error["code"] == "authorization_failed"
+    assert "requires scoped (scopes network:write)" in error["message"]
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_a_caller_meeting_it_is_served(agent: tuple[str, Registry], binding: str) -> None:
+    task = _call(*agent, binding, {"X-Scopes": "network:read network:write"})
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+    # Two credentials on one request: the schemes met add up.
+    task = _call(*agent, binding, {"X-Plain": "1", "X-Scopes": "network:write"})
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED", task
+
+
+def test_configuration_is_read_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "skillrack.toml"
+    path.write_text(
+        f'[skills.{SKILL}]\nsecurity = [{{ scoped = ["network:write"] }}, "plain"]\n',
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.skill_security[SKILL] == ({"scoped": ("network:write",)}, {"plain": ()})
+    card = build_card(_registry(), config, "http://127.0.0.1:1")
+    entry = next(s for s in card.skills if s.id == SKILL)
+    assert len(entry.security_requirements) == 2
+    for text, message in [
+        ('[skills.x]\nsecurity = [{ plain = "a" }]\n', "must be a list of scope names"),
+        ("[skills.x]\nsecure = []\n", "unknown key skills.x.secure"),
+        ("[skills.x]\nsecurity = []\n", "non-empty list of alternatives"),
+    ]:
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ConfigError, match=message):
+            load_config(path)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"no_such_skill": ({"plain": ()},)}, r"\[skills.no_such_skill\]: this agent serves no"),
+        ({SKILL: ({"mtls": ()},)}, "names scheme 'mtls', which no installed authentication"),
+    ],
+)
+def test_unknown_skills_and_schemes_stop_start_up(
+    tmp_path: Path, table: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        build_card(_registry(), Config(base_dir=tmp_path, skill_security=table), "http://h:1")
