@@ -13,6 +13,14 @@ start-up is complete, leaves a mark in a directory the parent made
 runs has marked itself ready and the shared socket is listening, and stops
 with one line (exit 1) when a worker's start-up failed.
 
+Under ``--workers N`` on Linux each worker listens on a socket of its own
+(:class:`ReusePortSockets`): ``SO_REUSEPORT`` lets the kernel spread new
+connections over the workers by their address hash.  On one shared
+listening socket (uvicorn's way), the worker that wakes first accepts every
+connection waiting, so a burst of keep-alive clients all landed on one
+worker while the other idled.  The parent keeps its bound socket (not
+listening) so that the port stays claimed while workers restart.
+
 ``--metrics-port`` binds its port before the banner too, and serves
 ``GET /metrics`` from a thread (:func:`~skillrack.serve.metrics_endpoint.serve_metrics_port`);
 under ``--workers`` the parent serves it, adding up every worker's values
@@ -73,8 +81,26 @@ class _ListenError(OSError):
     """The socket or TLS files could not be set up; the message names them (never leaves here)."""
 
 
-def bind_listener(host: str, port: int) -> socket.socket:
-    """A bound (not yet listening) TCP socket on ``host``:``port``, as uvicorn would bind it."""
+def spread_by_kernel() -> bool:
+    """Whether ``--workers`` gives each worker its own ``SO_REUSEPORT`` socket (Linux).
+
+    Elsewhere ``SO_REUSEPORT`` either does not exist or does not balance
+    (BSD and macOS hand every connection to one socket), so the workers
+    share the parent's socket as uvicorn does.
+    """
+    import socket
+
+    return sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+
+
+def bind_listener(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
+    """A bound (not yet listening) TCP socket on ``host``:``port``, as uvicorn would bind it.
+
+    ``reuse_port``: with ``SO_REUSEPORT``, so that the ``--workers``
+    processes can bind sockets of their own to the same address
+    (:class:`ReusePortSockets`); the kernel allows that only to sockets of
+    the same user that set the option too.
+    """
     import socket
 
     try:
@@ -86,6 +112,8 @@ def bind_listener(host: str, port: int) -> socket.socket:
         raise _ListenError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from None
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind(address)
     except OSError as exc:
         sock.close()
@@ -208,6 +236,44 @@ def worker_app() -> ASGIApp:
     return QuietStartup(app, WorkerMarks(Path(marks)).mark if marks else None)
 
 
+class ReusePortSockets:
+    """A fresh ``SO_REUSEPORT`` socket on the parent's address for each worker started.
+
+    uvicorn's supervisor hands every worker process it starts (at start-up,
+    after a crash, on SIGHUP) the list it reads from its ``sockets``
+    attribute; :func:`_supervise` makes that attribute this object's
+    :meth:`take`.  The worker listens on the socket it was given; the
+    parent closes its copy once the worker has it (:meth:`release`), so
+    the socket dies with its worker and the kernel stops sending it
+    connections.
+    """
+
+    def __init__(self, parent: socket.socket) -> None:
+        self.parent = parent
+        self._handed: list[socket.socket] = []
+
+    def take(self) -> list[socket.socket]:
+        import socket
+
+        sock = socket.socket(self.parent.family, self.parent.type, self.parent.proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind(self.parent.getsockname())
+        except OSError:
+            sock.close()
+            raise
+        sock.set_inheritable(True)
+        self._handed.append(sock)
+        return [sock]
+
+    def release(self) -> None:
+        """Close the parent's copies of the sockets handed out (each started worker has its own)."""
+        for sock in self._handed:
+            sock.close()
+        self._handed.clear()
+
+
 def _listening(sock: socket.socket) -> bool:
     """Whether a worker has started listening on the socket the parent bound and shares."""
     import socket
@@ -223,9 +289,18 @@ def _supervise(
     sock: socket.socket,
     marks: WorkerMarks,
     announce: Callable[[], None],
+    *,
+    spread: bool = False,
 ) -> str | None:
-    """Run the workers until stopped; None if they all started, else why they did not."""
+    """Run the workers until stopped; None if they all started, else why they did not.
+
+    With ``spread`` (:func:`spread_by_kernel`) each worker gets a socket of
+    its own (:class:`ReusePortSockets`); a worker is then listening once
+    uvicorn's health check says its server has started.
+    """
     from uvicorn.supervisors import Multiprocess
+
+    own = ReusePortSockets(sock) if spread else None
 
     class AnnouncingSupervisor(Multiprocess):
         """uvicorn's supervisor, announcing once, when every worker is ready."""
@@ -233,19 +308,38 @@ def _supervise(
         announced = False
         failure: str | None = None
 
+        @property
+        def sockets(self) -> list[socket.socket]:
+            # Read once for each worker it starts, just before it starts it.
+            return own.take() if own is not None else [sock]
+
+        @sockets.setter
+        def sockets(self, value: list[socket.socket]) -> None:
+            pass  # the parent's socket, known already
+
         def keep_subprocess_alive(self) -> None:
+            if own is not None:
+                own.release()  # every socket handed out went to a worker started since
             super().keep_subprocess_alive()  # uvicorn's loop calls this every 0.5 s
             if self.announced or self.should_exit.is_set():
                 return
             self.failure = marks.failure()
             if self.failure is not None:  # every restart would fail the same way
                 self.should_exit.set()
-            elif marks.ready([process.pid for process in self.processes]) and _listening(sock):
+            elif marks.ready([process.pid for process in self.processes]) and (
+                all(process.is_ready(timeout=1) for process in self.processes)
+                if own is not None
+                else _listening(sock)
+            ):
                 self.announced = True
                 announce()
 
     supervisor = AnnouncingSupervisor(config, sockets=[sock])
-    supervisor.run()
+    try:
+        supervisor.run()
+    finally:
+        if own is not None:
+            own.release()
     if supervisor.announced:
         return None
     return supervisor.failure or marks.failure() or "the workers stopped before they were ready"
@@ -345,7 +439,8 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             )
     try:
         _check_tls(args)
-        sock = bind_listener(args.host, args.port)
+        spread = args.workers > 1 and spread_by_kernel()
+        sock = bind_listener(args.host, args.port, reuse_port=spread)
     except _ListenError as exc:
         return fail(str(exc))
     metrics_server = None
@@ -386,7 +481,8 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)
         print(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
         if args.workers > 1:
-            print(f"  workers: {args.workers}")
+            how = "SO_REUSEPORT: the kernel spreads connections" if spread else "one shared socket"
+            print(f"  workers: {args.workers} ({how})")
         if metrics_port:
             print(f"  metrics: http://{args.host}:{metrics_port}/metrics (no authentication)")
         else:
@@ -427,7 +523,9 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
                 workers = uvicorn.Config(
                     f"{__name__}:worker_app", factory=True, workers=args.workers, **options
                 )
-                failure = _supervise(workers, sock, WorkerMarks(Path(marks)), announce)
+                failure = _supervise(
+                    workers, sock, WorkerMarks(Path(marks)), announce, spread=spread
+                )
             if failure is not None:
                 return fail(f"the agent did not start: {failure}")
             return EXIT_OK
@@ -498,11 +596,13 @@ def add_commands(sub: Any) -> None:
 
 __all__ = [
     "QuietStartup",
+    "ReusePortSockets",
     "WorkerMarks",
     "add_commands",
     "bind_listener",
     "cmd_serve",
     "port_number",
     "positive",
+    "spread_by_kernel",
     "worker_app",
 ]

@@ -17,6 +17,16 @@ had arrived.  An idle connection is still closed earlier by
 ``timeout_keep_alive``.  The body is bounded by the application
 (:class:`~skillrack.serve.middleware.body_timeout.BodyTimeout`).
 
+It also sets ``TCP_NODELAY`` on every accepted TCP connection itself.
+asyncio sets it only when the listening socket's protocol number is
+``IPPROTO_TCP``; a socket created with protocol 0 (uvicorn's own
+``bind_socket``, or one inherited through ``--fd``) would leave Nagle's
+algorithm on, and a response written in two parts would then wait about
+40 ms for the client's delayed ACK.  With the ``skillrack.serve.connections``
+logger at DEBUG, each accepted connection is logged with the process that
+accepted it and the option as read back from the socket (the
+``--workers`` tests check both).
+
 ``skillrack serve`` passes the class as uvicorn's ``http`` protocol (it
 replaces ``auto``, which would pick httptools where it is installed).  The
 app hands the timeout over through its lifespan state
@@ -27,6 +37,9 @@ and which every ``--workers`` process builds for itself.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import socket
 from typing import Any
 
 import h11
@@ -40,6 +53,28 @@ _REQUEST_TIMEOUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"content-length: 34\r\nconnection: close\r\n\r\nthe request headers did not arrive"
 )
+
+
+logger = logging.getLogger(__name__)
+
+
+def set_nodelay(transport: asyncio.BaseTransport) -> None:
+    """Turn Nagle's algorithm off on ``transport``'s TCP socket (nothing for other sockets)."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:  # the connection is already gone
+        return
+    if logger.isEnabledFor(logging.DEBUG):
+        nodelay = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        logger.debug(
+            "connection from %s accepted by process %d (TCP_NODELAY %s)",
+            transport.get_extra_info("peername"),
+            os.getpid(),
+            "on" if nodelay else "off",
+        )
 
 
 class HeaderDeadlineProtocol(H11Protocol):
@@ -76,6 +111,7 @@ class HeaderDeadlineProtocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        set_nodelay(transport)
         self._arm()
 
     def data_received(self, data: bytes) -> None:
