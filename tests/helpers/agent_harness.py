@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -31,16 +32,18 @@ def running_agent(
     config: Config | None = None,
     wrap: Callable[[ASGIApp], ASGIApp] | None = None,
     port: int | None = None,
+    **app_options: Any,
 ) -> Iterator[str]:
     """Serve ``registry`` over HTTP in a background thread; yield its base URL.
 
     ``port``: a given one (a restart that must publish the same card), else a free one.
+    ``app_options`` go to ``create_app`` (``task_store``, ``push_config_store``, ...).
     """
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     if config is None:  # keep the approval store out of the working directory
         config = Config(base_dir=Path(tempfile.mkdtemp(prefix="skillrack-test-")))
-    app: ASGIApp = create_app(registry, config, base_url)
+    app: ASGIApp = create_app(registry, config, base_url, **app_options)
     if wrap is not None:
         app = wrap(app)
     server = uvicorn.Server(

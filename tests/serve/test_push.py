@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +25,9 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore
 from a2a.types import Task, TaskPushNotificationConfig, TaskState, TaskStatus
+from cryptography.fernet import Fernet
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
@@ -33,6 +36,7 @@ from helpers.header_callers import HeaderCallers, caller_header
 from skillrack.client.address_guard import AddressGuard, AddressPolicy
 from skillrack.host.config import Config, ConfigError, ServerSettings, load_config
 from skillrack.host.registry import Registry
+from skillrack.serve.app import create_app, tenant_scope
 from skillrack.serve.card import CARD_PATH
 from skillrack.serve.push import PushDelivery, PushUrlCheck, RetryingTransport
 from skillrack.testing.serve import invoke, rpc, skill_request
@@ -482,3 +486,136 @@ async def test_a_refused_name_does_not_tell_the_caller_what_it_resolved_to(
     assert "10.1.2.3" in caplog.text and "nowhere.example" in caplog.text
     literal = await check.problem("https://10.1.2.3/hook")  # the caller's own address: in full
     assert literal is not None and "private" in literal
+
+
+# Credentials at rest, an app's own task store, plain http -----------------------------------------
+
+
+def test_push_credentials_are_stored_encrypted_with_the_key(
+    registry: Registry, receiver: Receiver, tmp_path: Path
+) -> None:
+    """With push_encryption_key_file the stored row holds no credential; delivery still works."""
+    (tmp_path / "push.key").write_bytes(Fernet.generate_key() + b"\n")
+    secret = "hook-secret-at-rest"
+    with _agent(
+        registry,
+        tmp_path,
+        push_notifications=True,
+        push_allow_loopback=True,
+        push_encryption_key_file="push.key",
+    ) as url:
+        config = _push_config(
+            receiver.url + "/sealed",
+            token="tok-sealed",
+            authentication={"scheme": "Bearer", "credentials": secret},
+        )
+        invoke(
+            url,
+            _slow(registry, 0.2),
+            configuration={"returnImmediately": True, "taskPushNotificationConfig": config},
+        )
+        states = receiver.wait_for("/sealed", "TASK_STATE_COMPLETED")
+        with sqlite3.connect(tmp_path / "skillrack-tasks.db") as db:
+            rows = [
+                bytes(r[0]) for r in db.execute("SELECT config_data FROM push_notification_configs")
+            ]
+    assert states and states[-1] == "TASK_STATE_COMPLETED", states
+    assert rows and not any(secret.encode() in row or b"tok-sealed" in row for row in rows), rows
+    mine = [h for p, h, _ in receiver.received if p == "/sealed"]
+    assert all(h["Authorization"] == f"Bearer {secret}" for h in mine)
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [(None, "cannot read"), (b"not a key", "does not hold a Fernet key")],
+)
+def test_an_unusable_push_key_file_is_refused(
+    registry: Registry, tmp_path: Path, content: bytes | None, says: str
+) -> None:
+    if content is not None:
+        (tmp_path / "push.key").write_bytes(content)
+    config = Config(
+        base_dir=tmp_path,
+        server=ServerSettings(push_notifications=True, push_encryption_key_file="push.key"),
+    )
+    with pytest.raises(ConfigError, match=f"push_encryption_key_file: .*{says}"):
+        create_app(registry, config, "http://127.0.0.1:9")
+
+
+def test_an_app_given_its_own_task_store_needs_a_push_config_store(
+    registry: Registry, receiver: Receiver, tmp_path: Path
+) -> None:
+    """Push on with the caller's task store: refused without a config store, served with one."""
+    config = Config(
+        base_dir=tmp_path, server=ServerSettings(push_notifications=True, push_allow_loopback=True)
+    )
+    own = InMemoryTaskStore(owner_resolver=tenant_scope)
+    with pytest.raises(ConfigError, match="push_config_store"):
+        create_app(registry, config, "http://127.0.0.1:9", task_store=own)
+    configs = InMemoryPushNotificationConfigStore(owner_resolver=tenant_scope)
+    with running_agent(registry, config, task_store=own, push_config_store=configs) as url:
+        assert httpx.get(url + CARD_PATH).json()["capabilities"]["pushNotifications"] is True
+        invoke(
+            url,
+            _slow(registry, 0.2),
+            configuration={
+                "returnImmediately": True,
+                "taskPushNotificationConfig": _push_config(receiver.url + "/own-store"),
+            },
+        )
+        states = receiver.wait_for("/own-store", "TASK_STATE_COMPLETED")
+    assert states and states[-1] == "TASK_STATE_COMPLETED", states
+
+
+def _resolving(answers: dict[str, list[str]]) -> Any:
+    async def resolve(host: str, port: int) -> list[str]:
+        return answers[host]
+
+    return resolve
+
+
+@pytest.mark.parametrize(
+    "url, addresses, allowed",
+    [
+        ("http://hook.localhost/n", ["127.0.0.1"], True),
+        ("http://localhost/n", ["127.0.0.1", "::1"], True),
+        ("http://hook.localhost/n", ["10.0.0.7"], False),  # a name is not an address
+        ("http://hook.localhost/n", ["127.0.0.1", "10.0.0.7"], False),
+        ("http://hook.example/n", ["127.0.0.1"], True),  # what it resolves to decides
+        ("http://hook.example/n", ["10.0.0.7"], False),
+        ("http://10.0.0.7/n", [], False),
+        ("https://hook.localhost/n", ["10.0.0.7"], True),  # https: the ranges decide
+    ],
+)
+async def test_plain_http_reaches_only_loopback_addresses(
+    url: str, addresses: list[str], allowed: bool
+) -> None:
+    """``*.localhost`` is loopback only if it resolves there; the private ranges never get http."""
+    resolve = _resolving({httpx.URL(url).host: addresses})
+    policy = AddressPolicy(allow_loopback=True, allow_private=True, http_loopback_only=True)
+    check = PushUrlCheck(AddressGuard(policy, resolve=resolve).vet, allow_loopback=True)
+    problem = await check.problem(url)
+    assert (problem is None) is allowed, problem
+
+
+async def test_plain_http_to_localhost_names_needs_push_allow_loopback() -> None:
+    resolve = _resolving({"hook.localhost": ["127.0.0.1"]})
+    policy = AddressPolicy(allow_private=True, http_loopback_only=True)
+    check = PushUrlCheck(AddressGuard(policy, resolve=resolve).vet, allow_loopback=False)
+    problem = await check.problem("http://hook.localhost/n")
+    assert problem is not None and "push_allow_loopback" in problem
+
+
+async def test_a_localhost_name_that_rebinds_off_loopback_gets_no_plain_http() -> None:
+    answers = {"hook.localhost": ["127.0.0.1"]}
+    inner = Counting(200)
+    policy = AddressPolicy(allow_loopback=True, allow_private=True, http_loopback_only=True)
+    guard = AddressGuard(policy, transport=lambda: inner, resolve=_resolving(answers))
+    check = PushUrlCheck(guard.vet, allow_loopback=True)
+    url = "http://hook.localhost/notify"
+    assert await check.problem(url) is None  # loopback when set
+    answers["hook.localhost"] = ["192.168.1.20"]  # a private address when delivered
+    delivery = PushDelivery(Store(url), guard, check, attempts=1, timeout=5, backoff=0)  # type: ignore[arg-type]
+    await delivery.send_notification("task-1", _event())
+    await delivery.aclose()
+    assert inner.requests == []

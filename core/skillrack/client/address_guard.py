@@ -133,6 +133,10 @@ class AddressPolicy:
     allow_private: bool = False
     #: Where an operator sets ``allow_loopback`` / ``allow_private``, quoted in a refusal.
     where: str = "the AddressPolicy given to AddressGuard"
+    #: Plain ``http`` may reach loopback addresses only (whatever a name is called:
+    #: ``*.localhost`` counts as loopback only if it resolves there); ``https`` is judged
+    #: by the settings above alone.  Push webhooks: a credential in clear stays on the host.
+    http_loopback_only: bool = False
 
     def allows(self, kind: AddressKind) -> bool:
         if kind.setting is None:
@@ -262,6 +266,13 @@ class AddressGuard(httpx.AsyncBaseTransport):
                 ) from None
             if not policy.allows(kind):
                 raise _refused(origin, address, kind.label, kind.setting, policy)
+            cleartext = policy.http_loopback_only and url.scheme == "http"
+            if cleartext and kind is not AddressKind.LOOPBACK:
+                raise SkillCallError.local(
+                    ClientCode.ADDRESS_REFUSED,
+                    f"refused to connect to {origin}: {address} is {kind.label} and plain http "
+                    "may reach only loopback; nothing was sent (use https)",
+                )
         return addresses
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

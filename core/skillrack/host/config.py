@@ -161,6 +161,9 @@ class ServerSettings:
     push_attempts: int = 3
     #: Seconds one webhook POST may take.
     push_timeout: float = 10.0
+    #: A file holding a Fernet key (relative to the configuration's directory): push
+    #: configs, the ``authentication`` credentials in them included, are stored encrypted.
+    push_encryption_key_file: str = ""
     #: Where per-caller rate and concurrency limits are counted: empty, in each process;
     #: ``redis://HOST:PORT/DB`` (``rediss://``, ``unix://``), in Redis shared by every
     #: replica (the ``redis`` extra; ``skillrack.serve.limits_store``).

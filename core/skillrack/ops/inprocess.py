@@ -28,7 +28,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from a2a.server.tasks import InMemoryTaskStore
+from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -62,6 +62,7 @@ def build_app(registry: Registry, config: Config, base_url: str, workdir: Path) 
         _private(config, workdir),
         base_url,
         task_store=InMemoryTaskStore(owner_resolver=tenant_scope),
+        push_config_store=InMemoryPushNotificationConfigStore(owner_resolver=tenant_scope),
     )
 
 

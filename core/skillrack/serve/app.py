@@ -37,7 +37,7 @@ from a2a.server.routes import (
     create_jsonrpc_routes,
     create_rest_routes,
 )
-from a2a.server.tasks import TaskStore
+from a2a.server.tasks import PushNotificationConfigStore, TaskStore
 from a2a.types import (
     CancelTaskRequest,
     Message,
@@ -60,7 +60,7 @@ from skillrack.client.address_guard import (
 from skillrack.client.composition import Peers
 from skillrack.client.skill_client import SkillClient
 from skillrack.host.compose import compose_host
-from skillrack.host.config import Config, PeerAddresses, load_config
+from skillrack.host.config import Config, ConfigError, PeerAddresses, load_config
 from skillrack.host.registry import Registry
 from skillrack.protocol.signing import JWKS_PATH
 from skillrack.serve.card import (
@@ -101,7 +101,7 @@ from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.operations import HOPS_PATH, OperationsGuard, hops_endpoint
 from skillrack.serve.outputs import OutputLimits
 from skillrack.serve.process import freeze_startup_heap
-from skillrack.serve.push import PushDelivery, PushUrlCheck
+from skillrack.serve.push import PushDelivery, PushUrlCheck, load_push_key
 from skillrack.serve.security.approvals import PENDING, ApprovalStore, open_approvals
 from skillrack.serve.security.requirements import skill_requirements
 from skillrack.serve.stores.recovery import fail_interrupted
@@ -273,29 +273,31 @@ def _address_guard(config: Config) -> AddressGuard:
 
 
 def _push(
-    config: Config, storage: TaskStorage | None
+    config: Config, store: PushNotificationConfigStore | None
 ) -> tuple[PushUrlCheck | None, PushDelivery | None]:
     """Push notifications when ``[server] push_notifications`` is on (:mod:`skillrack.serve.push`).
 
     The webhook's address goes through the same outbound guard as delegation,
-    with the ranges ``push_allow_loopback`` / ``push_allow_private`` allow; the
-    configs live in the task store (none when the caller gave its own task store).
+    with the ranges ``push_allow_loopback`` / ``push_allow_private`` allow (and
+    plain ``http`` to loopback addresses only); the configs live in ``store``,
+    beside the tasks.
     """
     server = config.server
-    if not server.push_notifications or storage is None or storage.push_config_store is None:
+    if not server.push_notifications or store is None:
         return None, None
     guard = AddressGuard(
         AddressPolicy(
             allow_loopback=server.push_allow_loopback,
             allow_private=server.push_allow_private,
             where="[server] (push_allow_loopback / push_allow_private)",
+            http_loopback_only=True,
         )
     )
     check = PushUrlCheck(
         guard.vet, allow_loopback=server.push_allow_loopback, refused_names=METADATA_NAMES
     )
     delivery = PushDelivery(
-        storage.push_config_store,
+        store,
         guard,
         check,
         attempts=server.push_attempts,
@@ -312,15 +314,19 @@ def create_app(
     *,
     cluster: bool = False,
     listen_host: str | None = None,
+    push_config_store: PushNotificationConfigStore | None = None,
 ) -> Starlette:
     """The composed agent as an ASGI app.
 
     Tasks go to ``task_store`` when one is given (the caller owns it), else to
     the store ``config.server.store`` names, opened here, initialized in the
-    lifespan and disposed of at shutdown.  ``cluster`` runs a SQLite store in
-    a2a-sdk's cluster mode, for several processes on one file; PostgreSQL
-    always runs in it.  ``listen_host`` (where uvicorn listens) chooses the
-    default ``[server] allowed_hosts``
+    lifespan and disposed of at shutdown.  Push configs live beside the tasks:
+    with a ``task_store`` of its own and ``[server] push_notifications`` on, the
+    caller gives ``push_config_store`` too, or the app refuses to be built
+    (a ``ConfigError``) rather than advertise push and deliver nothing.
+    ``cluster`` runs a SQLite store in a2a-sdk's cluster mode, for several
+    processes on one file; PostgreSQL always runs in it.  ``listen_host``
+    (where uvicorn listens) chooses the default ``[server] allowed_hosts``
     (:func:`~skillrack.serve.middleware.host_allowlist.default_allowed_hosts`).
     """
     manager = registry.manager
@@ -346,6 +352,15 @@ def create_app(
             cluster=cluster,
             memory_max_tasks=config.server.memory_max_tasks,
             memory_task_ttl=config.server.memory_task_ttl,
+            push_encryption_key=load_push_key(
+                config.server.push_encryption_key_file, config.base_dir
+            ),
+        )
+    elif config.server.push_notifications and push_config_store is None:
+        raise ConfigError(
+            "[server] push_notifications is on, but the app was given its own task_store "
+            "and no push_config_store: pass create_app(push_config_store=...) (configs live "
+            "beside the tasks) or turn push notifications off"
         )
     # Approvals live where the tasks do when that is PostgreSQL, on the same connections.
     approvals = open_approvals(config, storage.engine if storage is not None else None)
@@ -357,7 +372,8 @@ def create_app(
             "Approvals waiting for an operator (skillrack approvals list)",
             lambda: approvals.count(PENDING),
         )
-    push_check, push_delivery = _push(config, storage)
+    push_store = storage.push_config_store if storage is not None else push_config_store
+    push_check, push_delivery = _push(config, push_store)
     # Per-caller limits: in this process, or in Redis shared by the replicas.
     limits = open_limits(config)
     handler = SkillrackRequestHandler(
@@ -385,9 +401,7 @@ def create_app(
         ),
         agent_card=card,
         registry=registry,
-        push_config_store=(
-            storage.push_config_store if storage is not None and push_delivery else None
-        ),
+        push_config_store=push_store if push_delivery else None,
         push_sender=push_delivery,
         push_check=push_check,
     )

@@ -14,7 +14,10 @@ A webhook URL is the caller's choice of where this host connects, so it is
 server-side request forgery unless vetted, twice:
 
 - when it is set (:class:`PushUrlCheck`): ``https`` only (plain ``http``
-  only to a loopback host, and only when loopback is allowed); its host
+  only when loopback is allowed, and only to loopback: an address literal
+  that is loopback, or a name, ``localhost`` and ``*.localhost`` included,
+  whose every address is loopback; the outbound guard checks that where it
+  resolves the name, at set time and again at each delivery); its host
   name must resolve, and every address to one the operator's policy allows
   (the outbound address guard: never link-local or cloud metadata; loopback
   with ``push_allow_loopback``, the private ranges with
@@ -35,6 +38,12 @@ HTTP 5xx or 429) is retried ``push_attempts`` times in all with exponential
 backoff (0.5 s, 1 s, 2 s, ...); a refusal or another 4xx is not retried.
 A queue holds at most :data:`QUEUE_LIMIT` events per task; beyond that the
 event is dropped and logged.
+
+A config's ``authentication`` carries the caller's credentials for its
+webhook.  With ``[server] push_encryption_key_file`` the database store
+encrypts every config with that Fernet key (a2a-sdk's ``encryption_key``),
+so the task store's rows hold no credential in clear
+(:func:`load_push_key`).
 """
 
 from __future__ import annotations
@@ -44,13 +53,16 @@ import contextlib
 import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import httpx
 from a2a.server.tasks import BasePushNotificationSender, PushNotificationConfigStore
 from a2a.server.tasks.push_notification_sender import PushNotificationEvent, PushNotificationSender
 from a2a.utils.errors import InvalidParamsError
+from cryptography.fernet import Fernet
 
 from skillrack.errors import ErrorCode, SkillCallError
+from skillrack.host.config import ConfigError
 from skillrack.serve.middleware.error_sanitizer import OWN_ERROR
 
 logger = logging.getLogger(__name__)
@@ -91,11 +103,17 @@ class PushUrlCheck:
             return "it carries credentials in the URL; use the config's authentication"
         if parsed.scheme == "https":
             return None
-        if parsed.scheme == "http" and _is_loopback(parsed.host):
-            if self._allow_loopback:
-                return None
-            return "plain http is allowed only to loopback with [server] push_allow_loopback"
-        return "only https webhooks are accepted"
+        if parsed.scheme != "http":
+            return "only https webhooks are accepted"
+        if _is_address(parsed.host) and not ipaddress.ip_address(parsed.host).is_loopback:
+            return "only https webhooks are accepted (plain http only to loopback)"
+        if not self._allow_loopback:
+            return (
+                "only https webhooks are accepted "
+                "(plain http only to loopback, with [server] push_allow_loopback)"
+            )
+        # A name: the address guard lets plain http reach only loopback addresses.
+        return None
 
     async def problem(self, url: str) -> str | None:
         """Why ``url`` is refused (form, resolution or address), or None."""
@@ -140,14 +158,32 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _is_loopback(host: str) -> bool:
-    host = host.lower().rstrip(".")
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
+def load_push_key(path: str, base_dir: Path) -> bytes | None:
+    """The Fernet key in ``[server] push_encryption_key_file`` (relative to ``base_dir``).
+
+    None when the setting is empty.  A file that cannot be read or does not
+    hold a Fernet key (32 bytes, URL-safe base64) is a ``ConfigError`` saying
+    how to make one: a server that silently stored credentials in clear
+    because its key was unreadable would break the promise the setting makes.
+    """
+    if not path:
+        return None
+    where = base_dir / path
     try:
-        return ipaddress.ip_address(host).is_loopback
+        key = where.read_bytes().strip()
+    except OSError as exc:
+        raise ConfigError(
+            f"server.push_encryption_key_file: cannot read {where}: {exc.strerror or exc}"
+        ) from None
+    try:
+        Fernet(key)
     except ValueError:
-        return False
+        raise ConfigError(
+            f"server.push_encryption_key_file: {where} does not hold a Fernet key (32 bytes, "
+            "URL-safe base64); make one with python -c "
+            "'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'"
+        ) from None
+    return key
 
 
 class RetryingTransport(httpx.AsyncBaseTransport):

@@ -654,10 +654,14 @@ def open_storage(
     cluster: bool = False,
     memory_max_tasks: int = 10_000,
     memory_task_ttl: float = 3600.0,
+    push_encryption_key: bytes | None = None,
 ) -> TaskStorage:
     """The stores for ``spec``; PostgreSQL always runs in cluster mode, SQLite when asked.
 
     ``memory_max_tasks`` and ``memory_task_ttl`` bound the memory store (0: no bound).
+    ``push_encryption_key`` (a Fernet key) encrypts each push config in the database:
+    its ``authentication`` credentials never lie there in clear (the memory store keeps
+    them in this process only).
     """
     if spec.kind == "memory":
         if cluster:
@@ -673,7 +677,9 @@ def open_storage(
             push_config_store=InMemoryPushNotificationConfigStore(owner_resolver=owner_resolver),
         )
     engine = create_engine(spec, cluster=cluster)
-    push = DatabasePushNotificationConfigStore(engine, owner_resolver=owner_resolver)
+    push = DatabasePushNotificationConfigStore(
+        engine, owner_resolver=owner_resolver, encryption_key=push_encryption_key
+    )
     if cluster or spec.kind == "postgresql":
         return TaskStorage(
             spec,
