@@ -34,6 +34,7 @@ SKILLRACK_ALL = [
     "Authority",
     "AuthorizationRequest",
     "Caller",
+    "ClientCertificate",
     "ClientCode",
     "ConditionError",
     "ConfigError",

@@ -29,7 +29,8 @@ Reporting a failure
     settings table that cannot be used (the message names the key).
 
 Security plugins (``authenticate``, ``authorize_invocation``, ``approve_invocation``)
-    ``RequestCredentials``: what ``authenticate`` reads; ``AuthenticationFailed``:
+    ``RequestCredentials``: what ``authenticate`` reads, with the verified
+    ``ClientCertificate`` of a mutual-TLS connection; ``AuthenticationFailed``:
     a credential of the plugin's kind that is refused; ``AuthorizationRequest``:
     the invocation a policy judges; ``Decision``: its opinion.
 
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
     from skillrack.serve.context import Caller, InputRequired, SkillContext
     from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
     from skillrack.serve.security.authz import AuthorizationRequest, Decision
+    from skillrack.serve.security.client_certificate import ClientCertificate
 
 #: Every name, imported on first use: name -> the module that defines it.
 _ON_FIRST_USE = {
@@ -106,6 +108,7 @@ _ON_FIRST_USE = {
     "RequestCredentials": "skillrack.serve.security.authn",
     "AuthorizationRequest": "skillrack.serve.security.authz",
     "Decision": "skillrack.serve.security.authz",
+    "ClientCertificate": "skillrack.serve.security.client_certificate",
 }
 
 
@@ -122,6 +125,7 @@ __all__ = [
     "Authority",
     "AuthorizationRequest",
     "Caller",
+    "ClientCertificate",
     "ClientCode",
     "ConditionError",
     "ConfigError",

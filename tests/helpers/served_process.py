@@ -108,8 +108,12 @@ def _options(
     args: tuple[str, ...] = (),
     env: dict[str, str] | None = None,
     config: Path | None = None,
+    **start: Any,
 ) -> dict[str, Any]:
-    """``start_agent``'s arguments for a server holding only the probe plugin."""
+    """``start_agent``'s arguments for a server holding only the probe plugin.
+
+    ``start``: further ``start_agent`` arguments (``tls``, ``log_level``).
+    """
     plugin_dir = write_plugin(workdir / "plugin")
     config = config or write_config(workdir)
     python_path = os.pathsep.join(filter(None, [str(plugin_dir), os.environ.get("PYTHONPATH")]))
@@ -117,6 +121,7 @@ def _options(
         "plugins": "",
         "args": ("--config", str(config), *args),
         "env": {"PYTHONPATH": python_path, **(env or {})},
+        **start,
     }
 
 

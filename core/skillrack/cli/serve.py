@@ -54,6 +54,8 @@ if TYPE_CHECKING:
     from skillrack.host.config import Config
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+#: ``--ssl-client-auth`` values (the same as [server] ssl_client_auth; host/config.py).
+CLIENT_AUTH_MODES = ("required", "optional")
 
 
 def port_number(text: str) -> int:
@@ -127,22 +129,47 @@ def bind_listener(host: str, port: int, *, reuse_port: bool = False) -> socket.s
     return sock
 
 
-def _check_tls(args: argparse.Namespace) -> None:
+def client_tls(args: argparse.Namespace, config: Config) -> tuple[str | None, str]:
+    """``(CA bundle path or None, "required" | "optional")``: options first, then ``[server]``."""
+    if args.ssl_client_ca:
+        ca: str | None = args.ssl_client_ca
+    elif config.server.ssl_client_ca:
+        ca = str(config.base_dir / config.server.ssl_client_ca)
+    else:
+        ca = None
+    return ca, args.ssl_client_auth or config.server.ssl_client_auth
+
+
+def _check_tls(args: argparse.Namespace, client_ca: str | None) -> None:
     """Load the TLS files once here: a bad one is one line, not uvicorn's traceback."""
     import ssl
 
     if not args.ssl_certfile:
         if args.ssl_keyfile:
             raise _ListenError("--ssl-keyfile needs --ssl-certfile")
+        if client_ca:
+            raise _ListenError(
+                "client certificates (--ssl-client-ca or [server] ssl_client_ca) need TLS: "
+                "give --ssl-certfile and --ssl-keyfile"
+            )
         return
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
-        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(args.ssl_certfile, args.ssl_keyfile)
+        context.load_cert_chain(args.ssl_certfile, args.ssl_keyfile)
     except (OSError, ssl.SSLError) as exc:
         raise _ListenError(
             f"cannot load the TLS certificate {args.ssl_certfile}"
             f"{' or key ' + args.ssl_keyfile if args.ssl_keyfile else ''}: "
             f"{getattr(exc, 'strerror', None) or exc}"
         ) from None
+    if client_ca:
+        try:
+            context.load_verify_locations(cafile=client_ca)
+        except (OSError, ssl.SSLError) as exc:
+            raise _ListenError(
+                f"cannot load the client CA bundle {client_ca} (--ssl-client-ca or "
+                f"[server] ssl_client_ca): {getattr(exc, 'strerror', None) or exc}"
+            ) from None
 
 
 class QuietStartup:
@@ -374,6 +401,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     import asyncio
     import contextlib
     import logging.config
+    import ssl
 
     import uvicorn
 
@@ -393,6 +421,16 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     from skillrack.serve.traces import configure as configure_traces
     from skillrack.serve.traces import describe as describe_traces
 
+    client_ca, client_auth = client_tls(args, config)
+    if "mtls" in config.first_party and not client_ca:
+        return fail(
+            "[plugins.mtls] maps client certificates, but serve asks for none: set [server] "
+            "ssl_client_ca (or --ssl-client-ca) and serve TLS with --ssl-certfile"
+        )
+    try:  # the TLS files first: a bad one is one line before anything slow starts
+        _check_tls(args, client_ca)
+    except _ListenError as exc:
+        return fail(str(exc))
     log_format = args.log_format or config.server.log_format
     # Now, so that the lines of start-up (plugins, store) are in the chosen format too.
     logging.config.dictConfig(log_config(log_format, args.log_level))
@@ -438,7 +476,6 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
                 lambda: approvals.count(PENDING),
             )
     try:
-        _check_tls(args)
         spread = args.workers > 1 and spread_by_kernel()
         sock = bind_listener(args.host, args.port, reuse_port=spread)
     except _ListenError as exc:
@@ -480,6 +517,8 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         print(f"  traces: {traces}")
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)
         print(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
+        if client_ca:
+            print(f"  client certificates: {client_auth}, verified against {client_ca}")
         if args.workers > 1:
             how = "SO_REUSEPORT: the kernel spreads connections" if spread else "one shared socket"
             print(f"  workers: {args.workers} ({how})")
@@ -496,6 +535,16 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         "log_config": log_config(log_format, args.log_level),
         "ssl_certfile": args.ssl_certfile,
         "ssl_keyfile": args.ssl_keyfile,
+        # OpenSSL verifies client certificates in the handshake; HeaderDeadlineProtocol hands
+        # the verified one to the app (uvicorn puts none in the scope).
+        "ssl_ca_certs": client_ca,
+        "ssl_cert_reqs": (
+            ssl.CERT_NONE
+            if not client_ca
+            else ssl.CERT_REQUIRED
+            if client_auth == "required"
+            else ssl.CERT_OPTIONAL
+        ),
         # uvicorn logs access lines at INFO: below it, skip building them at all.
         "access_log": args.log_level in ("info", "debug"),
         # h11 with a deadline on request headers, which uvicorn lacks ([server] header_timeout).
@@ -561,6 +610,19 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--ssl-certfile", metavar="PEM", help="TLS certificate; serves HTTPS")
     p.add_argument("--ssl-keyfile", metavar="PEM", help="TLS private key of --ssl-certfile")
     p.add_argument(
+        "--ssl-client-ca",
+        metavar="PEM",
+        help="ask TLS clients for a certificate and verify it against the CAs in PEM "
+        "(default: [server] ssl_client_ca, else none is asked for)",
+    )
+    p.add_argument(
+        "--ssl-client-auth",
+        choices=CLIENT_AUTH_MODES,
+        help="required: refuse a TLS client without a valid certificate in the handshake; "
+        "optional: let it authenticate otherwise (default: [server] ssl_client_auth, "
+        "else required)",
+    )
+    p.add_argument(
         "--insecure-allow-all",
         action="store_true",
         help="without a policy, allow every call even on a non-loopback address",
@@ -600,6 +662,7 @@ __all__ = [
     "WorkerMarks",
     "add_commands",
     "bind_listener",
+    "client_tls",
     "cmd_serve",
     "port_number",
     "positive",

@@ -71,11 +71,15 @@ DEVELOPMENT_POLICY = "skillrack_plugins.development_policy"
 #: Where tasks are kept without a ``store`` setting (see ``skillrack.serve.stores.storage``).
 DEFAULT_STORE = "sqlite:///skillrack-tasks.db"
 
+#: ``[server] ssl_client_auth`` (and ``serve --ssl-client-auth``) values.
+CLIENT_AUTH_MODES = ("required", "optional")
+
 #: First-party plugins an operator enables with a ``[plugins.<name>]`` table; each
 #: module has ``create(settings, base_dir) -> plugin``.
 FIRST_PARTY: Mapping[str, str] = {
     "api_keys": "skillrack_plugins.api_keys",
     "jwt": "skillrack_plugins.jwt_bearer",
+    "mtls": "skillrack_plugins.mtls",
     "policy": "skillrack_plugins.policy_file",
     "approval_rules": "skillrack_plugins.approval_rules",
 }
@@ -170,6 +174,14 @@ class ServerSettings:
     limits_store: str = ""
     #: Prefix of the Redis keys of those counters (agents sharing one Redis differ here).
     limits_key_prefix: str = "skillrack:limits:"
+    #: PEM bundle of the CAs whose client certificates TLS connections are verified against
+    #: (relative to the configuration's directory); empty: no client certificate is asked
+    #: for.  Needs ``serve --ssl-certfile`` (``skillrack.serve.security.client_certificate``).
+    ssl_client_ca: str = ""
+    #: ``required``: a TLS client without a valid certificate is refused in the handshake;
+    #: ``optional``: a client may send none (other schemes authenticate it), but one it
+    #: sends must verify.
+    ssl_client_auth: str = "required"
 
 
 @dataclass(frozen=True)
@@ -449,6 +461,11 @@ def load_config(path: Path | None) -> Config:
             )
     if server.log_format not in ("text", "json"):
         raise ConfigError(f'server.log_format must be "text" or "json", not {server.log_format!r}')
+    if server.ssl_client_auth not in CLIENT_AUTH_MODES:
+        raise ConfigError(
+            f'server.ssl_client_auth must be "required" or "optional", '
+            f"not {server.ssl_client_auth!r}"
+        )
     if server.metrics_port > 65535:
         raise ConfigError(
             f"server.metrics_port: {server.metrics_port} is not a TCP port (1 to 65535)"

@@ -27,6 +27,13 @@ logger at DEBUG, each accepted connection is logged with the process that
 accepted it and the option as read back from the socket (the
 ``--workers`` tests check both).
 
+The same protocol hands a verified client certificate to the app: on a TLS
+connection whose server asks for client certificates (``--ssl-client-ca``),
+it reads the peer certificate once the handshake is over and adds it to the
+scope of every request of the connection, as the ASGI ``tls`` extension and
+as a parsed :class:`~skillrack.serve.security.client_certificate.ClientCertificate`
+(uvicorn itself puts neither in the scope).
+
 ``skillrack serve`` passes the class as uvicorn's ``http`` protocol (it
 replaces ``auto``, which would pick httptools where it is installed).  The
 app hands the timeout over through its lifespan state
@@ -43,7 +50,15 @@ import socket
 from typing import Any
 
 import h11
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from skillrack.serve.security.client_certificate import (
+    CLIENT_CERTIFICATE_SCOPE_KEY,
+    ClientCertificate,
+    tls_extension,
+    verified_peer,
+)
 
 #: The lifespan state key the app sets to ``[server] header_timeout``.
 HEADER_TIMEOUT_STATE = "skillrack.header_timeout"
@@ -75,6 +90,23 @@ def set_nodelay(transport: asyncio.BaseTransport) -> None:
             os.getpid(),
             "on" if nodelay else "off",
         )
+
+
+class _WithPeerCertificate:
+    """The app, with one TLS connection's ``tls`` extension and verified certificate in scope."""
+
+    def __init__(
+        self, app: ASGIApp, extension: dict[str, Any], peer: ClientCertificate | None
+    ) -> None:
+        self.app = app
+        self.extension = extension
+        self.peer = peer
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope["extensions"] = {**(scope.get("extensions") or {}), "tls": self.extension}
+        if self.peer is not None:
+            scope[CLIENT_CERTIFICATE_SCOPE_KEY] = self.peer
+        await self.app(scope, receive, send)
 
 
 class HeaderDeadlineProtocol(H11Protocol):
@@ -112,6 +144,10 @@ class HeaderDeadlineProtocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         set_nodelay(transport)
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is not None:  # asyncio calls this once the TLS handshake is over
+            peer = verified_peer(ssl_object)
+            self.app = _WithPeerCertificate(self.app, tls_extension(ssl_object, peer), peer)
         self._arm()
 
     def data_received(self, data: bytes) -> None:

@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -73,6 +74,8 @@ class ServedAgent:
     url: str
     process: subprocess.Popen[bytes]
     log: Path
+    #: How ``wait_ready`` checks an ``https`` agent's certificate (and presents the client's).
+    verify: ssl.SSLContext | bool = True
 
     def output(self) -> str:
         """What the server printed so far (start-up lines, warnings, tracebacks)."""
@@ -93,7 +96,8 @@ class ServedAgent:
                 )
             try:
                 if BANNER in self.output() and (
-                    httpx.get(self.url + CARD_PATH, timeout=2).status_code == 200
+                    httpx.get(self.url + CARD_PATH, timeout=2, verify=self.verify).status_code
+                    == 200
                 ):
                     return self
             except httpx.TransportError:
@@ -123,6 +127,7 @@ def start_agent(
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     log_level: str = "warning",
+    tls: ssl.SSLContext | None = None,
 ) -> ServedAgent:
     """Start ``skillrack serve`` on a free port in ``workdir``; do not wait (``wait_ready``).
 
@@ -130,6 +135,8 @@ def start_agent(
     ``""`` loads none); ``args`` are further ``serve`` options (``--config``,
     ``--store``, ...).  The process runs in ``workdir``, so the default task
     store (a SQLite file in the working directory) is the test's own.
+    ``tls``: the agent serves HTTPS (``args`` carry ``--ssl-certfile``); its
+    URL is ``https://`` and ``wait_ready`` connects with this context.
     """
     workdir.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -147,7 +154,8 @@ def start_agent(
         process = subprocess.Popen(
             command, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=environment
         )
-    return ServedAgent(f"http://127.0.0.1:{port}", process, log)
+    scheme = "http" if tls is None else "https"
+    return ServedAgent(f"{scheme}://127.0.0.1:{port}", process, log, tls if tls else True)
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from skillrack.serve.security.authn import (
     schemes_by_plugin,
     security_schemes,
 )
+from skillrack.serve.security.client_certificate import CLIENT_CERTIFICATE_SCOPE_KEY
 
 #: Where the authenticated :class:`~skillrack.serve.context.Caller` is put in the ASGI scope.
 CALLER_SCOPE_KEY = "skillrack.caller"
@@ -81,6 +82,8 @@ class AuthenticationGate:
             client_host=client[0] if client else None,
             path=scope["path"],
             repeated=frozenset(repeated),
+            # Put there by skillrack's connection protocol only, from a verified handshake.
+            client_certificate=scope.get(CLIENT_CERTIFICATE_SCOPE_KEY),
         )
         duplicated = sorted(repeated & self.credential_headers)
         if duplicated and self.manager.hook.authenticate.get_hookimpls():

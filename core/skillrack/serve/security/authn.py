@@ -30,6 +30,7 @@ import pluggy
 from skillrack.errors import SkillrackError
 from skillrack.host.hooks import call_each, call_each_async
 from skillrack.serve.context import ANONYMOUS, Caller
+from skillrack.serve.security.client_certificate import ClientCertificate
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +53,12 @@ class AuthenticationFailed(SkillrackError):
 class RequestCredentials:
     """What an authentication plugin may look at: headers (lower-case names) and the peer.
 
+    ``client_certificate`` is the certificate the client presented on a TLS
+    connection and the server verified against ``[server] ssl_client_ca``
+    (:mod:`skillrack.serve.security.client_certificate`); ``None`` on plain
+    HTTP, when the server does not ask for certificates, or when the client
+    sent none (``ssl_client_auth = "optional"``).
+
     ``headers`` holds one value per name; ``repeated`` names (lower-case) the
     headers the request carried more than once.  The authentication gate
     refuses a request that repeats ``Authorization`` or a header an
@@ -65,6 +72,7 @@ class RequestCredentials:
     client_host: str | None = None
     path: str = "/"
     repeated: frozenset[str] = frozenset()
+    client_certificate: ClientCertificate | None = None
 
 
 @dataclass(frozen=True)

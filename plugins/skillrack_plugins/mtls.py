@@ -1,0 +1,208 @@
+"""Mutual TLS: a verified client certificate mapped to an identity, roles and a tenant.
+
+``skillrack serve`` verifies the certificate itself, in the TLS handshake,
+against ``[server] ssl_client_ca`` (or ``--ssl-client-ca``); this plugin
+never sees a certificate that did not verify, and does no cryptography.  It
+maps what the certificate says to who the caller is, by configuration::
+
+    [plugins.mtls]
+    # scheme = "mtls"                 # the card's securitySchemes name
+    # description = "..."             # the card's mtlsSecurityScheme description
+
+    [[plugins.mtls.map]]              # the first entry that matches wins
+    spiffe_id = "spiffe://acme.example/ns/noc/sa/observer"
+    identity = "observer"             # default: the matched value
+    tenant = "acme"                   # default ""
+    roles = ["operator"]              # default []
+
+    [[plugins.mtls.map]]
+    dns = "*.agents.acme.example"     # any SAN DNS name
+    tenant = "acme"
+
+    [[plugins.mtls.map]]
+    subject = "CN=inventory,O=Acme,C=FR"   # the subject, RFC 4514 (as openssl -nameopt RFC2253)
+
+Each entry names exactly one of ``spiffe_id`` (the certificate's SPIFFE ID:
+its only URI SAN, ``spiffe://...``), ``uri`` (any SAN URI), ``dns`` (any
+SAN DNS name), ``subject`` (the whole subject, RFC 4514) or ``fingerprint``
+(SHA-256 of the DER certificate, 64 hex digits, case-insensitive; pins one
+certificate).  Values other than ``fingerprint`` are
+:func:`fnmatch.fnmatchcase` patterns: ``*`` matches any characters,
+``/`` and ``.`` included, so ``spiffe://acme.example/ns/noc/*`` also matches
+deeper paths.  A ``subject`` pattern is matched against the RFC 4514 text,
+in which a comma inside a value is escaped (``CN=a\\,O=Acme``): prefer exact
+subjects, or SPIFFE IDs and SAN names, which a CA issues one value per
+field.  ``identity`` defaults to the value that matched (the SPIFFE
+ID, URI, DNS name, subject or fingerprint).
+
+A request without a client certificate is not this plugin's business
+(``None``: with ``ssl_client_auth = "optional"`` another scheme may
+authenticate it).  A verified certificate that no entry maps is refused
+(``AuthenticationFailed``): the CA vouched for it, the operator did not.  The
+caller's ``attributes`` hold ``roles``, ``auth = "mtls"`` and the
+certificate's ``fingerprint``, so the policy file's ``roles``,
+``identities`` and ``tenants`` apply as to any other caller.
+
+The card advertises ``mtlsSecurityScheme`` under ``scheme``.  mTLS has no
+HTTP challenge, so the plugin adds no ``WWW-Authenticate``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillrack import (
+    AuthenticationFailed,
+    Caller,
+    ClientCertificate,
+    ConfigError,
+    RequestCredentials,
+    hookimpl,
+)
+
+NAME = "mtls"
+AUTH = "mtls"
+DEFAULT_SCHEME = "mtls"
+DEFAULT_DESCRIPTION = (
+    "Mutual TLS: a client certificate issued by a CA the operator trusts, mapped to an identity."
+)
+MESSAGE = "client certificate not accepted"
+
+logger = logging.getLogger(__name__)
+
+_SETTINGS = frozenset({"scheme", "description", "map"})
+_MATCHERS = ("spiffe_id", "uri", "dns", "subject", "fingerprint")
+_ENTRY_FIELDS = frozenset({*_MATCHERS, "identity", "tenant", "roles"})
+_FINGERPRINT = re.compile(r"[0-9a-fA-F]{64}")
+_SCHEME_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    field: str
+    pattern: str
+    identity: str | None
+    tenant: str
+    roles: tuple[str, ...]
+
+    def match(self, cert: ClientCertificate) -> str | None:
+        """The certificate value this entry matches, or None."""
+        if self.field == "fingerprint":
+            return cert.fingerprint if cert.fingerprint == self.pattern else None
+        values: tuple[str, ...]
+        if self.field == "spiffe_id":
+            values = (cert.spiffe_id,) if cert.spiffe_id else ()
+        elif self.field == "uri":
+            values = cert.uris
+        elif self.field == "dns":
+            values = cert.dns_names
+        else:
+            values = (cert.subject,)
+        for value in values:
+            if fnmatch.fnmatchcase(value, self.pattern):
+                return value
+        return None
+
+
+class MutualTls:
+    """The plugin object: maps verified client certificates to callers."""
+
+    def __init__(self, entries: list[_Entry], scheme: str, description: str) -> None:
+        self._entries = tuple(entries)
+        self._scheme = scheme
+        self._description = description
+
+    @hookimpl
+    def authenticate(self, request: RequestCredentials) -> Caller | None:
+        cert = request.client_certificate
+        if cert is None:
+            return None
+        for entry in self._entries:
+            value = entry.match(cert)
+            if value is not None:
+                return Caller(
+                    identity=entry.identity or value,
+                    tenant=entry.tenant,
+                    authenticated=True,
+                    attributes={
+                        "roles": list(entry.roles),
+                        "auth": AUTH,
+                        "fingerprint": cert.fingerprint,
+                    },
+                )
+        logger.info(
+            "client certificate %s (subject %s) is mapped by no [[plugins.mtls.map]] entry "
+            "(client %s)",
+            cert.fingerprint[:16],
+            cert.subject,
+            request.client_host or "-",
+        )
+        raise AuthenticationFailed(MESSAGE)
+
+    @hookimpl
+    def security_schemes(self) -> dict[str, Any]:
+        return {self._scheme: {"mtlsSecurityScheme": {"description": self._description}}}
+
+
+def create(settings: Mapping[str, Any], base_dir: Path) -> MutualTls:
+    """Validate ``settings`` and return the plugin object (``base_dir`` is unused)."""
+    unknown = set(settings) - _SETTINGS
+    if unknown:
+        raise ConfigError(
+            f"unknown key mtls.{sorted(unknown)[0]} (known: {', '.join(sorted(_SETTINGS))})"
+        )
+    scheme = settings.get("scheme", DEFAULT_SCHEME)
+    if not isinstance(scheme, str) or not _SCHEME_NAME.fullmatch(scheme):
+        raise ConfigError("mtls.scheme must be a name of letters, digits, '_', '.' or '-'")
+    description = settings.get("description", DEFAULT_DESCRIPTION)
+    if not isinstance(description, str) or not description:
+        raise ConfigError("mtls.description must be a non-empty string")
+    entries = settings.get("map")
+    if not isinstance(entries, list) or not entries:
+        raise ConfigError(
+            "mtls.map must list at least one [[plugins.mtls.map]] entry "
+            "(spiffe_id, uri, dns, subject or fingerprint, and identity/tenant/roles)"
+        )
+    return MutualTls(
+        [_entry(entry, f"mtls.map[{index}]") for index, entry in enumerate(entries)],
+        scheme,
+        description,
+    )
+
+
+def _entry(entry: Any, where: str) -> _Entry:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be a table")
+    extra = set(entry) - _ENTRY_FIELDS
+    if extra:
+        known = ", ".join(sorted(_ENTRY_FIELDS))
+        raise ConfigError(f"{where}: unknown field {sorted(extra)[0]!r} (known: {known})")
+    named = [name for name in _MATCHERS if name in entry]
+    if len(named) != 1:
+        raise ConfigError(f"{where} must name exactly one of {', '.join(_MATCHERS)}")
+    field = named[0]
+    pattern = entry[field]
+    if not isinstance(pattern, str) or not pattern:
+        raise ConfigError(f"{where}.{field} must be a non-empty string")
+    if field == "fingerprint":
+        if not _FINGERPRINT.fullmatch(pattern.replace(":", "")):
+            raise ConfigError(f"{where}.fingerprint must be 64 hex digits (SHA-256 of the DER)")
+        pattern = pattern.replace(":", "").lower()
+    if field == "spiffe_id" and not pattern.lower().startswith("spiffe://"):
+        raise ConfigError(f"{where}.spiffe_id must start with spiffe://")
+    identity = entry.get("identity")
+    if identity is not None and (not isinstance(identity, str) or not identity):
+        raise ConfigError(f"{where}.identity must be a non-empty string")
+    tenant = entry.get("tenant", "")
+    if not isinstance(tenant, str):
+        raise ConfigError(f"{where}.tenant must be a string")
+    roles = entry.get("roles", [])
+    if not isinstance(roles, list) or not all(isinstance(r, str) and r for r in roles):
+        raise ConfigError(f"{where}.roles must be a list of non-empty strings")
+    return _Entry(field, pattern, identity, tenant, tuple(roles))

@@ -1,0 +1,258 @@
+"""Mutual TLS end to end: real ``skillrack serve`` processes, a test CA, real handshakes.
+
+Two agents share one CA (tests/helpers/certificates.py).  One requires a
+client certificate (``ssl_client_auth = "required"``, only the mtls plugin):
+a client without one, or with one from another CA, is refused in the TLS
+handshake, before any HTTP; a certificate from the CA that no entry maps is
+refused with HTTP 401 and the draft's ``authorization_failed``.  The other
+makes it optional, beside API keys: no certificate and a key still works.
+The policy file allows ``echo`` to role ``operator`` of tenant ``acme``
+only, so the roles and tenant the plugin maps decide the call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers.certificates import Issued, TestCA
+from helpers.served_process import PLUGIN_MODULE, serving
+
+from skillrack.host.config import ConfigError, load_config
+from skillrack.testing.serve import (
+    CARD_PATH,
+    ServedAgent,
+    free_port,
+    send,
+    skillrack_command,
+    task_of,
+)
+from skillrack_plugins.api_keys import hash_key
+
+API_KEY = "sk-optional-mtls-0123456789"
+OBSERVER_SPIFFE = "spiffe://acme.example/ns/noc/sa/observer"
+
+POLICY = """
+[[rule]]
+effect = "allow"
+skills = ["echo"]
+roles = ["operator"]
+tenants = ["acme"]
+"""
+
+
+def _config(directory: Path, ca: TestCA, mode: str, api_keys: bool) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "policy.toml").write_text(POLICY, encoding="utf-8")
+    text = f"""
+[plugins]
+builtin = ["{PLUGIN_MODULE}"]
+
+[server]
+rate_per_minute = 1000000
+ssl_client_ca = "{ca.bundle}"
+ssl_client_auth = "{mode}"
+
+[plugins.policy]
+file = "policy.toml"
+
+[[plugins.mtls.map]]
+spiffe_id = "{OBSERVER_SPIFFE}"
+identity = "observer"
+tenant = "acme"
+roles = ["operator"]
+
+[[plugins.mtls.map]]
+dns = "*.viewers.acme.example"
+tenant = "acme"
+roles = ["viewer"]
+
+[[plugins.mtls.map]]
+uri = "https://other.example/agents/*"
+tenant = "other"
+roles = ["operator"]
+"""
+    if api_keys:
+        keys = directory / "keys.toml"
+        keys.write_text(
+            f'[[key]]\nsha256 = "{hash_key(API_KEY)}"\nidentity = "keyed"\n'
+            'tenant = "acme"\nroles = ["operator"]\n',
+            encoding="utf-8",
+        )
+        text += '\n[plugins.api_keys]\nfile = "keys.toml"\n'
+    path = directory / "skillrack.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+class Pki:
+    """The CA, the server's certificate and the clients' certificates of this module."""
+
+    def __init__(self, directory: Path) -> None:
+        self.ca = TestCA(directory / "ca")
+        self.server = self.ca.issue_server("127.0.0.1")
+        self.observer = self.ca.issue_client("observer", uris=(OBSERVER_SPIFFE,))
+        self.viewer = self.ca.issue_client("viewer", dns_names=("v1.viewers.acme.example",))
+        self.outsider = self.ca.issue_client("outsider", uris=("https://other.example/agents/x",))
+        self.unmapped = self.ca.issue_client("nobody", organization="Acme")
+        self.foreign_ca = TestCA(directory / "foreign", name="foreign CA")
+        self.foreign = self.foreign_ca.issue_client("observer", uris=(OBSERVER_SPIFFE,))
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return Pki(tmp_path_factory.mktemp("pki"))
+
+
+def _agent(workdir: Path, pki: Pki, mode: str, api_keys: bool) -> Iterator[ServedAgent]:
+    config = _config(workdir, pki.ca, mode, api_keys)
+    # wait_ready fetches the card: under "required" it must present a certificate too.
+    tls = pki.ca.client_context(pki.observer)
+    tls_args = ("--ssl-certfile", str(pki.server.cert), "--ssl-keyfile", str(pki.server.key))
+    with serving(workdir, config=config, args=tls_args, tls=tls) as agent:
+        yield agent
+
+
+@pytest.fixture(scope="module")
+def required(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[ServedAgent]:
+    yield from _agent(tmp_path_factory.mktemp("required"), pki, "required", api_keys=False)
+
+
+@pytest.fixture(scope="module")
+def optional(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[ServedAgent]:
+    yield from _agent(tmp_path_factory.mktemp("optional"), pki, "optional", api_keys=True)
+
+
+def _client(pki: Pki, cert: Issued | None) -> httpx.Client:
+    return httpx.Client(verify=pki.ca.client_context(cert), timeout=10)
+
+
+def _echo(agent: ServedAgent, client: httpx.Client, **kwargs: Any) -> httpx.Response:
+    card = client.get(agent.url + CARD_PATH).json()
+    [ext] = [e for e in card["capabilities"]["extensions"] if "skill_id" in json.dumps(e)]
+    [digest] = [s["interface_digest"] for s in ext["params"]["skills"] if s["skill_id"] == "echo"]
+    request = {
+        "skill": "echo",
+        "skill_version": "1.0",
+        "interface_digest": digest,
+        "arguments": {"text": "hi"},
+    }
+    return send(agent.url, request, client=client, **kwargs)
+
+
+def _state(response: httpx.Response) -> str:
+    return str(task_of(response)["status"]["state"])
+
+
+def test_mapped_certificate_is_the_caller(pki: Pki, required: ServedAgent) -> None:
+    with _client(pki, pki.observer) as client:
+        response = _echo(required, client)
+    assert _state(response) == "TASK_STATE_COMPLETED"
+    assert "spiffe" not in required.output()  # nothing about the caller was logged as an error
+
+
+@pytest.mark.parametrize(
+    "who", ["viewer", "outsider"], ids=["dns-mapped-role-viewer", "uri-mapped-tenant-other"]
+)
+def test_mapped_roles_and_tenant_reach_the_policy(
+    pki: Pki, required: ServedAgent, who: str
+) -> None:
+    with _client(pki, getattr(pki, who)) as client:
+        task = task_of(_echo(required, client))
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    assert "authorization_failed" in json.dumps(task)
+
+
+def test_unmapped_certificate_of_the_ca_gets_401(pki: Pki, required: ServedAgent) -> None:
+    with _client(pki, pki.unmapped) as client:
+        assert client.get(required.url + CARD_PATH).status_code == 200  # the card stays public
+        response = send(required.url, {"skill": "echo"}, client=client)
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == -32000
+    assert "authorization_failed" in response.text
+    assert "client certificate not accepted" in response.text
+
+
+@pytest.mark.parametrize("who", [None, "foreign"], ids=["no-certificate", "another-ca"])
+def test_required_refuses_in_the_handshake(
+    pki: Pki, required: ServedAgent, who: str | None
+) -> None:
+    with (
+        _client(pki, getattr(pki, who) if who else None) as client,
+        pytest.raises(httpx.TransportError) as refused,
+    ):
+        client.get(required.url + CARD_PATH)
+    # TLS 1.3: the client's handshake is over when the server refuses; asyncio's TLS closes
+    # the connection without flushing the alert, so the client sees it closed, never a byte.
+    assert isinstance(refused.value, httpx.RemoteProtocolError | httpx.ReadError), refused.value
+    assert "Traceback" not in required.output()
+
+
+def test_card_advertises_mtls(pki: Pki, required: ServedAgent, optional: ServedAgent) -> None:
+    with _client(pki, pki.observer) as client:
+        only = client.get(required.url + CARD_PATH).json()
+        both = client.get(optional.url + CARD_PATH).json()
+    assert list(only["securitySchemes"]) == ["mtls"]
+    assert only["securitySchemes"]["mtls"]["mtlsSecurityScheme"]["description"]
+    assert only["securityRequirements"] == [{"schemes": {"mtls": {}}}]
+    assert sorted(both["securitySchemes"]) == ["apiKey", "mtls"]
+    assert {"schemes": {"mtls": {}}} in both["securityRequirements"]
+
+
+def test_optional_lets_other_schemes_authenticate(pki: Pki, optional: ServedAgent) -> None:
+    with _client(pki, None) as client:
+        keyed = _echo(optional, client, headers={"X-API-Key": API_KEY})
+        anonymous = send(optional.url, {"skill": "echo"}, client=client)
+    assert _state(keyed) == "TASK_STATE_COMPLETED"
+    assert anonymous.status_code == 401
+    with _client(pki, pki.observer) as client:
+        assert _state(_echo(optional, client)) == "TASK_STATE_COMPLETED"
+
+
+def test_optional_still_refuses_another_ca(pki: Pki, optional: ServedAgent) -> None:
+    with _client(pki, pki.foreign) as client, pytest.raises(httpx.TransportError):
+        client.get(optional.url + CARD_PATH)
+    with _client(pki, None) as client:  # the same agent, without a certificate: the card
+        assert client.get(optional.url + CARD_PATH).status_code == 200
+
+
+def _serve_fails(workdir: Path, *args: str) -> str:
+    """``skillrack serve`` that must stop before serving: exit 1, one line, no traceback."""
+    run = subprocess.run(
+        [skillrack_command(), "serve", "--port", str(free_port()), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SKILLRACK_LOAD_PLUGINS": ""},
+        cwd=workdir,
+        check=False,
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr and run.stderr.count("\n") == 1, run.stderr
+    return run.stderr
+
+
+def test_serve_mistakes_are_one_line(tmp_path: Path, pki: Pki) -> None:
+    tls = ("--ssl-certfile", str(pki.server.cert), "--ssl-keyfile", str(pki.server.key))
+    assert "need TLS" in _serve_fails(tmp_path, "--ssl-client-ca", str(pki.ca.bundle))
+    garbage = tmp_path / "garbage.pem"
+    garbage.write_text("not a certificate", encoding="utf-8")
+    assert "cannot load the client CA bundle" in _serve_fails(
+        tmp_path, *tls, "--ssl-client-ca", str(garbage)
+    )
+    mapped = tmp_path / "mapped.toml"
+    mapped.write_text('[[plugins.mtls.map]]\ndns = "*"\n', encoding="utf-8")
+    assert "[plugins.mtls]" in _serve_fails(tmp_path, *tls, "--config", str(mapped))
+
+
+def test_client_auth_mode_is_checked(tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong.toml"
+    wrong.write_text('[server]\nssl_client_auth = "maybe"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"server\.ssl_client_auth must be"):
+        load_config(wrong)
