@@ -30,6 +30,8 @@ TEMPLATES = ROOT / "core" / "skillrack" / "ops" / "templates"
 PLACEHOLDER = re.compile(r"\{\{\s*\w+\s*\}\}")
 
 SKILLRACK_ALL = [
+    "AddressGuard",
+    "AddressPolicy",
     "AuthenticationFailed",
     "Authority",
     "AuthorizationRequest",

@@ -34,6 +34,12 @@ Security plugins (``authenticate``, ``authorize_invocation``, ``approve_invocati
     a credential of the plugin's kind that is refused; ``AuthorizationRequest``:
     the invocation a policy judges; ``Decision``: its opinion.
 
+Dialling out from a plugin (an identity provider's keys, an introspection endpoint)
+    ``AddressGuard``: the ``httpx`` transport that connects only to vetted
+    addresses (no cloud metadata, link-local, loopback or private ranges
+    unless allowed); ``AddressPolicy``: which of those ranges one destination
+    may use.
+
 Calling other agents (from tests, tools and workflows)
     ``SkillClient``: the draft's client procedure; ``SkillResult``: what a
     call returns; ``SkillCallError`` with a ``ClientCode`` or ``ErrorCode``:
@@ -57,6 +63,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from skillrack.client.address_guard import AddressGuard, AddressPolicy
     from skillrack.client.composition import HopLog, compose
     from skillrack.client.outcome import SkillResult
     from skillrack.client.skill_client import SkillClient
@@ -84,6 +91,8 @@ if TYPE_CHECKING:
 
 #: Every name, imported on first use: name -> the module that defines it.
 _ON_FIRST_USE = {
+    "AddressGuard": "skillrack.client.address_guard",
+    "AddressPolicy": "skillrack.client.address_guard",
     "HopLog": "skillrack.client.composition",
     "compose": "skillrack.client.composition",
     "SkillResult": "skillrack.client.outcome",
@@ -121,6 +130,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AddressGuard",
+    "AddressPolicy",
     "AuthenticationFailed",
     "Authority",
     "AuthorizationRequest",

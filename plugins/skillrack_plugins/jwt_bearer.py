@@ -37,22 +37,26 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import jwt
-from jwt.algorithms import get_default_algorithms
 
 from skillrack import AuthenticationFailed, Caller, ConfigError, RequestCredentials, hookimpl
+from skillrack_plugins.jose_keys import (
+    DEFAULT_ALGORITHMS,
+    KeyTable,
+    allowed_algorithms,
+    bearer_token,
+    key_table,
+)
 
 NAME = "jwt-bearer"
 AUTH = "jwt"
 SCHEME = 'Bearer realm="a2a"'
 CHALLENGE = 'Bearer realm="a2a", error="invalid_token"'
 MESSAGE = "invalid bearer token"
-DEFAULT_ALGORITHMS = ("ES256", "RS256")
 
 logger = logging.getLogger(__name__)
 
@@ -68,29 +72,6 @@ _SETTINGS = frozenset(
         "leeway_seconds",
     }
 )
-_BEARER = re.compile(r"bearer(?:\s+(.*))?", re.IGNORECASE | re.DOTALL)
-_PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth"})
-
-
-def _algorithms_for(jwk: Mapping[str, Any]) -> frozenset[str]:
-    """The algorithms a key of this type (and curve) can verify."""
-    kty, crv = jwk.get("kty"), jwk.get("crv")
-    if kty == "EC":
-        return frozenset(
-            {
-                "P-256": {"ES256"},
-                "P-384": {"ES384"},
-                "P-521": {"ES512", "ES521"},
-                "secp256k1": {"ES256K"},
-            }.get(crv if isinstance(crv, str) else "", set())
-        )
-    if kty == "RSA":
-        return frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512"})
-    if kty == "oct":
-        return frozenset({"HS256", "HS384", "HS512"})
-    if kty == "OKP" and crv in ("Ed25519", "Ed448"):
-        return frozenset({"EdDSA"})
-    return frozenset()
 
 
 class JwtBearer:
@@ -98,7 +79,7 @@ class JwtBearer:
 
     def __init__(
         self,
-        keys: dict[tuple[str, str], Any],
+        keys: KeyTable,
         *,
         issuer: str,
         audience: str | list[str],
@@ -117,7 +98,7 @@ class JwtBearer:
 
     @hookimpl
     def authenticate(self, request: RequestCredentials) -> Caller | None:
-        token = _bearer(request.headers)
+        token = bearer_token(request.headers)
         if token is None:
             return None
         if "authorization" in request.repeated:  # which copy is the token? neither
@@ -196,7 +177,12 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> JwtBearer:
         audience = list(audience)
     elif not isinstance(audience, str) or not audience:
         raise ConfigError("jwt_bearer.audience must be a string or a list of strings")
-    algorithms = _algorithms(settings.get("algorithms", list(DEFAULT_ALGORITHMS)))
+    try:
+        algorithms = allowed_algorithms(
+            settings.get("algorithms", list(DEFAULT_ALGORITHMS)), "jwt_bearer.algorithms"
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     claims = {}
     for name, default in (
         ("identity_claim", "sub"),
@@ -226,22 +212,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> JwtBearer:
     )
 
 
-def _algorithms(value: Any) -> frozenset[str]:
-    if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
-        raise ConfigError("jwt_bearer.algorithms must be a non-empty list of algorithm names")
-    known = set(get_default_algorithms()) - {"none"}
-    for name in value:
-        if name.lower() == "none":
-            raise ConfigError("jwt_bearer.algorithms: 'none' is never accepted")
-        if name not in known:
-            raise ConfigError(
-                f"jwt_bearer.algorithms: unknown algorithm {name!r} "
-                f"(known: {', '.join(sorted(known))})"
-            )
-    return frozenset(value)
-
-
-def _load_jwks(path: Path, algorithms: frozenset[str]) -> dict[tuple[str, str], Any]:
+def _load_jwks(path: Path, algorithms: frozenset[str]) -> KeyTable:
     where = f"jwt_bearer.jwks ({path})"
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -249,51 +220,7 @@ def _load_jwks(path: Path, algorithms: frozenset[str]) -> dict[tuple[str, str], 
         raise ConfigError(f"jwt_bearer.jwks: cannot read {path}: {exc.strerror or exc}") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{where} is not JSON: {exc}") from exc
-    entries = document.get("keys") if isinstance(document, dict) else None
-    if not isinstance(entries, list) or not entries:
-        raise ConfigError(f"{where} must be a JWK Set: an object with a non-empty 'keys' list")
-    keys: dict[tuple[str, str], Any] = {}
-    kids: set[str] = set()
-    for index, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: keys[{index}] is not an object")
-        kid = entry.get("kid")
-        if not isinstance(kid, str) or not kid:
-            raise ConfigError(f"{where}: keys[{index}] has no 'kid'")
-        if kid in kids:
-            raise ConfigError(f"{where}: kid {kid!r} appears twice")
-        kids.add(kid)
-        if entry.get("use", "sig") != "sig":
-            continue
-        if entry.get("kty") != "oct" and _PRIVATE_MEMBERS & set(entry):
-            raise ConfigError(f"{where}: key {kid!r} holds private key material")
-        stated = entry.get("alg")
-        usable = _algorithms_for(entry) & algorithms
-        if stated is not None:
-            usable &= {stated}
-        if not usable:
-            logger.warning("JWKS key %r is not usable with algorithms %s", kid, sorted(algorithms))
-            continue
-        for alg in sorted(usable):
-            try:
-                keys[(kid, alg)] = jwt.PyJWK(entry, alg).key
-            except jwt.PyJWTError as exc:
-                raise ConfigError(f"{where}: key {kid!r} is not a valid {alg} key: {exc}") from exc
-    if not keys:
-        raise ConfigError(f"{where}: no key usable with algorithms {sorted(algorithms)}")
-    return keys
-
-
-def _bearer(headers: Mapping[str, str]) -> str | None:
-    value = headers.get("authorization")
-    if value is None:
-        for name, candidate in headers.items():
-            if name.lower() == "authorization":
-                value = candidate
-                break
-    if value is None:
-        return None
-    match = _BEARER.fullmatch(value.strip())
-    if match is None:
-        return None  # another scheme (Basic, ...): not this plugin's credential
-    return (match.group(1) or "").strip()
+    try:
+        return key_table(document, algorithms, where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None

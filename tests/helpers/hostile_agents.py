@@ -40,9 +40,9 @@ MB = 1 << 20
 
 
 @contextmanager
-def serving(app: ASGIApp) -> Iterator[str]:
-    """Serve ``app`` with uvicorn on a free loopback port in a thread; yield its base URL."""
-    port = free_port()
+def serving(app: ASGIApp, port: int | None = None) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a loopback port (default: a free one) in a thread."""
+    port = port or free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
     )

@@ -80,6 +80,7 @@ FIRST_PARTY: Mapping[str, str] = {
     "api_keys": "skillrack_plugins.api_keys",
     "jwt": "skillrack_plugins.jwt_bearer",
     "mtls": "skillrack_plugins.mtls",
+    "oidc": "skillrack_plugins.oidc",
     "policy": "skillrack_plugins.policy_file",
     "approval_rules": "skillrack_plugins.approval_rules",
 }

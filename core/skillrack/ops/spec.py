@@ -654,7 +654,8 @@ class _Builder:
         else:
             section.text(
                 "No security scheme is declared: no authentication plugin is configured, so "
-                "every caller is anonymous. Configure `[plugins.api_keys]` or `[plugins.jwt]`."
+                "every caller is anonymous. Configure `[plugins.api_keys]`, `[plugins.jwt]` or "
+                "`[plugins.oidc]`."
             )
         section.table(
             ["Scope", "Grants"],

@@ -1,0 +1,224 @@
+"""A small OpenID Connect issuer served for real on 127.0.0.1, for the OIDC and OAuth tests.
+
+It publishes a discovery document and a JWK Set (with ``Cache-Control`` and
+an ``ETag``), issues JWT access tokens by the client-credentials grant,
+answers RFC 7662 introspection for opaque tokens it handed out, rotates its
+signing key on request, and counts every request per path, so that tests can
+assert how often a relying party asked.  :meth:`Issuer.outage` stops the
+server and starts it again on the same port: the issuer is unreachable (the
+connection is refused) in between.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import json
+import secrets
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec
+from jwt.algorithms import ECAlgorithm
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from helpers.agent_harness import free_port
+from helpers.hostile_agents import serving
+
+REALM = "/realms/test"
+DISCOVERY = REALM + "/.well-known/openid-configuration"
+CERTS = REALM + "/protocol/openid-connect/certs"
+TOKEN = REALM + "/protocol/openid-connect/token"
+INTROSPECT = REALM + "/protocol/openid-connect/token/introspect"
+AUDIENCE = "skillrack-agent"
+
+
+class Issuer:
+    """The issuer's state: keys, registered clients, opaque tokens, request counts."""
+
+    def __init__(self, *, max_age: int = 300) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.issuer = self.base + REALM
+        self.max_age = max_age
+        self.keys: dict[str, ec.EllipticCurvePrivateKey] = {}
+        self.current = ""
+        self.rotate()
+        #: client_id -> (secret, scopes it may be granted)
+        self.clients: dict[str, tuple[str, tuple[str, ...]]] = {}
+        #: opaque token -> its introspection answer
+        self.opaque: dict[str, dict[str, Any]] = {}
+        self.hits: Counter[str] = Counter()
+        self._server: contextlib.ExitStack | None = None
+
+    # -- keys and tokens -------------------------------------------------------------------
+
+    def rotate(self, *, keep_old: bool = True) -> str:
+        """A new current signing key; the old ones stay published unless ``keep_old`` is false."""
+        kid = f"key-{len(self.keys) + 1}-{secrets.token_hex(3)}"
+        if not keep_old:
+            self.keys.clear()
+        self.keys[kid] = ec.generate_private_key(ec.SECP256R1())
+        self.current = kid
+        return kid
+
+    def claims(self, **overrides: Any) -> dict[str, Any]:
+        now = int(time.time())
+        base: dict[str, Any] = {
+            "iss": self.issuer,
+            "aud": AUDIENCE,
+            "sub": "svc-assurance",
+            "azp": "assurance-client",
+            "tenant": "acme-corp",
+            "realm_access": {"roles": ["network-operator", "offline_access"]},
+            "scope": "openid network:read",
+            "iat": now,
+            "exp": now + 300,
+        }
+        base.update(overrides)
+        return {k: v for k, v in base.items() if v is not None}
+
+    def token(
+        self, kid: str | None = None, headers: dict[str, Any] | None = None, **claims: Any
+    ) -> str:
+        kid = kid or self.current
+        return jwt.encode(
+            self.claims(**claims),
+            self.keys[kid],
+            algorithm="ES256",
+            headers={"kid": kid, **(headers or {})},
+        )
+
+    def opaque_token(self, active: bool = True, **claims: Any) -> str:
+        token = secrets.token_urlsafe(24)
+        self.opaque[token] = {"active": active, **self.claims(**claims)} if active else {}
+        return token
+
+    def client(self, client_id: str, secret: str, scopes: tuple[str, ...]) -> None:
+        self.clients[client_id] = (secret, scopes)
+
+    # -- the HTTP side ---------------------------------------------------------------------
+
+    def app(self) -> Starlette:
+        cache = {"Cache-Control": f"public, max-age={self.max_age}"}
+
+        async def discovery(request: Request) -> Response:
+            self.hits[DISCOVERY] += 1
+            return JSONResponse(
+                {
+                    "issuer": self.issuer,
+                    "jwks_uri": self.base + CERTS,
+                    "token_endpoint": self.base + TOKEN,
+                    "introspection_endpoint": self.base + INTROSPECT,
+                    "grant_types_supported": ["client_credentials"],
+                },
+                headers=cache,
+            )
+
+        async def certs(request: Request) -> Response:
+            self.hits[CERTS] += 1
+            body = json.dumps(
+                {
+                    "keys": [
+                        {**json.loads(ECAlgorithm.to_jwk(k.public_key())), "kid": kid, "use": "sig"}
+                        for kid, k in self.keys.items()
+                    ]
+                },
+                sort_keys=True,
+            )
+            etag = '"' + hashlib.sha256(body.encode()).hexdigest()[:16] + '"'
+            if request.headers.get("if-none-match") == etag:
+                return Response(status_code=304, headers={**cache, "ETag": etag})
+            return Response(body, media_type="application/json", headers={**cache, "ETag": etag})
+
+        async def token(request: Request) -> Response:
+            self.hits[TOKEN] += 1
+            client = self._client_of(request)
+            form = await _form(request)
+            if client is None or form.get("grant_type") != "client_credentials":
+                return JSONResponse({"error": "invalid_client"}, status_code=401)
+            client_id, allowed = client
+            asked = str(form.get("scope") or "").split()
+            granted = [s for s in asked if s in allowed] if asked else list(allowed)
+            access = self.token(
+                sub=f"service-account-{client_id}", azp=client_id, scope=" ".join(granted)
+            )
+            return JSONResponse(
+                {
+                    "access_token": access,
+                    "token_type": "Bearer",
+                    "expires_in": 300,
+                    "scope": " ".join(granted),
+                },
+                headers={"Cache-Control": "no-store"},
+            )
+
+        async def introspect(request: Request) -> Response:
+            self.hits[INTROSPECT] += 1
+            if self._client_of(request) is None:
+                return JSONResponse({"error": "invalid_client"}, status_code=401)
+            form = await _form(request)
+            answer = self.opaque.get(str(form.get("token")), {})
+            return JSONResponse(answer or {"active": False})
+
+        return Starlette(
+            routes=[
+                Route(DISCOVERY, discovery),
+                Route(CERTS, certs),
+                Route(TOKEN, token, methods=["POST"]),
+                Route(INTROSPECT, introspect, methods=["POST"]),
+            ]
+        )
+
+    def _client_of(self, request: Request) -> tuple[str, tuple[str, ...]] | None:
+        scheme, _, value = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        client_id, _, secret = base64.b64decode(value).decode().partition(":")
+        known = self.clients.get(client_id)
+        if known is None or not secrets.compare_digest(known[0], secret):
+            return None
+        return client_id, known[1]
+
+    def start(self) -> None:
+        stack = contextlib.ExitStack()
+        stack.enter_context(serving(self.app(), self.port))
+        self._server = stack
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    @contextlib.contextmanager
+    def outage(self) -> Iterator[None]:
+        """The issuer is down (connections refused) inside the block, back up after it."""
+        self.stop()
+        try:
+            yield
+        finally:
+            self.start()
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """An ``application/x-www-form-urlencoded`` body (no python-multipart needed)."""
+    pairs = urllib.parse.parse_qsl((await request.body()).decode("utf-8"))
+    return dict(pairs)
+
+
+@contextlib.contextmanager
+def running_issuer(max_age: int = 300) -> Iterator[Issuer]:
+    issuer = Issuer(max_age=max_age)
+    issuer.start()
+    try:
+        yield issuer
+    finally:
+        issuer.stop()
