@@ -104,6 +104,7 @@ from skillrack.serve.process import freeze_startup_heap
 from skillrack.serve.push import PushDelivery, PushUrlCheck, load_push_key
 from skillrack.serve.security.approvals import PENDING, ApprovalStore, open_approvals
 from skillrack.serve.security.requirements import skill_requirements
+from skillrack.serve.stores.cluster import ClusterTaskStore
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (
     NewTaskNotice,
@@ -228,6 +229,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         await self._check_push_config(params)
         await self._continue_context(params, context)
         result: Message | Task = await super().on_message_send(params, context)
+        await self._publish_pending()
         return result
 
     async def on_message_send_stream(
@@ -235,8 +237,22 @@ class SkillrackRequestHandler(DefaultRequestHandler):
     ) -> AsyncGenerator[Event, None]:
         await self._check_push_config(params)
         await self._continue_context(params, context)
+        first = True
         async for event in super().on_message_send_stream(params, context):
+            if first:
+                await self._publish_pending()
+                first = False
             yield event
+
+    async def _publish_pending(self) -> None:
+        """Commit a cluster store's in-progress saves before a client hears of the task.
+
+        A client told of a task (``returnImmediately``, a stream's first
+        event) may ask any replica about it next; a settled state is
+        committed anyway (:class:`~skillrack.serve.stores.cluster.ClusterTaskStore`).
+        """
+        if isinstance(self.task_store, ClusterTaskStore):
+            await self.task_store.commit()
 
 
 async def _json_http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -396,7 +412,8 @@ def create_app(
         event_stream=storage.event_stream if storage is not None else None,
         request_context_builder=(
             NewTaskNotice(storage.task_store)
-            if storage is not None and isinstance(storage.task_store, SingleProcessTaskStore)
+            if storage is not None
+            and isinstance(storage.task_store, SingleProcessTaskStore | ClusterTaskStore)
             else None
         ),
         agent_card=card,

@@ -14,9 +14,10 @@
   same way): a database several replicas share.
 
 One process on SQLite uses a2a-sdk's ``DatabaseTaskStore``.  PostgreSQL, and
-SQLite under ``--workers`` > 1, use a2a-sdk's cluster mode: a
-``VersionedDatabaseTaskStore`` (every write is a compare-and-swap on a version
-row and appends the event to a ``task_events`` log in the same transaction)
+SQLite under ``--workers`` > 1, use a2a-sdk's cluster mode: a versioned store
+(every write is a compare-and-swap on a version row and appends the events to
+a ``task_events`` log in the same transaction; skillrack's
+:class:`~skillrack.serve.stores.cluster.ClusterTaskStore` groups the writes)
 and a ``DatabaseTaskEventStream`` that lets any replica answer ``GetTask``,
 ``SubscribeToTask`` (by polling that log), ``CancelTask`` and follow-up
 messages for a task started on another.  Every store is scoped by the owner
@@ -104,9 +105,10 @@ from skillrack.host.config import MEMORY as MEMORY
 from skillrack.host.config import ConfigError, StoreSpec
 from skillrack.host.config import StoreKind as StoreKind
 from skillrack.host.config import parse_store as parse_store
-from skillrack.protocol.states import INTERRUPTED, TERMINAL
+from skillrack.protocol.states import TERMINAL
 from skillrack.serve.stores import published
 from skillrack.serve.stores.bounded_memory import BoundedMemoryTaskStore
+from skillrack.serve.stores.cluster import SETTLED_STATES, WRITE_BEHIND_S, ClusterTaskStore
 
 logger = logging.getLogger(__name__)
 
@@ -114,6 +116,9 @@ logger = logging.getLogger(__name__)
 SQLITE_BUSY_TIMEOUT_MS = 15_000
 #: How often a replica that does not run a task polls its events for a subscriber.
 POLL_INTERVAL_S = 0.5
+#: PostgreSQL connections a replica keeps open, and how many more it may open at a peak.
+PG_POOL_SIZE = 20
+PG_POOL_OVERFLOW = 20
 
 
 def _sqlite_connect(dbapi_connection: Any, connection_record: Any) -> None:
@@ -160,19 +165,21 @@ def create_engine(spec: StoreSpec, *, cluster: bool = False) -> AsyncEngine:
         engine = create_async_engine(spec.url, pool_reset_on_return=None)
         event.listen(engine.sync_engine, "connect", _sqlite_connect)
         return engine
-    return create_async_engine(spec.url, pool_pre_ping=True)
+    # No ping before every checkout (a round trip, or three, per use): a connection the
+    # database dropped fails one statement, and SQLAlchemy then discards the pool's
+    # connections.  The pool holds as many connections as a busy replica keeps in use,
+    # rather than closing and reopening the ones past SQLAlchemy's default 5.
+    return create_async_engine(
+        spec.url, pool_size=PG_POOL_SIZE, max_overflow=PG_POOL_OVERFLOW, pool_pre_ping=False
+    )
 
 
 _ABSENT = Task()
 
 
-#: States a client may act on: a save of one commits before it returns.
-SETTLED_STATES = TERMINAL | INTERRUPTED
 #: The states of a task some process is working on, as the ``status`` column spells them.
 #: (A2A 0.3 rows spell them in lower case; a2a-sdk reads both.)
 IN_PROGRESS_STATE_NAMES = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "submitted", "working")
-#: How long an in-progress save may wait in memory before it is committed.
-WRITE_BEHIND_S = 0.1
 
 
 class _Kept:
@@ -514,7 +521,7 @@ class NewTaskNotice(SimpleRequestContextBuilder):
     that was generated a moment ago.
     """
 
-    def __init__(self, store: SingleProcessTaskStore) -> None:
+    def __init__(self, store: SingleProcessTaskStore | ClusterTaskStore) -> None:
         super().__init__()
         self._store = store
 
@@ -639,7 +646,7 @@ class TaskStorage:
     async def close(self) -> None:
         """Commit pending saves, then release the database connections and the file."""
         try:
-            if isinstance(self.task_store, SingleProcessTaskStore):
+            if isinstance(self.task_store, SingleProcessTaskStore | ClusterTaskStore):
                 await self.task_store.aclose()
         finally:
             if self.engine is not None:
@@ -683,7 +690,7 @@ def open_storage(
     if cluster or spec.kind == "postgresql":
         return TaskStorage(
             spec,
-            VersionedDatabaseTaskStore(engine, owner_resolver=owner_resolver),
+            ClusterTaskStore(engine, owner_resolver=owner_resolver),
             DatabaseTaskEventStream(engine, poll_interval_s=POLL_INTERVAL_S),
             engine,
             push_config_store=push,

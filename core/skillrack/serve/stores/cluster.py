@@ -1,0 +1,374 @@
+"""Cluster mode's task store: a2a-sdk's versioned store, writing once per state a client acts on.
+
+a2a-sdk's ``VersionedDatabaseTaskStore`` commits every event of a task in a
+transaction of its own: a compare-and-swap on the ``task_versions`` row, an
+ORM ``merge`` of the task (a SELECT, then an UPDATE), an INSERT into the
+``task_events`` log and a COMMIT, about five times per invocation, each on a
+pooled connection pinged first.  Measured on PostgreSQL: 16 transactions and
+63 round trips per invocation, half of the process's samples in SQLAlchemy
+building statements, five times the CPU of one process on SQLite.
+
+:class:`ClusterTaskStore` keeps the same tables, versions and guarantees,
+and writes the way :class:`~skillrack.serve.stores.storage.SingleProcessTaskStore`
+does on SQLite:
+
+- a save of a state a client may act on (completed, failed, canceled,
+  rejected, input-required, auth-required) commits before it returns,
+  together with every other pending save (a group commit); a save of an
+  in-progress state (submitted, working, an Artifact added) waits in memory
+  for that commit, or at most ``write_behind_s``.  Each task's pending
+  saves become one compare-and-swap of its version row (from the version
+  the database holds to the latest), one upsert of its latest state and one
+  multi-row insert of all its events, so replicas still replay every event
+  in order;
+- ``get`` of a task with pending saves commits them first, so whatever a
+  client reads through this replica, every replica can read; a task id this
+  process has just generated is answered as absent without asking the
+  database (no other process can know it);
+- statements are Core statements built once (``INSERT ... ON CONFLICT``
+  instead of ``merge``), executed on a connection, not an ORM session.
+
+A compare-and-swap that fails at a group commit means another replica
+changed the task (a ``CancelTask`` through it): the batch is dropped, and
+the next save of that task raises ``ConcurrentTaskModificationError``,
+which a2a-sdk takes as its cue to stop, as it does when the write itself
+fails.  A move to CANCELED is a2a-sdk's own write (it locks the rows and
+checks the stored state), after this task's pending saves are committed.
+
+The cost of the write-behind: a replica killed within ``write_behind_s`` of
+an in-progress save loses that save (the task is absent, or in its previous
+state); a replica streaming that task's events from the log sees them up to
+``write_behind_s`` later.  Nothing a client has been told is final is ever
+lost: that state is committed before the answer leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a.server.cluster import (
+    ConcurrentTaskModificationError,
+    StoredTask,
+    TaskVersion,
+    VersionedDatabaseTaskStore,
+)
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
+from a2a.server.owner_resolver import OwnerResolver
+from a2a.types import Task, TaskState
+from a2a.utils.proto_utils import to_stream_response
+from sqlalchemy import Table, and_, bindparam, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.orm import class_mapper
+
+from skillrack.protocol.states import INTERRUPTED, TERMINAL
+
+logger = logging.getLogger(__name__)
+
+#: States a client may act on: a save of one commits before it returns.
+SETTLED_STATES = TERMINAL | INTERRUPTED
+#: How long an in-progress save may wait in memory before it is committed.
+WRITE_BEHIND_S = 0.1
+#: Task ids just generated and not yet saved, remembered to answer their lookups.
+NEW_IDS_KEPT = 4096
+
+
+@dataclass
+class _Pending:
+    """A task's saves not yet committed: the version the database holds, the latest state."""
+
+    owner: str
+    base: int  # 0: the task is not in the database yet
+    version: int
+    task: Task
+    events: list[tuple[int, bytes]] = field(default_factory=list)
+
+
+class ClusterTaskStore(VersionedDatabaseTaskStore):
+    """a2a-sdk's versioned store with saves grouped per commit (see the module docstring)."""
+
+    def __init__(
+        self,
+        engine: AsyncEngine,
+        *,
+        owner_resolver: OwnerResolver,
+        write_behind_s: float = WRITE_BEHIND_S,
+    ) -> None:
+        super().__init__(engine, owner_resolver=owner_resolver)
+        self._engine = engine
+        self._write_behind_s = write_behind_s
+        self._pending: dict[tuple[str, str], _Pending] = {}
+        #: The saves the commit under way is writing.
+        self._writing: dict[tuple[str, str], _Pending] = {}
+        #: Tasks whose pending saves lost a compare-and-swap: their next save raises.
+        self._conflicted: set[tuple[str, str]] = set()
+        self._new_ids: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._commit_lock = asyncio.Lock()
+        self._timer: asyncio.TimerHandle | None = None
+        self._background: set[asyncio.Task[None]] = set()
+        self._closed = False
+        tasks: Table = class_mapper(self._db.task_model).local_table  # type: ignore[assignment]
+        versions: Table = class_mapper(self._version_model).local_table  # type: ignore[assignment]
+        events: Table = class_mapper(self._event_model).local_table  # type: ignore[assignment]
+        self._task_columns = [
+            (prop.key, prop.columns[0].name)
+            for prop in class_mapper(self._db.task_model).column_attrs
+        ]
+        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+        # Built once; executed with each batch's values as parameters.
+        upsert = dialect.insert(tasks)
+        self._upsert = upsert.on_conflict_do_update(
+            index_elements=[tasks.c.id],
+            set_={c: upsert.excluded[c] for _, c in self._task_columns if c != "id"},
+        )
+        self._create_version = (
+            dialect.insert(versions)
+            .values(
+                task_id=bindparam("b_id"), owner=bindparam("b_owner"), version=bindparam("b_new")
+            )
+            .on_conflict_do_nothing(index_elements=[versions.c.task_id])
+            .returning(versions.c.task_id)
+        )
+        self._swap_version = (
+            update(versions)
+            .where(
+                and_(
+                    versions.c.task_id == bindparam("b_id"),
+                    versions.c.owner == bindparam("b_owner"),
+                    versions.c.version == bindparam("b_base"),
+                )
+            )
+            .values(version=bindparam("b_new"))
+            .returning(versions.c.task_id)
+        )
+        self._append_events = insert(events)
+        self._read = (
+            select(tasks, versions.c.version)
+            .outerjoin(
+                versions,
+                and_(versions.c.task_id == tasks.c.id, versions.c.owner == tasks.c.owner),
+            )
+            .where(and_(tasks.c.id == bindparam("b_id"), tasks.c.owner == bindparam("b_owner")))
+        )
+        # Reads need no transaction on PostgreSQL (one statement): no BEGIN, no ROLLBACK.
+        self._reader = (
+            engine.execution_options(isolation_level="AUTOCOMMIT")
+            if engine.dialect.name == "postgresql"
+            else engine
+        )
+
+    @property
+    def pending(self) -> int:
+        """How many tasks have saves not yet committed."""
+        return len(self._pending.keys() | self._writing.keys())
+
+    def note_new(self, task_id: str, context: ServerCallContext) -> None:
+        """``task_id`` was just generated here for a new task: no database holds it yet."""
+        self._new_ids[(self._db.owner_resolver(context), task_id)] = None
+        while len(self._new_ids) > NEW_IDS_KEPT:
+            self._new_ids.popitem(last=False)
+
+    # -- saving ------------------------------------------------------------------------------
+
+    async def save(
+        self,
+        task: Task,
+        *,
+        event: Event | None = None,
+        prev: Task | None = None,
+        prev_version: TaskVersion,
+        context: ServerCallContext,
+    ) -> TaskVersion:
+        owner = self._db.owner_resolver(context)
+        key = (owner, task.id)
+        self._new_ids.pop(key, None)
+        if key in self._conflicted:
+            self._conflicted.discard(key)
+            self._pending.pop(key, None)
+            raise ConcurrentTaskModificationError(task.id)
+        if task.status.state == TaskState.TASK_STATE_CANCELED:
+            await self.commit()  # a2a-sdk's cancel reads the stored task: make it current
+            if key in self._conflicted:
+                self._conflicted.discard(key)
+                raise ConcurrentTaskModificationError(task.id)
+            return await super().save(
+                task, event=event, prev=prev, prev_version=prev_version, context=context
+            )
+        previous = _counter(prev_version)
+        pending = self._pending.get(key)
+        if pending is not None and pending.version != previous:
+            raise ConcurrentTaskModificationError(task.id)  # what the database would say
+        copy = Task()
+        copy.CopyFrom(task)
+        version = previous + 1
+        if pending is None:
+            pending = self._pending[key] = _Pending(owner, previous, version, copy)
+        else:
+            pending.version, pending.task = version, copy
+        if event is not None:
+            pending.events.append((version, to_stream_response(event).SerializeToString()))
+        if task.status.state not in SETTLED_STATES:
+            self._arm_timer()
+            return TaskVersion(version)
+        try:
+            await self.commit()
+        except BaseException:
+            self._arm_timer()
+            raise
+        if key in self._conflicted:
+            self._conflicted.discard(key)
+            raise ConcurrentTaskModificationError(task.id)
+        return TaskVersion(version)
+
+    def _arm_timer(self) -> None:
+        if self._timer is None and self._pending and not self._closed:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(self._write_behind_s, self._commit_in_background)
+
+    def _commit_in_background(self) -> None:
+        self._timer = None
+        background = asyncio.get_running_loop().create_task(self._commit_logged())
+        self._background.add(background)
+        background.add_done_callback(self._background.discard)
+
+    async def _commit_logged(self) -> None:
+        try:
+            await self.commit()
+        except Exception as exc:  # kept pending; the next commit retries them
+            logger.warning(
+                "task store: %d task saves not yet written (%s); will retry",
+                len(self._pending),
+                type(exc).__name__,
+            )
+            self._arm_timer()
+
+    async def commit(self) -> None:
+        """Write every pending save in one transaction (a no-op when none is pending).
+
+        A task whose version row moved since (another replica wrote it) is
+        left out and marked conflicted; if the transaction fails, the saves
+        stay pending (unless newer ones replaced them) and the error propagates.
+        """
+        async with self._commit_lock:
+            if not self._pending:
+                return
+            batch, self._pending = self._pending, {}
+            self._writing = batch
+            try:
+                await self._db._ensure_initialized()
+                await self._ensure_cluster_tables()
+                async with self._engine.begin() as connection:
+                    lost = await self._write(connection, batch)
+            except BaseException:
+                for key, pending in batch.items():
+                    newer = self._pending.get(key)
+                    if newer is None:
+                        self._pending[key] = pending
+                    else:  # saved again meanwhile: one swap from the older base, every event
+                        newer.base = pending.base
+                        newer.events[:0] = pending.events
+                raise
+            finally:
+                self._writing = {}
+            if len(self._conflicted) > NEW_IDS_KEPT:
+                # Only a shortcut: a stale save fails its own compare-and-swap anyway.
+                self._conflicted.clear()
+            self._conflicted.update(lost)
+            for key in lost:
+                # Saves made while this batch was written continue from its versions,
+                # which another writer may now have reached by another path (a cancel
+                # counts on from the stored version): they must not be written either.
+                self._pending.pop(key, None)
+
+    async def _write(
+        self, connection: AsyncConnection, batch: dict[tuple[str, str], _Pending]
+    ) -> set[tuple[str, str]]:
+        """The batch's statements on ``connection``; the keys whose compare-and-swap failed."""
+        lost: set[tuple[str, str]] = set()
+        rows: list[dict[str, Any]] = []
+        events: list[dict[str, Any]] = []
+        for key, pending in batch.items():
+            swap = self._create_version if pending.base == 0 else self._swap_version
+            parameters = {
+                "b_id": pending.task.id,
+                "b_owner": pending.owner,
+                "b_base": pending.base,
+                "b_new": pending.version,
+            }
+            if pending.base == 0:
+                del parameters["b_base"]
+            if (await connection.execute(swap, parameters)).first() is None:
+                lost.add(key)
+                continue
+            try:
+                model = self._db._to_orm(pending.task, pending.owner)
+            except Exception as exc:
+                logger.error(
+                    "task store: task %s cannot be written (%s); its saves are dropped",
+                    pending.task.id,
+                    type(exc).__name__,
+                )
+                lost.add(key)
+                continue
+            rows.append({column: getattr(model, name) for name, column in self._task_columns})
+            events.extend(
+                {
+                    "task_id": pending.task.id,
+                    "owner": pending.owner,
+                    "task_version": version,
+                    "event_data": data,
+                }
+                for version, data in pending.events
+            )
+        if rows:
+            await connection.execute(self._upsert, rows[0] if len(rows) == 1 else rows)
+        if events:
+            await connection.execute(self._append_events, events)
+        return lost
+
+    async def aclose(self) -> None:
+        """Commit what is pending; called before the engine is disposed."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+        await self.commit()
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
+        owner = self._db.owner_resolver(context)
+        key = (owner, task_id)
+        if key in self._new_ids:
+            return None
+        if key in self._pending or key in self._writing:
+            await self.commit()  # what this replica shows, every replica can read
+        await self._db._ensure_initialized()
+        async with self._reader.connect() as connection:
+            row = (
+                await connection.execute(self._read, {"b_id": task_id, "b_owner": owner})
+            ).first()
+        if row is None:
+            return None
+        values = row._mapping
+        model = self._db.task_model(**{name: values[column] for name, column in self._task_columns})
+        version = values["version"]
+        return StoredTask(
+            self._db._from_orm(model),
+            TaskVersion(version) if version is not None else TaskVersion.MISSING,
+        )
+
+
+def _counter(version: TaskVersion) -> int:
+    """The integer a versioned database store keeps (0 for ``TaskVersion.MISSING``)."""
+    value = version._value
+    if not isinstance(value, int):
+        raise TypeError(f"cluster task store: version {version!r} is not a counter")
+    return value

@@ -1,0 +1,110 @@
+"""The cluster task store on PostgreSQL: one transaction per settled state, and no lost cancel.
+
+:class:`skillrack.serve.stores.cluster.ClusterTaskStore` keeps in-progress
+saves in memory and writes them with the next settled one; every event
+still reaches the ``task_events`` log, numbered as a2a-sdk numbers them, and
+a cancel written by another replica is never overwritten by saves that were
+pending (or being written) when it landed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from a2a.server.cluster import ConcurrentTaskModificationError, TaskVersion
+from a2a.server.context import ServerCallContext
+from a2a.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+from helpers.postgres import fresh_database
+from sqlalchemy import event, text
+
+from skillrack.serve.stores.cluster import ClusterTaskStore
+from skillrack.serve.stores.storage import open_storage, parse_store
+
+CONTEXT = ServerCallContext()
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    with fresh_database() as url:
+        yield url
+
+
+def _step(task: Task, state: int) -> TaskStatusUpdateEvent:
+    task.status.CopyFrom(TaskStatus(state=state))  # type: ignore[arg-type]
+    return TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+
+
+async def _run(pg_url: str, tmp_path: Path, scenario: Any) -> Any:
+    spec = parse_store(pg_url, tmp_path)
+    storages = [open_storage(spec, owner_resolver=lambda context: "") for _ in range(2)]
+    try:
+        for storage in storages:
+            await storage.start()
+        stores = [storage.task_store for storage in storages]
+        assert all(isinstance(store, ClusterTaskStore) for store in stores)
+        return await scenario(*stores)
+    finally:
+        for storage in storages:
+            await storage.close()
+
+
+def test_in_progress_saves_are_written_with_the_settled_one(pg_url: str, tmp_path: Path) -> None:
+    async def scenario(store: ClusterTaskStore, _: ClusterTaskStore) -> Any:
+        commits: list[int] = []
+        event.listen(store._engine.sync_engine, "commit", lambda conn: commits.append(1))
+        task = Task(id="00000000-0000-4000-8000-000000000001", context_id="c")
+        version = TaskVersion.MISSING
+        for state in (
+            TaskState.TASK_STATE_SUBMITTED,
+            TaskState.TASK_STATE_WORKING,
+            TaskState.TASK_STATE_WORKING,
+            TaskState.TASK_STATE_COMPLETED,
+        ):
+            step = _step(task, state)
+            version = await store.save(task, event=step, prev_version=version, context=CONTEXT)
+        async with store._engine.connect() as connection:
+            logged = (
+                await connection.execute(text("SELECT task_version FROM task_events ORDER BY seq"))
+            ).all()
+        stored = await store.get(task.id, CONTEXT)
+        return commits, [row[0] for row in logged], stored
+
+    commits, logged, stored = asyncio.run(_run(pg_url, tmp_path, scenario))
+    assert len(commits) == 1  # four saves, one transaction
+    assert logged == [1, 2, 3, 4]  # every event, in order, for the other replicas
+    assert stored.task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert stored.version == TaskVersion(4)
+
+
+def test_a_cancel_through_another_replica_is_never_overwritten(pg_url: str, tmp_path: Path) -> None:
+    async def scenario(a: ClusterTaskStore, b: ClusterTaskStore) -> Any:
+        task = Task(id="00000000-0000-4000-8000-000000000002", context_id="c")
+        step = _step(task, TaskState.TASK_STATE_WORKING)
+        version = await a.save(task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT)
+        await a.commit()
+        stored = await b.get(task.id, CONTEXT)
+        assert stored is not None
+        # A saves progress, and more while that is being written; B cancels in between.
+        version = await a.save(task, event=step, prev_version=version, context=CONTEXT)
+        canceled = Task()
+        canceled.CopyFrom(stored.task)
+        cancel = _step(canceled, TaskState.TASK_STATE_CANCELED)
+        await b.save(canceled, event=cancel, prev_version=stored.version, context=CONTEXT)
+        writing = asyncio.create_task(a.commit())
+        await asyncio.sleep(0)
+        version = await a.save(task, event=step, prev_version=version, context=CONTEXT)
+        await writing
+        await a.commit()  # the write-behind timer's commit
+        with pytest.raises(ConcurrentTaskModificationError):
+            done = _step(task, TaskState.TASK_STATE_COMPLETED)
+            await a.save(task, event=done, prev_version=version, context=CONTEXT)
+        await a.commit()
+        return (await a.get(task.id, CONTEXT), await b.get(task.id, CONTEXT))
+
+    seen_by_a, seen_by_b = asyncio.run(_run(pg_url, tmp_path, scenario))
+    assert seen_by_a.task.status.state == TaskState.TASK_STATE_CANCELED
+    assert seen_by_b.task.status.state == TaskState.TASK_STATE_CANCELED
