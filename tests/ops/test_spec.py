@@ -388,3 +388,23 @@ def test_an_agent_with_push_notifications_says_so(
     assert "Out of scope | Push notifications" not in markdown
     items = {i["id"]: i for i in spec.to_json()["security"]}
     assert "outbound address guard" in items["A2A-SEC-004"]["evidence"]
+
+
+def test_an_agent_serving_a2a_0_3_says_so(
+    registry: Registry, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from skillrack.host.config import ServerSettings
+
+    config = Config(
+        base_dir=tmp_path_factory.mktemp("a2a-0-3-spec"), server=ServerSettings(a2a_0_3=True)
+    )
+    with running_agent(registry, config) as url:
+        evidence = asyncio.run(gather_evidence(registry, config, url))
+        spec = build_spec(registry, config, url, evidence)
+    markdown = spec.markdown()
+    assert "0.3, through a2a-sdk's compatibility layer" in markdown
+    assert "A2A 0.3, text" not in markdown and "VersionNotSupportedError)" not in markdown
+    # The probe still finds an A2A 1.0 method without A2A-Version refused (A2A-CONF-004).
+    conformance = {i.id: i for i in spec.conformance}
+    assert conformance["A2A-CONF-004"].status == PASS, conformance["A2A-CONF-004"]
+    assert "error -32009" in conformance["A2A-CONF-004"].evidence

@@ -169,6 +169,9 @@ class ServerSettings:
     #: A file holding a Fernet key (relative to the configuration's directory): push
     #: configs, the ``authentication`` credentials in them included, are stored encrypted.
     push_encryption_key_file: str = ""
+    #: Also serve A2A 0.3 callers, through a2a-sdk's compatibility layer (JSON-RPC 0.3
+    #: methods at ``/``, HTTP+JSON 0.3 under ``/v1``), listed on the card as ``0.3``.
+    a2a_0_3: bool = False
     #: Where per-caller rate and concurrency limits are counted: empty, in each process;
     #: ``redis://HOST:PORT/DB`` (``rediss://``, ``unix://``), in Redis shared by every
     #: replica (the ``redis`` extra; ``skillrack.serve.limits_store``).

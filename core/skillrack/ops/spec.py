@@ -272,7 +272,10 @@ class _Builder:
                 ["A2A specification", f"{A2A_SPEC} (protocol version `1.0`)"],
                 [
                     "Older protocol versions served",
-                    "None (0.3 requests get VersionNotSupportedError)",
+                    "0.3, through a2a-sdk's compatibility layer (0.3 JSON-RPC methods at `/`, "
+                    "HTTP+JSON under `/v1`; no push notifications)"
+                    if self._a2a_0_3
+                    else "None (0.3 requests get VersionNotSupportedError)",
                 ],
                 ["Status", "[Draft / In review / Approved / Deprecated]"],
                 ["Owner", f"[{agent.provider.organization}]"],
@@ -365,7 +368,9 @@ class _Builder:
                     [
                         "Out of scope",
                         ("" if self._push else "Push notifications, ")
-                        + "the authenticated extended card, A2A 0.3, text, "
+                        + "the authenticated extended card, "
+                        + ("" if self._a2a_0_3 else "A2A 0.3, ")
+                        + "text, "
                         "file and URL parts (only one Data Part holding a request object is "
                         "accepted), skills other than those advertised",
                     ],
@@ -689,6 +694,13 @@ class _Builder:
     # 8-11 -----------------------------------------------------------------------------------------
 
     @property
+    def _a2a_0_3(self) -> bool:
+        """Whether the card lists A2A 0.3 interfaces (``[server] a2a_0_3``)."""
+        return any(
+            i.get("protocolVersion") == "0.3" for i in self.card.get("supportedInterfaces", [])
+        )
+
+    @property
     def _push(self) -> bool:
         """Whether the card offers push notifications (several sections answer differently)."""
         return bool(self.card.get("capabilities", {}).get("pushNotifications"))
@@ -898,7 +910,12 @@ class _Builder:
                 "a new version.",
                 "New protocol versions would be added as new `supportedInterfaces` entries "
                 "before old ones are removed.",
-                "Clients send `A2A-Version: 1.0`; other versions get `VersionNotSupportedError`.",
+                "Clients send `A2A-Version: 1.0`; other versions get `VersionNotSupportedError`"
+                + (
+                    " (A2A 0.3 clients call the 0.3 methods and routes, without the header)."
+                    if self._a2a_0_3
+                    else "."
+                ),
             ]
         )
         caching = Section("13.3 Signing and caching", 3).table(

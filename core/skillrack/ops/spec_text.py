@@ -34,8 +34,9 @@ BASELINE = rows(
         (tag v1.0.1, identical to v1.0.0)
     Protocol version on the wire | `1.0` in `protocolVersion` of each interface and in the
         `A2A-Version` request header
-    Requests without `A2A-Version` | Treated as version 0.3 and rejected with
-        `VersionNotSupportedError` (-32009); 0.3 clients are not served
+    Requests without `A2A-Version` | Treated as version 0.3: an A2A 1.0 method is rejected
+        with `VersionNotSupportedError` (-32009); 0.3 methods are served only with
+        `[server] a2a_0_3`
     SDK used | a2a-sdk {a2a_sdk} (Python), hosted by skillrack {skillrack}
     Skill interfaces | {draft}, interface version {interface_version}; Skill Interface Schema
         pinned at `{pinned}`

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from a2a.auth.user import User
+from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.server.cluster.task_store import StoredTask
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
@@ -45,7 +46,7 @@ from a2a.types import (
     Task,
     TaskPushNotificationConfig,
 )
-from a2a.utils.errors import TaskNotCancelableError
+from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotCancelableError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -65,6 +66,7 @@ from skillrack.host.registry import Registry
 from skillrack.protocol.signing import JWKS_PATH
 from skillrack.serve.card import (
     CARD_PATH,
+    LEGACY_PROTOCOL_VERSION,
     CardEndpoint,
     build_card,
     jwks_endpoint,
@@ -145,6 +147,17 @@ def tenant_scope(context: ServerCallContext) -> str:
     return owner_of(context.state.get(CALLER_STATE_KEY, ANONYMOUS))
 
 
+def is_a2a_0_3(context: ServerCallContext) -> bool:
+    """Whether the request came through a2a-sdk's A2A 0.3 layer (``[server] a2a_0_3``).
+
+    A request without ``A2A-Version`` is an A2A 0.3 request (A2A 1.0 section
+    3.6.2); the 1.0 routes refuse it (``VersionNotSupportedError``), so one
+    that reached the handler came through the 0.3 routes.
+    """
+    headers = context.state.get("headers", {})
+    return is_legacy_version(headers.get("a2a-version") or LEGACY_PROTOCOL_VERSION)
+
+
 class ContextBuilder(DefaultServerCallContextBuilder):
     """Keeps a2a-sdk's state (headers: the A2A-Version check needs them) and adds ours."""
 
@@ -177,17 +190,34 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         self._registry = registry
         self._push_check = push_check
 
-    async def _check_push_config(self, params: SendMessageRequest) -> None:
+    async def _check_push_config(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> None:
         """A webhook given with the message must pass the push URL check before anything runs."""
         configuration = params.configuration
-        if self._push_check is not None and configuration.HasField("task_push_notification_config"):
-            await self._push_check.require(configuration.task_push_notification_config.url)
+        if configuration.HasField("task_push_notification_config"):
+            await self._push_allowed(configuration.task_push_notification_config.url, context)
+
+    async def _push_allowed(self, url: str, context: ServerCallContext) -> None:
+        """The webhook's URL passes the check, and the caller speaks A2A 1.0.
+
+        a2a-sdk's sender posts A2A 1.0 ``StreamResponse`` objects whoever set the
+        webhook; an A2A 0.3 receiver expects 0.3 objects, so a 0.3 caller is told
+        push is not offered to it rather than sent what it cannot read.
+        """
+        if self._push_check is None:
+            return
+        if is_a2a_0_3(context):
+            raise PushNotificationNotSupportedError(
+                message="push notifications are offered to A2A 1.0 callers only (webhooks "
+                "receive A2A 1.0 objects); set the webhook with A2A-Version: 1.0"
+            )
+        await self._push_check.require(url)
 
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        if self._push_check is not None:
-            await self._push_check.require(params.url)
+        await self._push_allowed(params.url, context)
         result: TaskPushNotificationConfig = await super().on_create_task_push_notification_config(
             params, context
         )
@@ -226,7 +256,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
-        await self._check_push_config(params)
+        await self._check_push_config(params, context)
         await self._continue_context(params, context)
         result: Message | Task = await super().on_message_send(params, context)
         await self._publish_pending()
@@ -235,7 +265,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
-        await self._check_push_config(params)
+        await self._check_push_config(params, context)
         await self._continue_context(params, context)
         first = True
         async for event in super().on_message_send_stream(params, context):
@@ -455,8 +485,14 @@ def create_app(
             Route(JWKS_PATH, counted_card(jwks.respond, metrics, "jwks"), methods=["GET"])
         )
         published.append(jwks)
-    routes += create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, context_builder=builder)
-    routes += create_rest_routes(handler, context_builder=builder)  # last: see module docstring
+    # [server] a2a_0_3: a2a-sdk's 0.3 layer, the 0.3 JSON-RPC methods at the same endpoint
+    # (message/send, ...) and the 0.3 HTTP+JSON routes under /v1, both into this handler.
+    legacy = config.server.a2a_0_3
+    routes += create_jsonrpc_routes(
+        handler, rpc_url=JSONRPC_PATH, context_builder=builder, enable_v0_3_compat=legacy
+    )
+    # Last: see the module docstring.
+    routes += create_rest_routes(handler, context_builder=builder, enable_v0_3_compat=legacy)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

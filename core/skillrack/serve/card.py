@@ -33,6 +33,7 @@ from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
 
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -60,6 +61,8 @@ from skillrack.serve.security.requirements import SkillRequirements, skill_requi
 CARD_PATH = "/.well-known/agent-card.json"
 JSON_MODES = ["application/json"]
 PROTOCOL_VERSION = "1.0"
+#: The older version served beside 1.0 when ``[server] a2a_0_3`` is on.
+LEGACY_PROTOCOL_VERSION = "0.3"
 
 DESCRIBE_SKILL_ENTRY = AgentSkill(
     id=DESCRIBE_SKILL,
@@ -103,6 +106,8 @@ def build_card(
     ``securityRequirements`` (:mod:`skillrack.serve.security.requirements`).
     """
     agent = config.agent
+    # 1.0 first: a2a-sdk's and the JavaScript SDK's clients take the first interface they speak.
+    versions = [PROTOCOL_VERSION] + ([LEGACY_PROTOCOL_VERSION] if config.server.a2a_0_3 else [])
     if requirements is None:
         requirements = skill_requirements(config, registry)
     extension = AgentExtension(
@@ -117,12 +122,9 @@ def build_card(
         version=agent.version,
         provider=AgentProvider(organization=agent.provider.organization, url=agent.provider.url),
         supported_interfaces=[
-            AgentInterface(
-                url=base_url + "/", protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION
-            ),
-            AgentInterface(
-                url=base_url, protocol_binding="HTTP+JSON", protocol_version=PROTOCOL_VERSION
-            ),
+            AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
+            for version in versions
+            for binding, url in (("JSONRPC", base_url + "/"), ("HTTP+JSON", base_url))
         ],
         capabilities=AgentCapabilities(
             streaming=True,
@@ -191,7 +193,14 @@ class CardEndpoint:
 
     @classmethod
     def of(cls, card: AgentCard, max_age: int) -> CardEndpoint:
-        as_dict = json_format.MessageToDict(card)
+        legacy = any(
+            i.protocol_version == LEGACY_PROTOCOL_VERSION for i in card.supported_interfaces
+        )
+        # With 0.3 served, the 0.3 card's fields (url, protocolVersion, preferredTransport,
+        # additionalInterfaces, ...) are merged in, as a2a-sdk's own card route does: a 0.3
+        # client reads those, a 1.0 client ignores them (and a signature, computed over
+        # the 1.0 fields alone, still verifies).
+        as_dict = agent_card_to_dict(card) if legacy else json_format.MessageToDict(card)
         # proto3 leaves out false booleans; the draft's example and operators expect
         # the extension's "required": false to be visible.
         for ext in as_dict.get("capabilities", {}).get("extensions", []):

@@ -85,6 +85,8 @@ OWN_ERROR = {"origin": "skillrack"}
 
 
 def _ours(details: Any) -> bool:
+    if isinstance(details, dict):  # A2A 0.3: a2a-sdk's 0.3 layer passes ``data`` as given
+        return details.get("origin") == OWN_ERROR["origin"]
     return isinstance(details, list) and any(
         isinstance(d, dict)
         and (

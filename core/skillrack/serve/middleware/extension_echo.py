@@ -3,7 +3,8 @@
 a2a-sdk never echoes the extensions a request activated.  The executor
 records the activation in a set this middleware put in the ASGI scope (the
 context builder hands the same set to a2a-sdk's call context), and the header
-is written when the response starts.
+is written when the response starts.  An A2A 0.3 caller asks with the 0.3
+name of the header, ``X-A2A-Extensions``, and is answered under that name too.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from skillrack.protocol.messages import EXTENSION_URI
 
 #: Where the set of extensions activated by this request lives in the ASGI scope.
 ACTIVATED_SCOPE_KEY = "skillrack.activated_extensions"
+#: The header's name in A2A 0.3 (``a2a.compat.v0_3.extension_headers``), lower case.
+LEGACY_HEADER = b"x-a2a-extensions"
 
 
 class ExtensionEcho:
@@ -28,10 +31,14 @@ class ExtensionEcho:
             await self.app(scope, receive, send)
             return
         activated: set[str] = scope.setdefault(ACTIVATED_SCOPE_KEY, set())
+        legacy = any(name == LEGACY_HEADER for name, _ in scope["headers"])
 
         async def send_with_header(message: Message) -> None:
             if message["type"] == "http.response.start" and EXTENSION_URI in activated:
-                MutableHeaders(scope=message).append("A2A-Extensions", EXTENSION_URI)
+                headers = MutableHeaders(scope=message)
+                headers.append("A2A-Extensions", EXTENSION_URI)
+                if legacy:
+                    headers.append("X-A2A-Extensions", EXTENSION_URI)
             await send(message)
 
         await self.app(scope, receive, send_with_header)
