@@ -7,7 +7,9 @@ trust-boundary options so that each one can be told the same thing:
 the agent's card or a redirect leads there), ``--timeout`` (seconds for a
 whole call: card, describe, streams and polling), ``--max-response-bytes``,
 ``--card-key`` (public keys the card must be signed by, as
-``SkillClient(card_keys=...)`` pins them from Python; ``spec`` takes it too).
+``SkillClient(card_keys=...)`` pins them from Python; ``spec`` takes it too),
+``--client-cert``/``--client-key`` (mutual TLS) and ``--ca-bundle`` (the
+CAs the agent's certificate must chain to), ``SkillClient(tls=...)``.
 ``--header`` itself (:func:`add_header_option`) is shared with ``spec``,
 which calls the composed agent in process.
 
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 
 if TYPE_CHECKING:
+    from skillrack.client.tls import ClientTls
     from skillrack.protocol.signing import CardKeys
 
 DEFAULT_TIMEOUT = 60.0
@@ -157,6 +160,38 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
         help="bytes one answer of the agent may have",
     )
     add_card_key_option(parser)
+    parser.add_argument(
+        "--client-cert",
+        metavar="PEM",
+        help="present this client certificate to the agent (mutual TLS); its key in the same "
+        "file or in --client-key",
+    )
+    parser.add_argument("--client-key", metavar="PEM", help="the private key of --client-cert")
+    parser.add_argument(
+        "--ca-bundle",
+        metavar="PEM",
+        help="verify the agent's TLS certificate against the CAs in PEM (default: the "
+        "system's trust store)",
+    )
+
+
+def client_tls(args: argparse.Namespace) -> ClientTls | None:
+    """The ``ClientTls`` of ``--client-cert``, ``--client-key`` and ``--ca-bundle``, or None.
+
+    Loaded once here, so that a file that does not load is a usage error naming it.
+    """
+    certfile, keyfile = getattr(args, "client_cert", None), getattr(args, "client_key", None)
+    cafile = getattr(args, "ca_bundle", None)
+    if not (certfile or keyfile or cafile):
+        return None
+    from skillrack.client.tls import ClientTls
+
+    tls = ClientTls(certfile, keyfile, cafile)
+    try:
+        tls.context()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return tls
 
 
 def client_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -167,4 +202,5 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
         "timeout": args.timeout,
         "bounds": ReadBounds(max_response_bytes=args.max_response_bytes),
         "card_keys": pinned_card_keys(args),
+        "tls": client_tls(args),
     }

@@ -43,6 +43,7 @@ import asyncio
 import enum
 import ipaddress
 import socket
+import ssl
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -195,8 +196,10 @@ class AddressGuard(httpx.AsyncBaseTransport):
     the operator configured (:meth:`for_destinations` builds it from URLs).
     ``transport`` makes the transport that actually connects, one per
     origin, so that a pooled TLS connection is never reused for another
-    server name on the same address; ``resolve`` replaces ``getaddrinfo``
-    (tests).
+    server name on the same address; ``tls`` maps an origin to the ``ssl``
+    context its connections use (a client certificate to present, the CAs to
+    trust: ``[peers.NAME] client_cert``), passed as ``transport(verify=...)``;
+    ``resolve`` replaces ``getaddrinfo`` (tests).
     """
 
     def __init__(
@@ -204,11 +207,13 @@ class AddressGuard(httpx.AsyncBaseTransport):
         policy: AddressPolicy | None = None,
         *,
         origins: Mapping[Origin, AddressPolicy] | None = None,
-        transport: Callable[[], httpx.AsyncBaseTransport] = httpx.AsyncHTTPTransport,
+        transport: Callable[..., httpx.AsyncBaseTransport] = httpx.AsyncHTTPTransport,
         resolve: Resolver = resolve_once,
+        tls: Mapping[Origin, ssl.SSLContext] | None = None,
     ) -> None:
         self.policy = policy or AddressPolicy()
         self.origins = dict(origins or {})
+        self.tls = dict(tls or {})
         self._make_transport = transport
         self._resolve = resolve
         self._transports: dict[Origin, httpx.AsyncBaseTransport] = {}
@@ -286,7 +291,10 @@ class AddressGuard(httpx.AsyncBaseTransport):
         origin = Origin.of(request.url)
         inner = self._transports.get(origin)
         if inner is None:
-            inner = self._transports[origin] = self._make_transport()
+            context = self.tls.get(origin)
+            inner = self._transports[origin] = (
+                self._make_transport() if context is None else self._make_transport(verify=context)
+            )
         extensions = dict(request.extensions)
         if request.url.scheme == "https":
             extensions["sni_hostname"] = host  # TLS name and certificate check: the original

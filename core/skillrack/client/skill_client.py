@@ -65,6 +65,13 @@ from skillrack.client.cache import CARD_CACHE, CacheBounds, CacheKey, InterfaceC
 from skillrack.client.origin import Origin, OriginPolicy, parse_origin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
+from skillrack.client.tls import (
+    ClientTls,
+    TlsByOrigin,
+    certificate_scheme,
+    missing_certificate,
+    refused_hint,
+)
 from skillrack.client.transport import current_policy, http_client, origin_scope
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import (
@@ -147,6 +154,16 @@ class SkillClient:
     origin rule and the bounds.  Use as an async context manager, or call
     :meth:`aclose`.
 
+    ``tls`` (a :class:`~skillrack.client.tls.ClientTls`, or a mapping from an
+    agent's URL to one, as ``[peers]`` configures them) is the client
+    certificate to present (mutual TLS) and the CA bundle to verify the
+    agent with; the client builds the connecting transport from it, unless
+    ``transport`` is given, which must then present them itself (the host's
+    address guard does).  A card whose ``securityRequirements`` (the
+    agent's, or the called skill's) can only be met with a client
+    certificate is refused locally, before anything is sent, when none is
+    configured for that agent.
+
     Every cache is bounded in entries and bytes, least recently used first:
     ``card_cache`` for Agent Cards, ``limits.max_cache_entries`` and
     ``limits.max_cache_bytes`` for the interface cache and ``describe_calls``.
@@ -166,8 +183,22 @@ class SkillClient:
         allow_origins: Iterable[str] | Mapping[str, Iterable[str]] = (),
         bounds: ReadBounds = DEFAULT_BOUNDS,
         card_cache: CacheBounds = CARD_CACHE,
+        tls: ClientTls | Mapping[str, ClientTls] | None = None,
     ) -> None:
         self.limits = limits
+        #: Per agent origin (``None``: every agent), the TLS settings of calls to it.
+        self.tls: dict[Origin | None, ClientTls] = (
+            {Origin.of(url): one for url, one in tls.items()}
+            if isinstance(tls, Mapping)
+            else ({None: tls} if tls is not None else {})
+        )
+        if transport is None and self.tls:
+            if None in self.tls:
+                transport = httpx.AsyncHTTPTransport(verify=self.tls[None].context())
+            else:
+                transport = TlsByOrigin(
+                    {o: t.context() for o, t in self.tls.items() if o is not None}
+                )
         self.bounds = bounds
         #: Origins other than the one a call names that may receive the credentials:
         #: under ``None`` for every call, under an origin for calls naming it.
@@ -186,6 +217,11 @@ class SkillClient:
         self.describe_calls: LruCache[tuple[str, str], int] = LruCache(
             CacheBounds(limits.max_cache_entries, limits.max_cache_bytes)
         )
+
+    def _presents_certificate(self, url: str) -> bool:
+        """Whether calls to ``url`` present a client certificate."""
+        found = self.tls.get(Origin.of(url)) or self.tls.get(None)
+        return found is not None and found.presents_certificate
 
     async def __aenter__(self) -> SkillClient:
         return self
@@ -238,7 +274,10 @@ class SkillClient:
         agent = url.rstrip("/")
         cached = self._cards.get(agent)
         headers = {"If-None-Match": cached.etag} if cached and cached.etag else {}
-        async with _transport(f"fetching the Agent Card of {agent}"):
+        hint = functools.partial(
+            refused_hint, url=agent, presents_certificate=self._presents_certificate(agent)
+        )
+        async with _transport(f"fetching the Agent Card of {agent}", hint):
             status, etag, body = await self._read_card(agent, headers)
         if status == 304 and cached is not None:
             return cached
@@ -505,9 +544,16 @@ class SkillClient:
 
     # -- the A2A exchange ------------------------------------------------------------------------
 
-    async def _sdk_client(self, agent: str, *, streaming: bool) -> Any:
-        """a2a-sdk's client for ``agent``, on the interfaces the origin rule lets it reach."""
+    async def _sdk_client(self, agent: str, *, streaming: bool, skill_id: str | None = None) -> Any:
+        """a2a-sdk's client for ``agent``, on the interfaces the origin rule lets it reach.
+
+        Refused locally when the card (or ``skill_id``'s entry) can only be met
+        with a client certificate and this client has none for ``agent``.
+        """
         entry = await self._card(agent)
+        scheme = certificate_scheme(entry.card, skill_id)
+        if scheme is not None and not self._presents_certificate(agent):
+            raise missing_certificate(agent, scheme, skill_id)
         config = ClientConfig(
             streaming=streaming,
             httpx_client=self._http,
@@ -532,7 +578,8 @@ class SkillClient:
             return await self._poll(client, task_id, self._context())
 
     async def _send(self, agent: str, data: Any, mode: Mode, task_id: str = "") -> Task:
-        client = await self._sdk_client(agent, streaming=mode == "stream")
+        skill_id = data.get("skill") if isinstance(data, dict) else None
+        client = await self._sdk_client(agent, streaming=mode == "stream", skill_id=skill_id)
         message = Message(
             message_id=str(uuid.uuid4()),
             role=Role.ROLE_USER,
@@ -603,8 +650,13 @@ class SkillClient:
 
 
 @asynccontextmanager
-async def _transport(what: str) -> AsyncIterator[None]:
-    """Turn transport and protocol failures into SkillCallError with the client's codes."""
+async def _transport(
+    what: str, hint: Callable[[Exception], str] | None = None
+) -> AsyncIterator[None]:
+    """Turn transport and protocol failures into SkillCallError with the client's codes.
+
+    ``hint`` adds what to do to a transport error's message (a TLS refusal's).
+    """
     try:
         yield
     except SkillCallError:
@@ -615,6 +667,7 @@ async def _transport(what: str) -> AsyncIterator[None]:
             raise SkillCallError(ClientCode.TRANSPORT_ERROR, f"{what}: {exc}") from None
         raise SkillCallError(ClientCode.PROTOCOL_ERROR, f"{what}: {name}: {exc}") from None
     except httpx.HTTPError as exc:
+        more = hint(exc) if hint is not None else ""
         raise SkillCallError(
-            ClientCode.TRANSPORT_ERROR, f"{what}: {type(exc).__name__}: {exc}"
+            ClientCode.TRANSPORT_ERROR, f"{what}: {type(exc).__name__}: {exc}{more}"
         ) from None

@@ -43,6 +43,7 @@ file = "policy.toml"
 observer = "http://127.0.0.1:8001"
 inventory = { url = "https://inventory.example.net", allow_origins = ["https://api.example.net"] }
 lab = { url = "http://lab-agent.internal:8000", allow_private = true }  # address guard
+mesh = { url = "https://mesh.example.net", client_cert = "me.pem", client_key = "me.key" }  # mTLS
 
 [skills.manage_interface]   # per-skill security requirements (beyond authentication)
 security = [{ oidc = ["network:write"] }, "mtls"]   # one alternative must be met
@@ -189,6 +190,21 @@ class ServerSettings:
 
 
 @dataclass(frozen=True)
+class PeerTls:
+    """A peer's ``client_cert`` / ``client_key`` / ``ca_bundle``: the TLS of delegation to it.
+
+    Paths, resolved against the configuration's directory: the client
+    certificate (and key) this host presents to that peer (mutual TLS), and
+    the CAs the peer's server certificate must chain to (default: the
+    system's trust store).  ``serve/app.py`` loads them (``client/tls.py``).
+    """
+
+    client_cert: str = ""
+    client_key: str = ""
+    ca_bundle: str = ""
+
+
+@dataclass(frozen=True)
 class PeerAddresses:
     """A peer's ``allow_loopback`` / ``allow_private``: ranges delegation to it may reach.
 
@@ -231,6 +247,8 @@ class Config:
     peer_allow_origins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: Per peer name: the non-public ranges its table allows (``allow_loopback``, ...).
     peer_addresses: Mapping[str, PeerAddresses] = field(default_factory=dict)
+    #: Per peer name: its client certificate and CA bundle (``client_cert``, ...), if any.
+    peer_tls: Mapping[str, PeerTls] = field(default_factory=dict)
     #: Sign the Agent Card with this key (``[signing]``); unsigned when None.
     signing: SigningSettings | None = None
     #: Per skill id: the security requirements a caller must meet, beyond authentication
@@ -346,7 +364,7 @@ def _peers(table: Any) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     allowed: dict[str, tuple[str, ...]] = {}
     for name, value in table.items():
         entry = value if isinstance(value, dict) else {"url": value}
-        unknown = set(entry) - {"url", "allow_origins", *_PEER_ADDRESS_KEYS}
+        unknown = set(entry) - {"url", "allow_origins", *_PEER_ADDRESS_KEYS, *_PEER_TLS_KEYS}
         if unknown:
             raise ConfigError(f"unknown key(s) peers.{name}.{', '.join(sorted(unknown))}")
         url, origins = entry.get("url"), entry.get("allow_origins", [])
@@ -364,6 +382,27 @@ def _peers(table: Any) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
 
 
 _PEER_ADDRESS_KEYS = ("allow_loopback", "allow_private")
+_PEER_TLS_KEYS = ("client_cert", "client_key", "ca_bundle")
+
+
+def _peer_tls(table: dict[str, Any], base_dir: Path) -> dict[str, PeerTls]:
+    """``client_cert`` / ``client_key`` / ``ca_bundle`` of the peers given as tables (paths)."""
+    found: dict[str, PeerTls] = {}
+    for name, entry in table.items():
+        if not isinstance(entry, dict):
+            continue
+        paths = {k: v for k, v in entry.items() if k in _PEER_TLS_KEYS}
+        for key, value in paths.items():
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"peers.{name}.{key} must be the path of a PEM file")
+            paths[key] = str(base_dir / value)
+        if "client_key" in paths and "client_cert" not in paths:
+            raise ConfigError(f"peers.{name}.client_key needs peers.{name}.client_cert")
+        if paths:
+            if not entry["url"].startswith("https://"):
+                raise ConfigError(f"peers.{name}: {', '.join(sorted(paths))} need an https URL")
+            found[name] = PeerTls(**paths)
+    return found
 
 
 def _peer_addresses(table: dict[str, Any]) -> dict[str, PeerAddresses]:
@@ -483,6 +522,7 @@ def load_config(path: Path | None) -> Config:
         peers=peers,
         peer_allow_origins=peer_allow_origins,
         peer_addresses=_peer_addresses(raw.get("peers", {})),
+        peer_tls=_peer_tls(raw.get("peers", {}), base_dir),
         signing=_signing(raw.get("signing")),
         skill_security=_skills(raw.get("skills", {})),
         agent=agent,

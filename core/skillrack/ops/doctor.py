@@ -40,6 +40,7 @@ from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.ops.doctor_checks import check_operator_mistakes
 
 if TYPE_CHECKING:
+    from skillrack.client.tls import ClientTls
     from skillrack.protocol.signing import CardKeys
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
@@ -333,13 +334,15 @@ async def diagnose_agent(
     timeout: float = 60.0,
     bounds: ReadBounds = DEFAULT_BOUNDS,
     card_keys: CardKeys | None = None,
+    tls: ClientTls | None = None,
 ) -> Diagnosis:
     """Diagnose the agent at ``url`` through the client procedure.
 
     ``allow_origins``, ``timeout`` and ``bounds`` are the client's trust
     boundary (``--allow-origin``, ``--timeout``, ``--max-response-bytes``):
     the diagnosis sends ``headers`` only where ``skillrack call`` would.
-    ``card_keys`` (``--card-key``) must have signed the card, as for ``call``.
+    ``card_keys`` (``--card-key``) must have signed the card, as for ``call``;
+    ``tls`` (``--client-cert``, ``--ca-bundle``) is the client's TLS, as for ``call``.
     """
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
@@ -353,6 +356,7 @@ async def diagnose_agent(
         "timeout": timeout,
         "bounds": bounds,
         "card_keys": card_keys,
+        "tls": tls,
     }
     async with SkillClient(**settings) as client:
         try:

@@ -23,7 +23,7 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +59,11 @@ from skillrack.client.address_guard import (
     policy_for_url,
 )
 from skillrack.client.composition import Peers
+from skillrack.client.origin import Origin
 from skillrack.client.skill_client import SkillClient
+from skillrack.client.tls import ClientTls
 from skillrack.host.compose import compose_host
-from skillrack.host.config import Config, ConfigError, PeerAddresses, load_config
+from skillrack.host.config import Config, ConfigError, PeerAddresses, PeerTls, load_config
 from skillrack.host.registry import Registry
 from skillrack.protocol.signing import JWKS_PATH
 from skillrack.serve.card import (
@@ -296,11 +298,42 @@ async def _json_http_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
-def _address_guard(config: Config) -> AddressGuard:
+def _peer_tls(config: Config) -> dict[str, ClientTls]:
+    """Each peer URL's TLS (``client_cert``, ``client_key``, ``ca_bundle``), checked to load.
+
+    Connections are pooled per origin, so peers naming one origin must say the
+    same: one with a certificate and one without would share it.
+    """
+    found: dict[str, ClientTls] = {}
+    by_origin: dict[Origin, tuple[str, PeerTls]] = {}
+    for name, url in config.peers.items():
+        settings = config.peer_tls.get(name, PeerTls())
+        seen = by_origin.setdefault(Origin.of(url), (name, settings))
+        if seen[1] != settings:
+            raise ConfigError(
+                f"[peers.{seen[0]}] and [peers.{name}] name the same origin with different "
+                "client_cert, client_key or ca_bundle: give both the same settings"
+            )
+        if name not in config.peer_tls:
+            continue
+        tls = ClientTls(
+            settings.client_cert or None, settings.client_key or None, settings.ca_bundle or None
+        )
+        try:
+            tls.context()
+        except ValueError as exc:
+            raise ConfigError(f"[peers.{name}]: {exc}") from None
+        found[url] = tls
+    return found
+
+
+def _address_guard(config: Config, tls: Mapping[str, ClientTls] | None = None) -> AddressGuard:
     """Delegation connects only to vetted addresses (:mod:`skillrack.client.address_guard`).
 
     Each peer's URL, and each origin its table allows, may reach what the
     operator's own address choice or its ``allow_loopback`` / ``allow_private`` allow.
+    A peer's ``tls`` (its client certificate, its CA bundle) applies to its own
+    origin only: another origin its card leads to gets no certificate.
     """
     destinations: list[tuple[str, AddressPolicy]] = []
     for name, url in config.peers.items():
@@ -314,7 +347,9 @@ def _address_guard(config: Config) -> AddressGuard:
             )
             destinations.append((destination, policy))
     return AddressGuard.for_destinations(
-        destinations, AddressPolicy(where="the [peers] table of the peer that led there")
+        destinations,
+        AddressPolicy(where="the [peers] table of the peer that led there"),
+        tls={Origin.of(url): one.context() for url, one in (tls or {}).items()},
     )
 
 
@@ -382,11 +417,15 @@ def create_app(
     card = build_card(registry, config, base_url, signer, requirements)
     # Each peer's own origin, plus what its [peers] table allows (allow_origins).
     peer_origins = {config.peers[name]: o for name, o in config.peer_allow_origins.items()}
+    peer_tls = _peer_tls(config)  # a certificate that does not load stops start-up here
     peers = Peers(
         config.peers,
         base_url,
         lambda: SkillClient(
-            limits=config.limits, allow_origins=peer_origins, transport=_address_guard(config)
+            limits=config.limits,
+            allow_origins=peer_origins,
+            transport=_address_guard(config, peer_tls),
+            tls=peer_tls,
         ),
     )
     storage: TaskStorage | None = None

@@ -8,6 +8,10 @@ refused with HTTP 401 and the draft's ``authorization_failed``.  The other
 makes it optional, beside API keys: no certificate and a key still works.
 The policy file allows ``echo`` to role ``operator`` of tenant ``acme``
 only, so the roles and tenant the plugin maps decide the call.
+
+The client side too: ``skillrack call --client-cert``, ``SkillClient(tls=...)``
+refusing locally a skill whose card entry requires mTLS when it has no
+certificate, and delegation through a ``[peers]`` table with ``client_cert``.
 """
 
 from __future__ import annotations
@@ -21,27 +25,36 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers.agent_harness import running_agent
+from helpers.agent_skills import AllowAll
+from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.certificates import Issued, TestCA
 from helpers.served_process import PLUGIN_MODULE, serving
 
+from skillrack.client.skill_client import SkillClient
+from skillrack.client.tls import ClientTls
+from skillrack.errors import SkillCallError
 from skillrack.host.config import ConfigError, load_config
+from skillrack.serve.app import create_app
 from skillrack.testing.serve import (
     CARD_PATH,
     ServedAgent,
     free_port,
     send,
+    skill_request,
     skillrack_command,
     task_of,
 )
 from skillrack_plugins.api_keys import hash_key
 
 API_KEY = "sk-optional-mtls-0123456789"
+KEY_HEADER = {"X-API-Key": API_KEY}
 OBSERVER_SPIFFE = "spiffe://acme.example/ns/noc/sa/observer"
 
 POLICY = """
 [[rule]]
 effect = "allow"
-skills = ["echo"]
+skills = ["echo", "ticker"]
 roles = ["operator"]
 tenants = ["acme"]
 """
@@ -86,6 +99,7 @@ roles = ["operator"]
             encoding="utf-8",
         )
         text += '\n[plugins.api_keys]\nfile = "keys.toml"\n'
+        text += '\n[skills.ticker]\nsecurity = ["mtls"]\n'  # this skill: certificates only
     path = directory / "skillrack.toml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -133,16 +147,15 @@ def _client(pki: Pki, cert: Issued | None) -> httpx.Client:
     return httpx.Client(verify=pki.ca.client_context(cert), timeout=10)
 
 
-def _echo(agent: ServedAgent, client: httpx.Client, **kwargs: Any) -> httpx.Response:
-    card = client.get(agent.url + CARD_PATH).json()
+def digests_of(card: Any) -> dict[str, str]:
+    """skill id -> interface digest, as ``card`` advertises them."""
     [ext] = [e for e in card["capabilities"]["extensions"] if "skill_id" in json.dumps(e)]
-    [digest] = [s["interface_digest"] for s in ext["params"]["skills"] if s["skill_id"] == "echo"]
-    request = {
-        "skill": "echo",
-        "skill_version": "1.0",
-        "interface_digest": digest,
-        "arguments": {"text": "hi"},
-    }
+    return {s["skill_id"]: s["interface_digest"] for s in ext["params"]["skills"]}
+
+
+def _echo(agent: ServedAgent, client: httpx.Client, **kwargs: Any) -> httpx.Response:
+    digest = digests_of(client.get(agent.url + CARD_PATH).json())["echo"]
+    request = skill_request("echo", {"text": "hi"}, "1.0", digest)
     return send(agent.url, request, client=client, **kwargs)
 
 
@@ -256,3 +269,99 @@ def test_client_auth_mode_is_checked(tmp_path: Path) -> None:
     wrong.write_text('[server]\nssl_client_auth = "maybe"\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"server\.ssl_client_auth must be"):
         load_config(wrong)
+
+
+TICKER = {"ticks": 1, "interval": 0}
+
+
+async def test_client_refuses_locally_a_skill_that_requires_a_certificate(
+    pki: Pki, optional: ServedAgent
+) -> None:
+    keyed = SkillClient(headers={"X-API-Key": API_KEY}, tls=ClientTls(cafile=str(pki.ca.bundle)))
+    async with keyed as client:
+        assert (await client.call(optional.url, "echo", {"text": "hi"})).state.endswith("COMPLETED")
+        with pytest.raises(SkillCallError) as refused:
+            await client.call(optional.url, "ticker", TICKER)
+    assert refused.value.code == "authorization_failed" and not refused.value.remote
+    assert "requires a client certificate for skill ticker" in refused.value.message
+    assert "nothing was sent" in refused.value.message
+    with _client(pki, None) as raw:  # the agent enforces it too, for a client that sends anyway
+        digest = digests_of(raw.get(optional.url + CARD_PATH).json())["ticker"]
+        request = skill_request("ticker", TICKER, "1.0", digest)
+        task = task_of(send(optional.url, request, client=raw, headers=KEY_HEADER))
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    assert "authorization_failed" in json.dumps(task)
+    presenting = ClientTls(str(pki.observer.cert), str(pki.observer.key), str(pki.ca.bundle))
+    async with SkillClient(tls=presenting) as client:
+        assert (await client.call(optional.url, "ticker", TICKER)).state.endswith("COMPLETED")
+
+
+def _call(agent: ServedAgent, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [skillrack_command(), "call", agent.url, "echo", "--args", '{"text": "hi"}', *options],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_skillrack_call_presents_the_certificate(pki: Pki, required: ServedAgent) -> None:
+    bundle = ("--ca-bundle", str(pki.ca.bundle))
+    cert = ("--client-cert", str(pki.observer.cert), "--client-key", str(pki.observer.key))
+    called = _call(required, *cert, *bundle)
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["result"] == {"echo": "hi"}
+    refused = _call(required, *bundle)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert (
+        "give one with --client-cert and --client-key" in refused.stdout
+    )  # call prints errors as JSON
+    assert "Traceback" not in refused.stdout + refused.stderr
+
+
+async def relay(arguments: Any, context: Any) -> Any:
+    """Delegate echo to the peer named; the outcome, or the local error, as the result."""
+    try:
+        outcome = await context.delegate(arguments["peer"], "echo", {"text": "relayed"})
+    except SkillCallError as exc:
+        return {"code": exc.code, "message": exc.message}
+    return {"state": outcome.state, "result": outcome.result}
+
+
+def _relay_through(peers: Path, peer: str) -> Any:
+    """Serve a host whose [peers] are in ``peers`` and have it delegate echo to ``peer``."""
+    skill = simple_skill(
+        "relay",
+        input_schema={"type": "object", "required": ["peer"], "properties": {"peer": {}}},
+        handler=relay,
+    )
+    registry = registry_of([("relay", SkillsPlugin(skill)), ("allow", AllowAll())])
+    with running_agent(registry, load_config(peers)) as url, httpx.Client(timeout=30) as client:
+        card = client.get(url + CARD_PATH).json()
+        request = skill_request("relay", {"peer": peer}, "1.0", digests_of(card)["relay"])
+        task = task_of(send(url, request, client=client))
+    return task["artifacts"][0]["parts"][0]["data"]["result"]
+
+
+def test_peers_table_presents_the_certificate(
+    tmp_path: Path, pki: Pki, required: ServedAgent
+) -> None:
+    """A host delegating to an agent that requires mTLS, with and without client_cert."""
+    ca = f'ca_bundle = "{pki.ca.bundle}"'
+    cert = f'client_cert = "{pki.observer.cert}", client_key = "{pki.observer.key}"'
+    mesh, plain, both = tmp_path / "mesh.toml", tmp_path / "plain.toml", tmp_path / "both.toml"
+    mesh.write_text(f'[peers]\nmesh = {{ url = "{required.url}", {cert}, {ca} }}\n')
+    plain.write_text(f'[peers]\nmesh = {{ url = "{required.url}", {ca} }}\n')
+    both.write_text(mesh.read_text() + f'plain = {{ url = "{required.url}/", {ca} }}\n')
+    assert _relay_through(mesh, "mesh") == {
+        "state": "TASK_STATE_COMPLETED",
+        "result": {"echo": "relayed"},
+    }
+    refused = _relay_through(plain, "mesh")
+    assert refused["code"] == "transport_error"
+    assert (
+        "client_cert and client_key in the peer's [peers] table" in refused["message"]
+    )  # closed in the handshake
+    with pytest.raises(ConfigError, match="name the same origin with different client_cert"):
+        create_app(registry_of([]), load_config(both), "http://127.0.0.1:9")

@@ -1,0 +1,88 @@
+"""The client's mutual TLS pieces: which cards need a certificate, loading one, the hints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers.certificates import TestCA
+
+from skillrack.cli.client_options import client_tls
+from skillrack.client.tls import ClientTls, certificate_scheme, refused_hint
+
+MTLS = {"mtlsSecurityScheme": {"description": "certificates"}}
+KEY = {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}}
+
+
+def card(requirements: Any, schemes: Any = None, skills: Any = ()) -> dict[str, Any]:
+    return {
+        "securitySchemes": schemes if schemes is not None else {"mtls": MTLS, "apiKey": KEY},
+        "securityRequirements": requirements,
+        "skills": list(skills),
+    }
+
+
+def alt(*names: str) -> dict[str, Any]:
+    return {"schemes": {name: {} for name in names}}
+
+
+@pytest.mark.parametrize(
+    ("requirements", "needed"),
+    [
+        ([alt("mtls")], "mtls"),
+        ([alt("mtls"), alt("apiKey")], None),  # an API key is an alternative
+        ([alt("mtls", "apiKey")], "mtls"),  # both at once: the certificate too
+        ([alt("apiKey")], None),
+        ([], None),
+        (None, None),
+    ],
+)
+def test_agent_requirements(requirements: Any, needed: str | None) -> None:
+    assert certificate_scheme(card(requirements)) == needed
+
+
+def test_a_skill_may_require_it_alone() -> None:
+    skills = [{"id": "manage", "securityRequirements": [alt("mtls")]}, {"id": "look"}]
+    both = card([alt("mtls"), alt("apiKey")], skills=skills)
+    assert certificate_scheme(both, "manage") == "mtls"
+    assert certificate_scheme(both, "look") is None
+    assert certificate_scheme(both) is None
+
+
+def test_no_mtls_scheme_no_requirement() -> None:
+    assert certificate_scheme(card([alt("mtls")], schemes={"mtls": KEY})) is None
+
+
+def test_loading_errors_name_the_file(tmp_path: Path) -> None:
+    ca = TestCA(tmp_path)
+    client = ca.issue_client("c")
+    assert ClientTls(str(client.cert), str(client.key), str(ca.bundle)).context() is not None
+    with pytest.raises(ValueError, match="cannot load the client certificate"):
+        ClientTls(str(client.cert), str(tmp_path / "missing.key")).context()
+    with pytest.raises(ValueError, match="cannot load the CA bundle"):
+        ClientTls(cafile=str(tmp_path / "missing.pem")).context()
+    with pytest.raises(ValueError, match="needs its certificate"):
+        ClientTls(keyfile=str(client.key)).context()
+
+
+def test_cli_options_are_loaded_once(tmp_path: Path) -> None:
+    import argparse
+
+    ca = TestCA(tmp_path)
+    client = ca.issue_client("c")
+    given = argparse.Namespace(client_cert=str(client.cert), client_key=None, ca_bundle=None)
+    with pytest.raises(argparse.ArgumentTypeError, match="cannot load the client certificate"):
+        client_tls(given)  # the key is not in the certificate's file
+    given.client_key = str(client.key)
+    assert client_tls(given) == ClientTls(str(client.cert), str(client.key), None)
+    assert client_tls(argparse.Namespace()) is None
+
+
+def test_hints() -> None:
+    closed = httpx.RemoteProtocolError("Server disconnected without sending a response.")
+    assert "give one with --client-cert" in refused_hint(closed, "https://a.example", False)
+    assert "refused this client certificate" in refused_hint(closed, "https://a.example", True)
+    assert refused_hint(closed, "http://a.example", False) == ""
+    assert refused_hint(httpx.ConnectError("connection refused"), "https://a", False) == ""
