@@ -365,3 +365,23 @@ def test_peers_table_presents_the_certificate(
     )  # closed in the handshake
     with pytest.raises(ConfigError, match="name the same origin with different client_cert"):
         create_app(registry_of([]), load_config(both), "http://127.0.0.1:9")
+
+
+def test_workers_verify_and_map_too(tmp_path: Path, pki: Pki) -> None:
+    """Under --workers every worker process asks for, verifies and hands over the certificate."""
+    workdir = tmp_path / "workers"
+    config = _config(workdir, pki.ca, "required", api_keys=False)
+    tls_args = ("--ssl-certfile", str(pki.server.cert), "--ssl-keyfile", str(pki.server.key))
+    states = set()
+    with serving(
+        workdir,
+        config=config,
+        args=(*tls_args, "--workers", "2", "--store", "sqlite:///tasks.db"),
+        tls=pki.ca.client_context(pki.observer),
+    ) as agent:
+        for _ in range(4):  # a connection each: the kernel spreads them over the workers
+            with _client(pki, pki.observer) as client:
+                states.add(_state(_echo(agent, client)))
+        with _client(pki, pki.viewer) as viewer:
+            assert _state(_echo(agent, viewer)) == "TASK_STATE_REJECTED"
+    assert states == {"TASK_STATE_COMPLETED"}
