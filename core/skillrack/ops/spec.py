@@ -659,8 +659,8 @@ class _Builder:
         else:
             section.text(
                 "No security scheme is declared: no authentication plugin is configured, so "
-                "every caller is anonymous. Configure `[plugins.api_keys]`, `[plugins.jwt]` or "
-                "`[plugins.oidc]`."
+                "every caller is anonymous. Configure `[plugins.api_keys]`, `[plugins.jwt]`, "
+                "`[plugins.oidc]` or `[plugins.mtls]`."
             )
         section.table(
             ["Scope", "Grants"],
