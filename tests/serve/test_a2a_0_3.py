@@ -6,15 +6,19 @@ bindings, streaming and not: the card it reads, ``describe_skill`` (whose
 document hashes to the digest the card advertises), a skill called with the
 0.3 extension activation (``X-A2A-Extensions`` and ``Message.extensions``),
 a bad input ending ``rejected`` with the draft's ``input_invalid``, and a
-push webhook it is refused (webhooks receive A2A 1.0 objects).  Raw requests
-check the version rules: without ``a2a_0_3`` a 0.3 method is unknown, and an
-A2A 1.0 method without ``A2A-Version`` is refused either way.
+push webhook it is refused (webhooks receive A2A 1.0 objects).  Raw 0.3
+requests check the rest: authorization and tenants, input-required and
+cancellation under the 0.3 state names, the body guard's refusal, and the
+version rules (without ``a2a_0_3`` a 0.3 method is unknown; an A2A 1.0
+method without ``A2A-Version`` is refused either way).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +26,18 @@ from typing import Any
 import httpx
 import pytest
 from helpers.a2a_0_3 import CLIENT, a2a_0_3_python
-from helpers.served_process import serving, write_config
+from helpers.agent_harness import running_agent
+from helpers.agent_skills import AllowAll, DenyForbidden, TestSkills
+from helpers.builders import registry_of
+from helpers.header_callers import HeaderCallers, caller_header
+from helpers.served_process import probe_request, serving, write_config
 
+from skillrack.host.config import Config, ServerSettings
+from skillrack.host.registry import Registry
 from skillrack.interface.document import verify_document
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.testing.serve import CARD_PATH, ServedAgent
+from skillrack.serve.middleware.error_sanitizer import is_error_body, sanitize
+from skillrack.testing.serve import CARD_PATH, ServedAgent, skill_request
 
 SERVER = "a2a_0_3 = true\npush_notifications = true\npush_allow_loopback = true\n"
 
@@ -156,6 +167,14 @@ def test_an_unsafe_integer_from_a_0_3_caller_gets_the_drafts_code(agent: ServedA
     }
 
 
+def test_a_malformed_0_3_request_is_told_so_without_the_parsers_text(agent: ServedAgent) -> None:
+    answer = _raw(agent.url, "message/send", {"message": {"role": "robot", "parts": "x"}})
+    error = answer["error"]
+    assert error["code"] == -32600 and error["message"] == "invalid request", answer
+    assert "validation error" not in json.dumps(answer) and "pydantic" not in json.dumps(answer)
+    assert error["data"][-1]["metadata"] == {"code": "input_invalid"}, answer
+
+
 def test_without_the_setting_0_3_callers_are_not_served(tmp_path: Path) -> None:
     with serving(tmp_path) as off:
         card = httpx.get(off.url + CARD_PATH, timeout=10).json()
@@ -165,3 +184,93 @@ def test_without_the_setting_0_3_callers_are_not_served(tmp_path: Path) -> None:
     assert "protocolVersion" not in card and "url" not in card, sorted(card)
     assert answer["error"]["code"] == -32601, answer  # message/send: no such method in 1.0
     assert rest.status_code == 400 and "version" in rest.text.lower(), rest.text
+
+
+# The rest of the draft's rules, through raw 0.3 JSON-RPC -----------------------------------------
+
+
+def _send_0_3(url: str, data: Any, headers: dict[str, str] | None = None, **message: Any) -> Any:
+    params = _message_0_3(data)
+    params["message"].update(message, messageId=str(uuid.uuid4()))
+    answer = _raw(
+        url, "message/send", params, {"X-A2A-Extensions": EXTENSION_URI, **(headers or {})}
+    )
+    assert "result" in answer, answer
+    return answer["result"]
+
+
+def _bound(registry: Registry, skill: str, arguments: Any) -> dict[str, Any]:
+    registered = registry.get(skill)
+    assert registered is not None
+    return skill_request(skill, arguments, registered.skill.version, registered.interface_digest)
+
+
+def test_authorization_and_tenants_hold_for_0_3_callers(tmp_path: Path) -> None:
+    registry = registry_of(
+        [
+            ("tests", TestSkills()),
+            ("allow", AllowAll()),
+            ("deny", DenyForbidden()),
+            ("callers", HeaderCallers()),
+        ]
+    )
+    acme, globex = caller_header("acme", "alice"), caller_header("globex", "bob")
+    arguments = {
+        "resource_id": "network-resource-123",
+        "condition": {
+            "metric": "utilization",
+            "operator": "gte",
+            "threshold": 80,
+            "unit": "percent",
+        },
+    }
+    config = Config(base_dir=tmp_path, server=ServerSettings(a2a_0_3=True))
+    with running_agent(registry, config) as url:
+        skill = "evaluate_resource_condition"
+        denied = _send_0_3(
+            url, _bound(registry, skill, {**arguments, "resource_id": "forbidden"}), acme
+        )
+        done = _send_0_3(url, _bound(registry, skill, arguments), acme)
+        mine = _raw(url, "tasks/get", {"id": done["id"]}, acme)
+        theirs = _raw(url, "tasks/get", {"id": done["id"]}, globex)
+    assert denied["status"]["state"] == "rejected", denied
+    assert (
+        denied["status"]["message"]["parts"][0]["data"]["error"]["code"] == "authorization_failed"
+    )
+    assert done["status"]["state"] == "completed", done
+    assert mine["result"]["status"]["state"] == "completed", mine
+    assert theirs["error"]["code"] == -32001, theirs  # another tenant's task does not exist
+
+
+def test_input_required_and_cancel_through_0_3(agent: ServedAgent) -> None:
+    asked = _send_0_3(agent.url, probe_request(agent.url, "ask", {}))
+    assert asked["status"]["state"] == "input-required", asked
+    answered = _send_0_3(
+        agent.url,
+        {"confirmed": True},
+        taskId=asked["id"],
+        contextId=asked["contextId"],
+    )
+    assert answered["status"]["state"] == "completed", answered
+    params = _message_0_3(probe_request(agent.url, "ticker", {"ticks": 200, "interval": 0.05}))
+    started = _raw(agent.url, "message/send", {**params, "configuration": {"blocking": False}})
+    task_id = started["result"]["id"]
+    canceled = _raw(agent.url, "tasks/cancel", {"id": task_id})
+    assert canceled["result"]["id"] == task_id, canceled
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        state = _raw(agent.url, "tasks/get", {"id": task_id})["result"]["status"]["state"]
+        if state == "canceled":
+            break
+        time.sleep(0.05)
+    assert state == "canceled"
+
+
+def test_skillracks_own_error_data_survives_in_the_0_3_form() -> None:
+    """a2a-sdk's 0.3 layer passes ``data`` as given (a dict), not as 1.0's ErrorInfo list."""
+    own = {"origin": "skillrack", "code": "input_invalid", "field": "url"}
+    body = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "told", "data": own}}
+    assert is_error_body(json.dumps(body, separators=(",", ":")).encode())
+    assert sanitize(json.loads(json.dumps(body)))["error"] == body["error"]
+    success = {"jsonrpc": "2.0", "id": 1, "result": {"status": {"error": 1}}}
+    assert not is_error_body(json.dumps(success, separators=(",", ":")).encode())

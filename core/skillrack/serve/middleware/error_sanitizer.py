@@ -79,6 +79,22 @@ def sanitize(payload: Any) -> Any:
     return payload
 
 
+def is_error_body(body: bytes) -> bool:
+    """Whether a response body (its first chunk) is an error object.
+
+    a2a-sdk's 1.0 answers put ``error`` first; its 0.3 layer writes
+    ``{"jsonrpc": "2.0", "id": ..., "error": ...}``, and a success has
+    ``result`` there instead.  Inside a JSON string a quote is escaped, so
+    ``"error":`` found before any ``"result":`` is the member itself.
+    """
+    if body.startswith(_PREFIX):
+        return True
+    if not body.startswith(b'{"jsonrpc"'):
+        return False
+    error, result = body.find(b'"error":'), body.find(b'"result":')
+    return error != -1 and (result == -1 or error < result)
+
+
 #: ``metadata.origin`` of an A2A error skillrack raised itself, with a message written for
 #: the caller (a2a-sdk puts an error's ``data`` in its ErrorInfo's ``metadata``).
 OWN_ERROR = {"origin": "skillrack"}
@@ -119,7 +135,7 @@ class ErrorSanitizer:
             if start is not None and not holding:
                 body = message.get("body", b"")
                 content_type = dict(start["headers"]).get(b"content-type", b"")
-                holding = body.startswith(_PREFIX) and b"json" in content_type
+                holding = is_error_body(body) and b"json" in content_type
                 if not holding:
                     await send(start)
                     start = None
