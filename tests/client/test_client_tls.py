@@ -86,3 +86,5 @@ def test_hints() -> None:
     assert "refused this client certificate" in refused_hint(closed, "https://a.example", True)
     assert refused_hint(closed, "http://a.example", False) == ""
     assert refused_hint(httpx.ConnectError("connection refused"), "https://a", False) == ""
+    unverified = httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
+    assert "give that CA with --ca-bundle" in refused_hint(unverified, "https://a", False)

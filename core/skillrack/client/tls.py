@@ -140,6 +140,12 @@ def refused_hint(exc: Exception, url: str, presents_certificate: bool) -> str:
     if not url.startswith("https://"):
         return ""
     text = str(exc).lower()
+    if "certificate verify failed" in text or "certificate_verify_failed" in text:
+        return (
+            " (the agent's own TLS certificate did not verify: if a private CA issued it, "
+            "give that CA with --ca-bundle (CLI), ca_bundle in the peer's [peers] table, or "
+            "ClientTls(cafile=...))"
+        )
     closed = isinstance(exc, httpx.RemoteProtocolError) and "disconnected" in text
     tls = any(word in text for word in ("certificate", "alert", "ssl", "handshake"))
     if not (closed or tls):

@@ -11,7 +11,11 @@ import ssl
 import pytest
 from helpers.certificates import Issued, TestCA
 
-from skillrack.serve.security.client_certificate import tls_extension, verified_peer
+from skillrack.serve.security.client_certificate import (
+    ClientCertificate,
+    tls_extension,
+    verified_peer,
+)
 
 
 def handshake(server: ssl.SSLContext, client: ssl.SSLContext) -> ssl.SSLObject:
@@ -75,3 +79,17 @@ def test_a_server_that_does_not_verify_exposes_nothing(ca: TestCA) -> None:
     issued = ca.issue_client("observer")
     server = handshake(server_context(ca, ssl.CERT_NONE), client_of(ca, issued))
     assert verified_peer(server) is None
+
+
+def test_an_unparsable_certificate_is_treated_as_absent(
+    ca: TestCA, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    issued = ca.issue_client("odd")
+    server = handshake(server_context(ca, ssl.CERT_OPTIONAL), client_of(ca, issued))
+
+    def refuse(der: bytes) -> None:
+        raise ValueError("an encoding cryptography refuses")
+
+    monkeypatch.setattr(ClientCertificate, "from_der", refuse)
+    assert verified_peer(server) is None
+    assert "could not be parsed" in caplog.text

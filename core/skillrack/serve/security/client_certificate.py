@@ -29,6 +29,7 @@ ID) are read here, so that a plugin needs nothing but ``skillrack``.
 from __future__ import annotations
 
 import hashlib
+import logging
 import ssl
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,8 @@ from typing import Any
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding
 from cryptography.x509.oid import NameOID
+
+logger = logging.getLogger(__name__)
 
 #: Where the verified client certificate (:class:`ClientCertificate`) is put in the ASGI scope.
 CLIENT_CERTIFICATE_SCOPE_KEY = "skillrack.client_certificate"
@@ -99,13 +102,27 @@ class ClientCertificate:
 
 
 def verified_peer(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> ClientCertificate | None:
-    """The peer certificate of a finished handshake, if the server verified one; else None."""
+    """The peer certificate of a finished handshake, if the server verified one; else None.
+
+    A certificate OpenSSL verified but ``cryptography`` cannot parse (it is
+    stricter about encodings) is logged and treated as absent: no identity
+    is derived from it, so a plugin never maps it.
+    """
     if ssl_object is None or ssl_object.context.verify_mode == ssl.CERT_NONE:
         return None
     der = ssl_object.getpeercert(binary_form=True)
     if not der:
         return None
-    return ClientCertificate.from_der(der)
+    try:
+        return ClientCertificate.from_der(der)
+    except ValueError as exc:
+        logger.warning(
+            "a verified client certificate (SHA-256 %s) could not be parsed: %s; "
+            "the connection is treated as carrying none",
+            hashlib.sha256(der).hexdigest()[:16],
+            exc,
+        )
+        return None
 
 
 def tls_extension(
