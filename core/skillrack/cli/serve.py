@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from skillrack.host.config import Config
+    from skillrack.serve.tls import TlsFiles
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 #: ``--ssl-client-auth`` values (the same as [server] ssl_client_auth; host/config.py).
@@ -138,6 +139,35 @@ def client_tls(args: argparse.Namespace, config: Config) -> tuple[str | None, st
     else:
         ca = None
     return ca, args.ssl_client_auth or config.server.ssl_client_auth
+
+
+def tls_files(args: argparse.Namespace) -> TlsFiles | None:
+    """The HTTPS certificate and key, for the listeners that serve them besides uvicorn (gRPC)."""
+    from skillrack.serve.tls import TlsFiles
+
+    if not args.ssl_certfile:
+        return None
+    return TlsFiles(certfile=args.ssl_certfile, keyfile=args.ssl_keyfile)
+
+
+def _absolute(path: str | None) -> str | None:
+    return str(Path(path).resolve()) if path else None
+
+
+def _grpc_problem(grpc_port: int, port: int, metrics_port: int) -> str | None:
+    """Why the gRPC binding cannot be served as asked (one line), or None."""
+    if grpc_port == port:
+        return f"--grpc-port {grpc_port} is --port too: give gRPC another port"
+    if grpc_port == metrics_port:
+        return f"--grpc-port {grpc_port} is the metrics port too: give gRPC another port"
+    import importlib.util
+
+    if importlib.util.find_spec("grpc") is None:
+        return (
+            f"--grpc-port {grpc_port} needs gRPC support, which is not installed: "
+            "pip install 'skillrack[grpc]'"
+        )
+    return None
 
 
 def _check_tls(args: argparse.Namespace, client_ca: str | None) -> None:
@@ -407,7 +437,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
 
     from skillrack.errors import StartupError
     from skillrack.host.compose import compose_host
-    from skillrack.serve.app import SERVE_ENV, create_app, with_store
+    from skillrack.serve.app import SERVE_ENV, create_app, with_grpc_port, with_store
     from skillrack.serve.card import load_card_signer
     from skillrack.serve.connections import HeaderDeadlineProtocol
     from skillrack.serve.limits_store import check_limits_store, limits_location
@@ -436,6 +466,15 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     logging.config.dictConfig(log_config(log_format, args.log_level))
     if args.store:  # a relative path on the command line is relative to the working directory
         config = with_store(config, parse_store(args.store, Path.cwd()).canonical)
+    if args.grpc_port:
+        config = with_grpc_port(config, args.grpc_port)
+    grpc_port = config.server.grpc_port
+    if grpc_port:
+        problem = _grpc_problem(
+            grpc_port, args.port, args.metrics_port or config.server.metrics_port
+        )
+        if problem:
+            return fail(problem)
     store = parse_store(config.server.store, config.base_dir)
     if args.workers > 1 and not store.shareable:
         return fail(
@@ -456,7 +495,14 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     app: QuietStartup | None = None
     served_metrics: Metrics | None = None
     if args.workers == 1:
-        agent = create_app(registry, config, base_url, cluster=cluster, listen_host=args.host)
+        agent = create_app(
+            registry,
+            config,
+            base_url,
+            cluster=cluster,
+            listen_host=args.host,
+            tls=tls_files(args),
+        )
         served_metrics = agent.state.metrics
         app = QuietStartup(agent)
     elif config.signing:  # each worker builds its app; a missing key must fail here, once
@@ -522,6 +568,10 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         if args.workers > 1:
             how = "SO_REUSEPORT: the kernel spreads connections" if spread else "one shared socket"
             print(f"  workers: {args.workers} ({how})")
+        if grpc_port:
+            shown = f"[{args.host}]" if ":" in args.host else args.host
+            secured = "TLS, the HTTPS certificate" if args.ssl_certfile else "plaintext"
+            print(f"  gRPC: {shown}:{grpc_port} ({secured}; [server] grpc_port)")
         if metrics_port:
             print(f"  metrics: http://{args.host}:{metrics_port}/metrics (no authentication)")
         else:
@@ -567,6 +617,10 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
                         "store": store.canonical,
                         "cluster": cluster,
                         "marks": marks,
+                        "grpc_port": grpc_port,
+                        "workers": args.workers,
+                        "ssl_certfile": _absolute(args.ssl_certfile),
+                        "ssl_keyfile": _absolute(args.ssl_keyfile),
                     }
                 )
                 workers = uvicorn.Config(
@@ -641,6 +695,14 @@ def add_commands(sub: Any) -> None:
         "(default: [server] metrics_port, else none: /metrics on the agent's port, operators only)",
     )
     p.add_argument(
+        "--grpc-port",
+        type=port_number,
+        metavar="PORT",
+        help="also serve A2A's gRPC binding on this port of --host, with the same "
+        "authentication, limits and TLS (default: [server] grpc_port, else none; "
+        "needs pip install 'skillrack[grpc]')",
+    )
+    p.add_argument(
         "--store",
         metavar="URL",
         help="where tasks are kept: sqlite:///PATH (default: [server] store, else "
@@ -664,6 +726,7 @@ __all__ = [
     "bind_listener",
     "client_tls",
     "cmd_serve",
+    "tls_files",
     "port_number",
     "positive",
     "spread_by_kernel",

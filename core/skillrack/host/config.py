@@ -157,6 +157,9 @@ class ServerSettings:
     log_format: str = "text"
     #: A port of its own (same host) serving only ``GET /metrics``; 0: none (``skillrack serve``).
     metrics_port: int = 0
+    #: A port of its own (same host) serving A2A's gRPC binding; 0: none (``skillrack serve``;
+    #: needs the ``grpc`` extra).
+    grpc_port: int = 0
     #: Offer A2A push notifications (webhooks; ``capabilities.pushNotifications``).
     push_notifications: bool = False
     #: Webhooks may be on loopback (and plain ``http`` there): development and tests.
@@ -509,10 +512,11 @@ def load_config(path: Path | None) -> Config:
             f'server.ssl_client_auth must be "required" or "optional", '
             f"not {server.ssl_client_auth!r}"
         )
-    if server.metrics_port > 65535:
-        raise ConfigError(
-            f"server.metrics_port: {server.metrics_port} is not a TCP port (1 to 65535)"
-        )
+    for key in ("metrics_port", "grpc_port"):
+        if getattr(server, key) > 65535:
+            raise ConfigError(
+                f"server.{key}: {getattr(server, key)} is not a TCP port (1 to 65535)"
+            )
     base_dir = path.resolve().parent
     try:
         parse_store(server.store, base_dir)

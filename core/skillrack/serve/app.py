@@ -27,7 +27,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from a2a.auth.user import User
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.server.cluster.task_store import StoredTask
 from a2a.server.context import ServerCallContext
@@ -66,6 +65,7 @@ from skillrack.host.compose import compose_host
 from skillrack.host.config import Config, ConfigError, PeerAddresses, PeerTls, load_config
 from skillrack.host.registry import Registry
 from skillrack.protocol.signing import JWKS_PATH
+from skillrack.serve.call_context import bind_call
 from skillrack.serve.card import (
     CARD_PATH,
     LEGACY_PROTOCOL_VERSION,
@@ -76,11 +76,9 @@ from skillrack.serve.card import (
 )
 from skillrack.serve.connections import HEADER_TIMEOUT_STATE
 from skillrack.serve.console import CONSOLE_PATH, Console, ConsoleSources
-from skillrack.serve.context import ANONYMOUS, Caller, owner_of
+from skillrack.serve.context import ANONYMOUS, owner_of
 from skillrack.serve.executor import (
-    ACTIVATED_STATE_KEY,
     CALLER_STATE_KEY,
-    CLIENT_STATE_KEY,
     SkillExecutor,
     skill_of,
 )
@@ -102,6 +100,7 @@ from skillrack.serve.middleware import (
     TraceContext,
 )
 from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
+from skillrack.serve.middleware.rate_limit import SlidingWindow
 from skillrack.serve.operations import HOPS_PATH, OperationsGuard, hops_endpoint
 from skillrack.serve.outputs import OutputLimits
 from skillrack.serve.process import freeze_startup_heap
@@ -118,26 +117,15 @@ from skillrack.serve.stores.storage import (
     parse_store,
 )
 from skillrack.serve.stores.timed import time_operations
+from skillrack.serve.tls import TlsFiles
 from skillrack.serve.traces import TracedDelegation
 from skillrack.serve.traces import configure as configure_traces
 from skillrack.serve.traces import enabled as tracing_enabled
 
 logger = logging.getLogger(__name__)
 
-
-class CallerUser(User):
-    """The authenticated caller as a2a-sdk's ``User``."""
-
-    def __init__(self, caller: Caller) -> None:
-        self.caller = caller
-
-    @property
-    def is_authenticated(self) -> bool:
-        return self.caller.authenticated
-
-    @property
-    def user_name(self) -> str:
-        return self.caller.identity
+#: Seconds running gRPC calls get to finish when the agent stops.
+GRPC_STOP_GRACE_S = 5.0
 
 
 def tenant_scope(context: ServerCallContext) -> str:
@@ -164,13 +152,12 @@ class ContextBuilder(DefaultServerCallContextBuilder):
     """Keeps a2a-sdk's state (headers: the A2A-Version check needs them) and adds ours."""
 
     def build(self, request: Request) -> ServerCallContext:
-        context = super().build(request)
-        caller = request.scope.get(CALLER_SCOPE_KEY, ANONYMOUS)
-        context.user = CallerUser(caller)
-        context.state[CALLER_STATE_KEY] = caller
-        context.state[CLIENT_STATE_KEY] = request.client.host if request.client else None
-        context.state[ACTIVATED_STATE_KEY] = request.scope.setdefault(ACTIVATED_SCOPE_KEY, set())
-        return context
+        return bind_call(
+            super().build(request),
+            request.scope.get(CALLER_SCOPE_KEY, ANONYMOUS),
+            request.client.host if request.client else None,
+            request.scope.setdefault(ACTIVATED_SCOPE_KEY, set()),
+        )
 
 
 class SkillrackRequestHandler(DefaultRequestHandler):
@@ -396,6 +383,8 @@ def create_app(
     cluster: bool = False,
     listen_host: str | None = None,
     push_config_store: PushNotificationConfigStore | None = None,
+    tls: TlsFiles | None = None,
+    workers: int = 1,
 ) -> Starlette:
     """The composed agent as an ASGI app.
 
@@ -409,12 +398,17 @@ def create_app(
     processes on one file; PostgreSQL always runs in it.  ``listen_host``
     (where uvicorn listens) chooses the default ``[server] allowed_hosts``
     (:func:`~skillrack.serve.middleware.host_allowlist.default_allowed_hosts`).
+    With ``[server] grpc_port``, the lifespan also serves the gRPC binding on
+    that port of ``listen_host`` (:mod:`skillrack.serve.grpc_binding`), over
+    the same request handler, with ``tls`` (the HTTPS files) when given;
+    ``workers`` processes share that port.
     """
     manager = registry.manager
     assert manager is not None, "a registry built from plugins carries its manager"
     signer = load_card_signer(config.signing, config.base_dir) if config.signing else None
     requirements = skill_requirements(config, registry)
-    card = build_card(registry, config, base_url, signer, requirements)
+    grpc_port = config.server.grpc_port
+    card = build_card(registry, config, base_url, signer, requirements, grpc_port=grpc_port)
     # Each peer's own origin, plus what its [peers] table allows (allow_origins).
     peer_origins = {config.peers[name]: o for name, o in config.peer_allow_origins.items()}
     peer_tls = _peer_tls(config)  # a certificate that does not load stops start-up here
@@ -492,6 +486,8 @@ def create_app(
         push_check=push_check,
     )
     builder = ContextBuilder()
+    # Failed authentications per address, counted by the HTTP middleware and gRPC alike.
+    failures = SlidingWindow(config.server.failed_auth_per_minute)
     card_endpoint = CardEndpoint.of(card, config.server.card_max_age)
     guard = OperationsGuard(manager)
     console = Console(
@@ -556,10 +552,32 @@ def create_app(
                     len(settled),
                     ", ".join(settled[:10]) + (" ..." if len(settled) > 10 else ""),
                 )
+        grpc_server = None
         try:
+            if grpc_port:  # needs the grpc extra: imported only when served
+                from skillrack.serve.grpc_binding import GrpcLimits, start_grpc_server
+
+                grpc_server = await start_grpc_server(
+                    handler,
+                    GrpcLimits(
+                        manager=manager,
+                        rate_per_minute=config.server.rate_per_minute,
+                        counter=limits,
+                        failures=failures,
+                        max_parts=config.server.max_parts,
+                        metrics=metrics,
+                    ),
+                    host=listen_host or "127.0.0.1",
+                    port=grpc_port,
+                    tls=tls,
+                    max_message_bytes=config.server.max_body_bytes,
+                    shared_port=workers > 1,
+                )
             # uvicorn hands this state to each connection (skillrack.serve.connections).
             yield {HEADER_TIMEOUT_STATE: config.server.header_timeout}
         finally:
+            if grpc_server is not None:  # first: its calls use the handler and the stores
+                await grpc_server.stop(GRPC_STOP_GRACE_S)
             await handler.aclose()
             if push_delivery is not None:
                 await push_delivery.aclose()
@@ -604,6 +622,7 @@ def create_app(
         per_minute=config.server.failed_auth_per_minute,
         public=public,
         metrics=metrics,
+        failures=failures,
     )
     app.add_middleware(ExtensionEcho)
     app.add_middleware(ErrorSanitizer)
@@ -616,7 +635,8 @@ def create_app(
 
 #: Set by ``skillrack serve`` for the processes uvicorn starts (``--workers``): a JSON
 #: object with ``config`` (a path or null), ``host``, ``port``, ``scheme``,
-#: ``insecure_allow_all``, ``store`` (absolute, or null) and ``cluster``.
+#: ``insecure_allow_all``, ``store`` (absolute, or null) and ``cluster``; and for gRPC
+#: ``grpc_port``, ``workers``, ``ssl_certfile`` and ``ssl_keyfile`` (absolute, or null).
 SERVE_ENV = "SKILLRACK_SERVE"
 
 
@@ -638,12 +658,17 @@ def app_from_environment() -> Starlette:
     )
     base_url = config.public_url(settings["host"], int(settings["port"]), settings["scheme"])
     configure_traces(os.environ)  # each worker exports its own spans (skillrack.serve.traces)
+    if settings.get("grpc_port"):
+        config = with_grpc_port(config, int(settings["grpc_port"]))
+    certfile = settings.get("ssl_certfile")
     app = create_app(
         host.registry,
         config,
         base_url,
         cluster=bool(settings["cluster"]),
         listen_host=settings["host"],
+        tls=TlsFiles(certfile, settings.get("ssl_keyfile")) if certfile else None,
+        workers=int(settings.get("workers", 1)),
     )
     freeze_startup_heap()  # a worker is a process skillrack serve owns, as the parent is
     return app
@@ -652,3 +677,8 @@ def app_from_environment() -> Starlette:
 def with_store(config: Config, store: str) -> Config:
     """``config`` with another task store (``--store``, already resolved to an absolute path)."""
     return dataclasses.replace(config, server=dataclasses.replace(config.server, store=store))
+
+
+def with_grpc_port(config: Config, port: int) -> Config:
+    """``config`` serving gRPC on ``port`` (``--grpc-port``)."""
+    return dataclasses.replace(config, server=dataclasses.replace(config.server, grpc_port=port))

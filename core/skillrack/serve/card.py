@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.types import (
@@ -93,17 +94,29 @@ def extension_params(registry: Registry) -> dict[str, Any]:
     }
 
 
+def grpc_target(base_url: str, port: int) -> str:
+    """Where the card says gRPC is served: the public URL's host and the gRPC port.
+
+    A gRPC target (``host:port``), as gRPC channels and a2a-sdk's client take it.
+    """
+    host = urlsplit(base_url).hostname or "127.0.0.1"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def build_card(
     registry: Registry,
     config: Config,
     base_url: str,
     signer: CardSigner | None = None,
     requirements: SkillRequirements | None = None,
+    grpc_port: int = 0,
 ) -> AgentCard:
     """The agent's card; signed by ``signer`` (its JWKS at ``base_url`` + JWKS_PATH) if given.
 
     ``requirements`` (default: read from ``config``) are each skill's
     ``securityRequirements`` (:mod:`skillrack.serve.security.requirements`).
+    With a ``grpc_port`` the gRPC binding is listed as a third interface
+    (``protocolBinding`` ``GRPC``, at :func:`grpc_target`).
     """
     agent = config.agent
     # 1.0 first: a2a-sdk's and the JavaScript SDK's clients take the first interface they speak.
@@ -124,7 +137,13 @@ def build_card(
         supported_interfaces=[
             AgentInterface(url=url, protocol_binding=binding, protocol_version=version)
             for version in versions
-            for binding, url in (("JSONRPC", base_url + "/"), ("HTTP+JSON", base_url))
+            for binding, url in (
+                ("JSONRPC", base_url + "/"),
+                ("HTTP+JSON", base_url),
+                # gRPC serves A2A 1.0 only: a2a-sdk's 0.3 layer is not mounted on it.
+                *((("GRPC", grpc_target(base_url, grpc_port)),) if grpc_port else ()),
+            )
+            if binding != "GRPC" or version == PROTOCOL_VERSION
         ],
         capabilities=AgentCapabilities(
             streaming=True,

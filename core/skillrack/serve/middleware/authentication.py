@@ -11,7 +11,7 @@ never taken from message content.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import pluggy
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -20,12 +20,16 @@ from skillrack.errors import ErrorCode
 from skillrack.serve.metrics import Metrics
 from skillrack.serve.middleware.binding_errors import binding_error
 from skillrack.serve.security.authn import (
+    Authentication,
     RequestCredentials,
     authenticate,
     schemes_by_plugin,
     security_schemes,
 )
-from skillrack.serve.security.client_certificate import CLIENT_CERTIFICATE_SCOPE_KEY
+from skillrack.serve.security.client_certificate import (
+    CLIENT_CERTIFICATE_SCOPE_KEY,
+    ClientCertificate,
+)
 
 #: Where the authenticated :class:`~skillrack.serve.context.Caller` is put in the ASGI scope.
 CALLER_SCOPE_KEY = "skillrack.caller"
@@ -47,6 +51,64 @@ def credential_headers(manager: pluggy.PluginManager) -> frozenset[str]:
     return frozenset(names)
 
 
+class Authenticator:
+    """The one authentication step of every binding (HTTP headers, gRPC metadata).
+
+    Holds what is computed once per agent: the credential header names and
+    the security schemes each plugin contributes.
+    """
+
+    def __init__(self, manager: pluggy.PluginManager, metrics: Metrics | None = None) -> None:
+        self.manager = manager
+        self.metrics = metrics
+        self.credential_headers = credential_headers(manager)
+        self.schemes_of = schemes_by_plugin(manager)
+
+    async def admit(
+        self,
+        headers: Iterable[tuple[str, str]],
+        *,
+        client_host: str | None,
+        path: str,
+        client_certificate: ClientCertificate | None = None,
+    ) -> Authentication:
+        """Who sends ``headers``, or why not.
+
+        ``headers`` are (name, value) pairs as received; a credential header
+        that comes twice is refused before any plugin runs, and each refusal is
+        counted by the plugin that refused.  ``client_certificate`` is the one
+        the TLS handshake verified, if any.
+        """
+        values: dict[str, str] = {}
+        repeated: set[str] = set()
+        for raw_name, value in headers:
+            name = raw_name.lower()
+            if name in values:
+                repeated.add(name)
+            values[name] = value
+        credentials = RequestCredentials(
+            headers=values,
+            client_host=client_host,
+            path=path,
+            repeated=frozenset(repeated),
+            client_certificate=client_certificate,
+        )
+        duplicated = sorted(repeated & self.credential_headers)
+        if duplicated and self.manager.hook.authenticate.get_hookimpls():
+            if self.metrics is not None:
+                self.metrics.authentication_failed("repeated")
+            return Authentication(
+                None,
+                f"repeated credential header {duplicated[0]}",
+                tuple(s for s in self.manager.hook.www_authenticate() if s),
+                refused_by="repeated",
+            )
+        outcome = await authenticate(self.manager, credentials, self.schemes_of)
+        if outcome.caller is None and self.metrics is not None:  # a plugin's name only
+            self.metrics.authentication_failed(outcome.refused_by or "none")
+        return outcome
+
+
 class AuthenticationGate:
     """Refuses a request no authentication plugin accepts; records the caller of the others."""
 
@@ -59,43 +121,23 @@ class AuthenticationGate:
         metrics: Metrics | None = None,
     ) -> None:
         self.app = app
-        self.manager = manager
         self.public = public
-        self.metrics = metrics
-        self.credential_headers = credential_headers(manager)
-        self.schemes_of = schemes_by_plugin(manager)
+        self.authenticator = Authenticator(manager, metrics)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public:
             await self.app(scope, receive, send)
             return
-        headers: dict[str, str] = {}
-        repeated: set[str] = set()
-        for raw_name, raw_value in scope["headers"]:
-            name = raw_name.decode("latin-1").lower()
-            if name in headers:
-                repeated.add(name)
-            headers[name] = raw_value.decode("latin-1")
+        raw = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in scope["headers"]]
         client = scope.get("client")
-        credentials = RequestCredentials(
-            headers=headers,
+        outcome = await self.authenticator.admit(
+            raw,
             client_host=client[0] if client else None,
             path=scope["path"],
-            repeated=frozenset(repeated),
             # Put there by skillrack's connection protocol only, from a verified handshake.
             client_certificate=scope.get(CLIENT_CERTIFICATE_SCOPE_KEY),
         )
-        duplicated = sorted(repeated & self.credential_headers)
-        if duplicated and self.manager.hook.authenticate.get_hookimpls():
-            schemes = [s for s in self.manager.hook.www_authenticate() if s]
-            if self.metrics is not None:
-                self.metrics.authentication_failed("repeated")
-            await self._refuse(scope, send, f"repeated credential header {duplicated[0]}", schemes)
-            return
-        outcome = await authenticate(self.manager, credentials, self.schemes_of)
         if outcome.caller is None:
-            if self.metrics is not None:  # a plugin's name, never the caller's words
-                self.metrics.authentication_failed(outcome.refused_by or "none")
             await self._refuse(scope, send, outcome.message, outcome.challenges)
             return
         scope[CALLER_SCOPE_KEY] = outcome.caller

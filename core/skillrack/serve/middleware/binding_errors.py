@@ -32,6 +32,14 @@ _STATUS_NAMES = {
 _HTTP_LEVEL = frozenset({401, 408, 421, 429})
 
 
+def status_name(status: int) -> str:
+    """The gRPC status name (``google.rpc.Code``) of one of these HTTP statuses.
+
+    HTTP+JSON errors carry it as ``error.status``; the gRPC binding answers with it.
+    """
+    return _STATUS_NAMES.get(status, "INVALID_ARGUMENT")
+
+
 def error_info(code: ErrorCode, pointer: str | None = None) -> dict[str, Any]:
     """The ``google.rpc.ErrorInfo`` that carries one of the draft's codes in either binding.
 
@@ -82,7 +90,7 @@ async def binding_error(
         payload = {
             "error": {
                 "code": status,
-                "status": _STATUS_NAMES.get(status, "INVALID_ARGUMENT"),
+                "status": status_name(status),
                 "message": message,
                 "details": [error_info(code, pointer)],
             }

@@ -103,7 +103,7 @@ class BodyGuard:
             return
         rpc = scope["path"] == JSONRPC_PATH
         if data.count(b"{") + data.count(b"[") > self.max_data_depth:
-            deep = _too_deep_field(value, rpc, self.max_data_depth)
+            deep = struct_too_deep(value, rpc, self.max_data_depth)
             if deep is not None:
                 await self._too_large(
                     scope,
@@ -269,8 +269,12 @@ def _struct_fields(value: Any, rpc: bool) -> Iterator[tuple[str, Any]]:
                 yield f"{base}/message/parts/{i}/metadata", part.get("metadata")
 
 
-def _too_deep_field(value: Any, rpc: bool, limit: int) -> str | None:
-    """The pointer of the first Struct/Value field nested deeper than ``limit``, if any."""
+def struct_too_deep(value: Any, rpc: bool, limit: int) -> str | None:
+    """The pointer of the first Struct/Value field nested deeper than ``limit``, if any.
+
+    ``rpc``: ``value`` is a JSON-RPC request (the fields are under ``params``);
+    else an HTTP+JSON body, or a gRPC request as ``MessageToDict`` gives it.
+    """
     for pointer, field in _struct_fields(value, rpc):
         if isinstance(field, dict | list) and json_depth(field, limit) > limit:
             return pointer

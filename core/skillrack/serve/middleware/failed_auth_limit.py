@@ -13,6 +13,9 @@ authentication plugin runs: a guess made while blocked is never checked, so
 a correct guess cannot be told from a wrong one.  Successful requests never
 count, and public paths (the Agent Card) are never refused.
 
+The gRPC binding (:mod:`skillrack.serve.grpc_binding`) counts its refusals
+in the same window, so failures on one binding block the address on both.
+
 The address is the one uvicorn reports: the peer, or the client a trusted
 proxy names (``--forwarded-allow-ips``).  Callers behind one NAT share it.
 """
@@ -29,12 +32,19 @@ class FailedAuthenticationLimit:
     """Counts 401 answers per client address; answers 429 once there were too many."""
 
     def __init__(
-        self, app: ASGIApp, *, per_minute: int, public: set[str], metrics: Metrics | None = None
+        self,
+        app: ASGIApp,
+        *,
+        per_minute: int,
+        public: set[str],
+        metrics: Metrics | None = None,
+        failures: SlidingWindow | None = None,
     ) -> None:
         self.app = app
         self.public = public
         self.metrics = metrics
-        self._failures = SlidingWindow(per_minute)
+        #: Given when another binding (gRPC) counts into the same window.
+        self._failures = failures if failures is not None else SlidingWindow(per_minute)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public:

@@ -61,6 +61,17 @@ class SlidingWindow:
                 del self._seen[stale]
 
 
+def rate_key(caller: Caller | None, client_host: str | None) -> str:
+    """Whom a request counts against: the authenticated caller, else the client's address.
+
+    Every binding counts with this key, so a caller's JSON-RPC, HTTP+JSON and
+    gRPC requests share one budget.
+    """
+    if caller is not None and caller.authenticated:
+        return f"id:{caller.tenant}/{caller.identity}"
+    return f"ip:{client_host or '?'}"
+
+
 async def too_many(scope: Scope, send: Send, message: str, retry_after: int) -> None:
     """HTTP 429 with ``resource_limit_exceeded`` and ``Retry-After``, in the binding's form."""
     await binding_error(
@@ -93,11 +104,8 @@ class RateLimit:
         self._counter = counter
 
     def _key(self, scope: Scope) -> str:
-        caller: Caller | None = scope.get(CALLER_SCOPE_KEY)
-        if caller is not None and caller.authenticated:
-            return f"id:{caller.tenant}/{caller.identity}"
         client = scope.get("client")
-        return f"ip:{client[0] if client else '?'}"
+        return rate_key(scope.get(CALLER_SCOPE_KEY), client[0] if client else None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public:

@@ -1,0 +1,41 @@
+"""The TLS files ``skillrack serve`` is given, and what each listener makes of them.
+
+uvicorn reads ``--ssl-certfile`` / ``--ssl-keyfile`` itself for HTTPS; the
+gRPC binding (:mod:`skillrack.serve.grpc_binding`) serves the same
+certificate and key, built here into gRPC's server credentials.  Every TLS
+setting a listener needs (client certificates, say) is added to
+:class:`TlsFiles` and read in :func:`grpc_server_credentials`, so both
+bindings change together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import grpc
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """The PEM files HTTPS is served with: the certificate chain and its private key.
+
+    ``keyfile`` is None when the key is in ``certfile`` (as uvicorn allows).
+    """
+
+    certfile: str
+    keyfile: str | None = None
+
+
+def grpc_server_credentials(tls: TlsFiles) -> grpc.ServerCredentials:
+    """gRPC's server credentials for the certificate and key HTTPS uses (read once, here)."""
+    import grpc
+
+    chain = Path(tls.certfile).read_bytes()
+    key = Path(tls.keyfile).read_bytes() if tls.keyfile else chain
+    return grpc.ssl_server_credentials([(key, chain)])
+
+
+__all__ = ["TlsFiles", "grpc_server_credentials"]
