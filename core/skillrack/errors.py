@@ -31,6 +31,7 @@ builtin in parentheses is a second base)::
       x CardSignatureError                    protocol.signing
       x InputRequired                         serve.context
       x AuthenticationFailed                  serve.security.authn
+      x CallRefused                           serve.grpc_binding
       x UnknownApproval (LookupError)         serve.security.approvals
       x ManifestError                         release.manifest
       x BundleError                           release.bundle
@@ -58,6 +59,8 @@ What each one means, in one line:
   raises it to park the task; a handler lets it propagate.
 * ``AuthenticationFailed``, ``UnknownApproval``: a credential refused; an
   approval id nobody issued.
+* ``CallRefused``: a gRPC call refused before any task exists (credential,
+  limit, malformed request); answered as a gRPC status with the draft's code.
 * ``ManifestError`` … ``ScaffoldError``: ``skillrack plugin check|bundle|verify``
   and ``skillrack new`` refusing their input.
 

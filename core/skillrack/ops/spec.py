@@ -460,7 +460,16 @@ class _Builder:
                     "operation names (`SendMessage`, ...); streaming uses Server-Sent Events.",
                     "**HTTP+JSON:** resource-style paths (`POST /message:send`, "
                     "`GET /tasks/{id}`, ...); streaming uses Server-Sent Events.",
-                    "**gRPC:** not served.",
+                    (
+                        "**gRPC:** `lf.a2a.v1.A2AService` on a port of its own (the `GRPC` "
+                        "interface above); credentials, `a2a-version` and `a2a-extensions` "
+                        "travel as metadata; errors carry the same `google.rpc.ErrorInfo`."
+                        if any(
+                            i.get("protocolBinding") == "GRPC"
+                            for i in self.card.get("supportedInterfaces", [])
+                        )
+                        else "**gRPC:** not served."
+                    ),
                     "**Tenant:** interfaces carry no `tenant`; tasks are isolated by the "
                     "tenant of the caller's credential.",
                     "**TLS:** "

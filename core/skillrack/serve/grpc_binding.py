@@ -58,7 +58,7 @@ from a2a.utils.version_validator import validate_version
 from google.protobuf import any_pb2, json_format, message
 from google.rpc import error_details_pb2, status_pb2
 
-from skillrack.errors import ErrorCode
+from skillrack.errors import ErrorCode, SkillrackError
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.protocol.wire import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
 from skillrack.serve.call_context import bind_call
@@ -93,8 +93,8 @@ class GrpcLimits:
     metrics: Metrics | None = None
 
 
-class Refused(Exception):
-    """A call refused before any task exists: an HTTP-like status and the draft's code."""
+class CallRefused(SkillrackError):
+    """A gRPC call refused before any task exists: an HTTP-like status and the draft's code."""
 
     def __init__(
         self,
@@ -178,7 +178,7 @@ async def abort_with(
     await context.abort(grpc_status.code, grpc_status.details)
 
 
-async def abort_refused(context: grpc.aio.ServicerContext, refused: Refused) -> None:
+async def abort_refused(context: grpc.aio.ServicerContext, refused: CallRefused) -> None:
     """The gRPC form of a refusal before any task exists (the HTTP bindings' ``binding_error``)."""
     await abort_with(
         context,
@@ -233,7 +233,7 @@ class SkillrackGrpcHandler(GrpcHandler):
         outcome = await self._authenticator.admit(pairs, client_host=address, path=SERVICE_PATH)
         if outcome.caller is None:
             limits.failures.record(key)
-            raise Refused(
+            raise CallRefused(
                 401,
                 ErrorCode.AUTHORIZATION_FAILED,
                 outcome.message,
@@ -254,16 +254,16 @@ class SkillrackGrpcHandler(GrpcHandler):
         if not isinstance(request, SendMessageRequest):  # the one request holding Values
             return
         if len(request.message.parts) > self._limits.max_parts:
-            raise Refused(413, ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the message has too many parts")
+            raise CallRefused(413, ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the message has too many parts")
         try:
             value = json_format.MessageToDict(request)
         except (ValueError, json_format.Error):  # NaN or Infinity in a Value
-            raise Refused(
+            raise CallRefused(
                 400, ErrorCode.INPUT_INVALID, "a number in the request is not finite"
             ) from None
         deep = struct_too_deep(value, False, self._limits.max_data_depth)
         if deep is not None:
-            raise Refused(
+            raise CallRefused(
                 413,
                 ErrorCode.RESOURCE_LIMIT_EXCEEDED,
                 f"the value at {deep} nests more deeply than an A2A Data Part carries; flatten it",
@@ -272,7 +272,7 @@ class SkillrackGrpcHandler(GrpcHandler):
         try:
             check_numbers(_numbers_as_written(value))
         except UnsafeNumber as exc:
-            raise Refused(
+            raise CallRefused(
                 400,
                 ErrorCode.INPUT_INVALID,
                 f"the integer at {exc.pointer} is outside +/-{SAFE_INTEGER} (2^53-1) "
@@ -280,25 +280,16 @@ class SkillrackGrpcHandler(GrpcHandler):
                 pointer=exc.pointer,
             ) from None
         except ValueError:
-            raise Refused(
+            raise CallRefused(
                 400, ErrorCode.INPUT_INVALID, "a number in the request is not finite"
             ) from None
 
-    def _bound(
-        self, admitted: _Admitted, handler_func: Callable[[ServerCallContext], T]
-    ) -> Callable[[ServerCallContext], T]:
-        """``handler_func`` with the caller bound and the A2A version checked first."""
-
-        @validate_version(PROTOCOL_VERSION_1_0)
-        def run(server_context: ServerCallContext) -> T:
-            return handler_func(server_context)
-
-        def bound(server_context: ServerCallContext) -> T:
-            server_context.state["headers"] = admitted.headers
-            bind_call(server_context, admitted.caller, admitted.client_host, admitted.activated)
-            return run(server_context)
-
-        return bound
+    @staticmethod
+    async def _bind(server_context: ServerCallContext, admitted: _Admitted) -> None:
+        """The caller on ``server_context``; the A2A version checked as the HTTP bindings do."""
+        server_context.state["headers"] = admitted.headers
+        bind_call(server_context, admitted.caller, admitted.client_host, admitted.activated)
+        await _version_checked(server_context)
 
     @staticmethod
     async def _echo(context: grpc.aio.ServicerContext, admitted: _Admitted) -> None:
@@ -317,12 +308,15 @@ class SkillrackGrpcHandler(GrpcHandler):
     ) -> T:
         try:
             admitted = await self._admit(request, context)
-            result: T = await super()._handle_unary(
-                request, context, self._bound(admitted, handler_func), default_response
-            )
+
+            async def bound(server_context: ServerCallContext) -> T:
+                await self._bind(server_context, admitted)
+                return await handler_func(server_context)
+
+            result: T = await super()._handle_unary(request, context, bound, default_response)
             await self._echo(context, admitted)
             return result
-        except Refused as refused:
+        except CallRefused as refused:
             await abort_refused(context, refused)
         except grpc.aio.AbortError:
             raise
@@ -339,15 +333,19 @@ class SkillrackGrpcHandler(GrpcHandler):
     ) -> AsyncIterator[T]:
         try:
             admitted = await self._admit(request, context)
+
+            async def bound(server_context: ServerCallContext) -> AsyncIterator[T]:
+                await self._bind(server_context, admitted)
+                async for item in handler_func(server_context):
+                    yield item
+
             first = True
-            async for item in super()._handle_stream(
-                request, context, self._bound(admitted, handler_func)
-            ):
+            async for item in super()._handle_stream(request, context, bound):
                 if first:
                     await self._echo(context, admitted)
                     first = False
                 yield item
-        except Refused as refused:
+        except CallRefused as refused:
             await abort_refused(context, refused)
         except grpc.aio.AbortError:
             raise
@@ -375,8 +373,13 @@ class SkillrackGrpcHandler(GrpcHandler):
         await abort_with(context, mapping.grpc_status, payload["message"], payload["details"])
 
 
-def _too_many(text: str, retry_after: int) -> Refused:
-    return Refused(
+@validate_version(PROTOCOL_VERSION_1_0)
+async def _version_checked(context: ServerCallContext) -> None:
+    """Raises a2a-sdk's ``VersionNotSupportedError`` unless ``A2A-Version`` is 1.x."""
+
+
+def _too_many(text: str, retry_after: int) -> CallRefused:
+    return CallRefused(
         429,
         ErrorCode.RESOURCE_LIMIT_EXCEEDED,
         text,
@@ -433,7 +436,7 @@ def a2a_grpc_servicer(server: grpc.aio.Server, servicer: GrpcHandler) -> None:
 __all__ = [
     "SERVICE_PATH",
     "GrpcLimits",
-    "Refused",
+    "CallRefused",
     "SkillrackGrpcHandler",
     "abort_refused",
     "abort_with",
