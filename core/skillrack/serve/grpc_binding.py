@@ -254,7 +254,9 @@ class SkillrackGrpcHandler(GrpcHandler):
         if not isinstance(request, SendMessageRequest):  # the one request holding Values
             return
         if len(request.message.parts) > self._limits.max_parts:
-            raise CallRefused(413, ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the message has too many parts")
+            raise CallRefused(
+                413, ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the message has too many parts"
+            )
         try:
             value = json_format.MessageToDict(request)
         except (ValueError, json_format.Error):  # NaN or Infinity in a Value
