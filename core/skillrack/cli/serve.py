@@ -563,6 +563,15 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         print(f"  traces: {traces}")
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)
         print(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
+        if config.server.a2a_0_3:
+            print("  A2A versions: 1.0 and 0.3 (a2a-sdk's compatibility layer; [server] a2a_0_3)")
+        if config.server.push_notifications:
+            sealed = config.server.push_encryption_key_file
+            print(
+                "  push notifications: on, configs "
+                + (f"encrypted with {sealed}" if sealed else "stored in clear")
+                + " ([server] push_encryption_key_file)"
+            )
         if client_ca:
             print(f"  client certificates: {client_auth}, verified against {client_ca}")
         if args.workers > 1:
