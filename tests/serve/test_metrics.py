@@ -147,6 +147,10 @@ def test_counts_after_successes_refusals_and_failures(agent: str) -> None:
     validation = "skillrack_stage_duration_seconds_count"
     assert value(found, validation, skill="ok", stage="validation") == 5
     assert value(found, validation, skill="ok", stage="output_validation") == 3
+    # One authorization observation per turn (the skill and the call decisions added up):
+    # 3 completed and 2 refused at validation, after the skill's decision.
+    assert value(found, validation, skill="ok", stage="authorization") == 5
+    assert value(found, validation, skill="guarded", stage="authorization") == 1
     assert value(found, "skillrack_invocation_duration_seconds_count", skill="ok") == 5
     assert value(found, "skillrack_tasks_in_flight", skill="ok") == 0
     assert value(found, "skillrack_task_store_operation_duration_seconds_count", operation="save")
@@ -283,3 +287,56 @@ def test_refused_skills_and_concurrency_refusals(tmp_path: Path) -> None:
     )
     assert value(found, "skillrack_invocations_total", **refused) == 1
     assert value(found, "skillrack_tasks_in_flight", skill="slow") == 1  # the first still runs
+
+
+def test_a_scrape_is_rendered_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The exposition is built in a worker thread, so a scrape never stalls invocations."""
+    import threading
+
+    from skillrack.serve import metrics_endpoint
+
+    rendered_on: list[threading.Thread] = []
+    original = metrics_endpoint.render
+
+    def recording(registry: Any, accept: str | None) -> tuple[bytes, str]:
+        rendered_on.append(threading.current_thread())
+        return original(registry, accept)
+
+    monkeypatch.setattr(metrics_endpoint, "render", recording)
+    config = Config(base_dir=tmp_path, server=ServerSettings(store="memory"))
+    app = create_app(_registry(), config, "http://127.0.0.1:9")
+
+    async def scrape() -> tuple[int, threading.Thread]:
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 40000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:9") as client:
+            answer = await client.get(METRICS_PATH)
+        return answer.status_code, threading.current_thread()
+
+    status, loop_thread = asyncio.run(scrape())
+    assert status == 200
+    assert rendered_on and rendered_on[0] is not loop_thread
+
+
+def test_the_fast_observer_writes_what_observe_writes() -> None:
+    """Every bucket edge, below, between and above the bounds: the same exposition."""
+    from prometheus_client import CollectorRegistry, Histogram
+
+    from skillrack.serve.metrics import DURATION_BUCKETS, fast_observer
+
+    amounts = [0.0, -1.0, 1e-9, *DURATION_BUCKETS[:-1], 0.003, 7.5, 299.9, 301.0, 1e9]
+    amounts += [float("nan"), float("inf")]
+    pages = []
+    for fast in (False, True):
+        registry = CollectorRegistry()
+        histogram = Histogram("h", "h", ["skill"], buckets=DURATION_BUCKETS, registry=registry)
+        child = histogram.labels("ok")
+        observe = fast_observer(child) if fast else child.observe
+        assert (observe != child.observe) is fast  # this prometheus-client: the fast path
+        for amount in amounts:
+            observe(amount)
+        page = generate_latest(registry).decode().splitlines()
+        pages.append([line for line in page if not line.startswith("h_created")])
+    assert any(line.startswith("h_bucket") for line in pages[0])
+    assert pages[0] == pages[1]

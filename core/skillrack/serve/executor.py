@@ -40,8 +40,10 @@ import asyncio
 import datetime as dt
 import logging
 import math
+import sys
 import traceback
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -221,6 +223,44 @@ class _Turn:
     #: The turn's server span and its stages (:mod:`skillrack.serve.traces`); OFF when untraced.
     trace: TurnTrace = OFF
 
+    def stage(
+        self, name: str, scope: str | None = None, *, final: bool = True
+    ) -> AbstractContextManager[Any]:
+        """One stage of the pipeline: its histogram and, when tracing, its span.
+
+        One ``with`` for both, so that an untraced turn (the default) pays
+        for the timer alone.  ``final``: see :meth:`skillrack.serve.metrics.Turn.stage`.
+        """
+        timer = self.observed.stage(name, final=final)
+        if self.trace is OFF:
+            return timer
+        return _Both(self.trace.stage(name, scope), timer)
+
+
+class _Both:
+    """A stage's span around its timer (the span entered first, left last)."""
+
+    __slots__ = ("_span", "_timer")
+
+    def __init__(self, span: AbstractContextManager[Any], timer: AbstractContextManager[Any]):
+        self._span = span
+        self._timer = timer
+
+    def __enter__(self) -> None:
+        self._span.__enter__()
+        try:
+            self._timer.__enter__()
+        except BaseException:
+            self._span.__exit__(*sys.exc_info())
+            raise
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        try:
+            self._timer.__exit__(*exc)
+        finally:
+            suppressed = self._span.__exit__(*exc)
+        return suppressed
+
 
 class SkillExecutor(AgentExecutor):
     """Runs describe_skill and domain skills for a2a-sdk's DefaultRequestHandler."""
@@ -312,7 +352,7 @@ class SkillExecutor(AgentExecutor):
         skill = select_skill(self.registry, request)
         turn.trace.skill(skill)
         self._check_requirements(skill.skill_id, turn)
-        with turn.trace.stage("authorization", "skill"), turn.observed.stage("authorization"):
+        with turn.stage("authorization", "skill", final=False):
             verdict = await authorize_skill(
                 self.manager,
                 skill_authorization_request(skill, turn.caller),
@@ -321,9 +361,9 @@ class SkillExecutor(AgentExecutor):
             if not verdict.allowed:  # before validation: a refused caller learns no field details
                 turn.observed.denied("skill")
                 self._refuse(skill.skill_id, verdict.opinions, turn, "the skill")
-        with turn.trace.stage("validation"), turn.observed.stage("validation"):
+        with turn.stage("validation"):
             invocation = check_invocation(self.registry, request, turn.caller, answers)
-        with turn.trace.stage("authorization", "call"):
+        with turn.stage("authorization", "call"):  # observes both decisions' time, once
             await self._authorize(invocation, turn)
         with turn.trace.stage("approval"):
             approved = await self._approve(invocation, turn)
@@ -401,8 +441,7 @@ class SkillExecutor(AgentExecutor):
         )
 
     async def _authorize(self, invocation: Invocation, turn: _Turn) -> None:
-        with turn.observed.stage("authorization"):
-            verdict = await authorize(self.manager, invocation.request)
+        verdict = await authorize(self.manager, invocation.request)
         if not verdict.allowed:
             turn.observed.denied("call")
             self._refuse(invocation.skill.skill_id, verdict.opinions, turn, "the call")
@@ -464,7 +503,7 @@ class SkillExecutor(AgentExecutor):
         await turn.updater.start_work()
         try:
             try:
-                with turn.trace.stage("handler"), turn.observed.stage("handler"):
+                with turn.stage("handler"):
                     result = await self._within_deadline(invocation, handler_context, outputs, turn)
             except Exception:
                 if outputs.refusal is not None:  # a limit passed fails the task, whatever came next
@@ -486,17 +525,18 @@ class SkillExecutor(AgentExecutor):
                 exc,
             )
             raise _failed(turn) from None
-        with turn.trace.stage("output_validation"), turn.observed.stage("output_validation"):
+        with turn.stage("output_validation"):
             await outputs.publish_result(result)
         await turn.updater.complete()
         turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
         turn.observed.ended("TASK_STATE_COMPLETED")
-        audit.info(
-            "task %s of %s completed",
-            turn.task_id,
-            skill.skill_id,
-            extra=_fields(turn.task_id, skill.skill_id),
-        )
+        if audit.isEnabledFor(logging.INFO):  # the fields are not built for a line not written
+            audit.info(
+                "task %s of %s completed",
+                turn.task_id,
+                skill.skill_id,
+                extra=_fields(turn.task_id, skill.skill_id),
+            )
 
     async def _within_deadline(
         self, invocation: Invocation, context: SkillContext, outputs: Outputs, turn: _Turn
@@ -623,19 +663,27 @@ def _new_task(context: RequestContext, request: SkillRequest | None) -> Task:
         status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
         history=[context.message],
     )
+    fields = task.metadata.fields
     if request is not None:
-        task.metadata.update({SKILL_METADATA_KEY: request.skill})
+        fields[SKILL_METADATA_KEY].string_value = request.skill
     caller = caller_of(context)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    task.metadata.update(
-        {
-            STARTED_METADATA_KEY: {
-                "identity": caller.identity,
-                "tenant": caller.tenant,
-                "at": started,
+    if type(caller.identity) is str and type(caller.tenant) is str:
+        # Set in place: what Struct.update writes for these strings, without its Python walk.
+        who = fields[STARTED_METADATA_KEY].struct_value.fields
+        who["identity"].string_value = caller.identity
+        who["tenant"].string_value = caller.tenant
+        who["at"].string_value = started
+    else:  # an authentication plugin's unusual Caller: the general conversion
+        task.metadata.update(
+            {
+                STARTED_METADATA_KEY: {
+                    "identity": caller.identity,
+                    "tenant": caller.tenant,
+                    "at": started,
+                }
             }
-        }
-    )
+        )
     return task
 
 

@@ -15,7 +15,19 @@ rule, authentication plugin).  Nothing a caller sends becomes a label.
 **Cheap on the request path.**  Counters and histograms of prometheus-client
 cost a lock and an addition; the labelled children are resolved once per
 label combination and kept (:meth:`Metrics._child`), so a request does not
-build label tuples in the library.  Nothing is collected until a scrape.
+build label tuples in the library.  A histogram observation goes straight to
+the child's bucket found by bisection (:func:`fast_observer`: the same
+values the library's own ``observe`` writes, without its per-call checks and
+linear bucket scan); an invocation makes about fifteen of them (its stages,
+its task-store operations, its duration).  Nothing is collected until a
+scrape, and a scrape is rendered off the event loop
+(:mod:`skillrack.serve.metrics_endpoint`).
+
+**One observation per stage and turn.**  Authorization is asked twice in a
+turn (may the caller use the skill, before validation; may it make this call,
+after): ``skillrack_stage_duration_seconds{stage="authorization"}`` gets one
+observation per turn, the two decisions' time added up (:meth:`Turn.stage`),
+so its count is the number of turns authorized, as for every other stage.
 
 **Several processes.**  ``skillrack serve --workers N`` sets
 ``PROMETHEUS_MULTIPROC_DIR`` before the workers start
@@ -29,6 +41,7 @@ for ``*_info`` series.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import importlib.metadata
 import logging
@@ -79,6 +92,43 @@ def short_state(state_name: str) -> str:
     return state_name.removeprefix("TASK_STATE_").lower()
 
 
+def fast_observer(child: Any) -> Callable[[float], None]:
+    """``child.observe`` of a histogram child, without its per-call checks and bucket scan.
+
+    prometheus-client's ``Histogram.observe`` checks that the child is
+    observable, adds to the sum, then walks the buckets until the first upper
+    bound at or above the value.  A resolved child is always observable, and
+    the first such bound is what :func:`bisect.bisect_left` finds (the last
+    bound is ``+Inf``), so this writes exactly the values ``observe`` would,
+    through the same value objects (thread-safe, and per-process files under
+    ``--workers``).  Should a prometheus-client release lay its histograms out
+    otherwise, the library's own ``observe`` is used.
+    """
+    bounds = getattr(child, "_upper_bounds", None)
+    total = getattr(child, "_sum", None)
+    buckets = getattr(child, "_buckets", None)
+    if (
+        not isinstance(bounds, list)
+        or not isinstance(buckets, list)
+        or len(bounds) != len(buckets)
+        or not bounds
+        or bounds[-1] != float("inf")
+        or not hasattr(total, "inc")
+    ):
+        observe: Callable[[float], None] = child.observe
+        return observe
+    add = total.inc
+    counts = [bucket.inc for bucket in buckets]
+    find = bisect.bisect_left
+
+    def observed(amount: float) -> None:
+        add(amount)
+        if amount == amount:  # NaN falls in no bucket, as with observe
+            counts[find(bounds, amount)](1)
+
+    return observed
+
+
 def _version(distribution: str) -> str:
     try:
         return importlib.metadata.version(distribution)
@@ -96,6 +146,8 @@ class Metrics:
         )
         self._children: dict[Hashable, Any] = {}
         self._stage_observers: dict[str, dict[str, Callable[[float], None]]] = {}
+        self._observers: dict[Hashable, Callable[[float], None]] = {}
+        self._counts: dict[Hashable, Callable[[], None]] = {}
         #: Collectors computed at each scrape rather than kept in (per-process) values.
         self.at_scrape: list[Collector] = []
         on = self.registry
@@ -249,6 +301,14 @@ class Metrics:
             child = self._children[key] = metric.labels(*labels)
         return child
 
+    def _observer(self, metric: MetricWrapperBase, *labels: str) -> Callable[[float], None]:
+        """The :func:`fast_observer` of ``metric``'s child, resolved once per label combination."""
+        key = (id(metric), labels)
+        found = self._observers.get(key)
+        if found is None:
+            found = self._observers[key] = fast_observer(self._child(metric, *labels))
+        return found
+
     # -- what the request path records ------------------------------------------------------
 
     def turn(self) -> Turn:
@@ -258,10 +318,15 @@ class Metrics:
     def ended(self, skill: str | None, state_name: str, code: ErrorCode | None) -> None:
         """One turn ended in ``state_name`` (a ``TASK_STATE_*`` name) with ``code``."""
         label = self.skill_label(skill)
-        version = self._skills.get(label, "")
-        self._child(
-            self.invocations, label, version, short_state(state_name), code.value if code else ""
-        ).inc()
+        key = (label, state_name, code)
+        count = self._counts.get(key)
+        if count is None:  # once per label combination: the labels are bounded (module docstring)
+            version = self._skills.get(label, "")
+            state, value = short_state(state_name), code.value if code else ""
+            count = self._counts[key] = self._child(
+                self.invocations, label, version, state, value
+            ).inc
+        count()
 
     def describe_called(self, skill: str | None) -> None:
         self._child(self.describe_calls, self.skill_label(skill)).inc()
@@ -299,15 +364,21 @@ class Metrics:
         found = self._stage_observers.get(label)
         if found is None:
             found = self._stage_observers[label] = {
-                stage: self.stage_seconds.labels(label, stage).observe for stage in STAGES
+                stage: self._observer(self.stage_seconds, label, stage) for stage in STAGES
             }
         return found
 
     def store_operation(self, operation: str) -> StoreTimer:
         """Times one task-store operation (``with metrics.store_operation("get"): ...``)."""
-        return StoreTimer(
-            self._child(self.store_seconds, operation), self._child(self.store_errors, operation)
-        )
+        observe, failed = self.store_recorders(operation)
+        return StoreTimer(observe, failed)
+
+    def store_recorders(
+        self, operation: str
+    ) -> tuple[Callable[[float], None], Callable[[], None]]:
+        """``operation``'s latency observer and error count, resolved once (the timed store)."""
+        errors = self._child(self.store_errors, operation)
+        return self._observer(self.store_seconds, operation), lambda: errors.inc()
 
 
 class _CountAtScrape(Collector):
@@ -349,26 +420,46 @@ class _Stage:
 class StoreTimer:
     """Times one task-store operation and counts it as an error when it raises."""
 
-    __slots__ = ("_errors", "_seconds", "_started")
+    __slots__ = ("_failed", "_observe", "_started")
 
-    def __init__(self, seconds: Any, errors: Any) -> None:
-        self._seconds = seconds
-        self._errors = errors
+    def __init__(self, observe: Callable[[float], None], failed: Callable[[], None]) -> None:
+        self._observe = observe
+        self._failed = failed
         self._started = 0.0
 
     def __enter__(self) -> None:
         self._started = time.perf_counter()
 
     def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
-        self._seconds.observe(time.perf_counter() - self._started)
+        self._observe(time.perf_counter() - self._started)
         if kind is not None and issubclass(kind, Exception):
-            self._errors.inc()
+            self._failed()
+
+
+class _Authorizing:
+    """Adds one authorization decision's time to its turn; the last one observes the total."""
+
+    __slots__ = ("_final", "_started", "_turn")
+
+    def __init__(self, turn: Turn, final: bool) -> None:
+        self._turn = turn
+        self._final = final
+        self._started = 0.0
+
+    def __enter__(self) -> None:
+        self._started = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        turn = self._turn
+        turn._authorizing += time.perf_counter() - self._started
+        if self._final:
+            turn._observe_authorization()
 
 
 class Turn:
     """What one turn of a task records: its skill once known, its stages, how it ended."""
 
-    __slots__ = ("_metrics", "_stages", "_started", "skill")
+    __slots__ = ("_authorizing", "_metrics", "_stages", "_started", "skill")
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
@@ -376,13 +467,35 @@ class Turn:
         #: The skill the request names (mapped to a label when recorded).
         self.skill: str | None = None
         self._stages: dict[str, Callable[[float], None]] | None = None
+        #: Seconds of authorization not yet observed (-1: none this turn, or already observed).
+        self._authorizing = -1.0
 
-    def stage(self, stage: str) -> _Stage:
-        """``with turn.stage("validation"): ...`` times that stage for this turn's skill."""
+    def _observers(self) -> dict[str, Callable[[float], None]]:
         stages = self._stages
         if stages is None:  # once per turn, after the skill is known
             stages = self._stages = self._metrics.stage_observers(self.skill)
-        return _Stage(stages[stage])
+        return stages
+
+    def stage(self, stage: str, *, final: bool = True) -> _Stage | _Authorizing:
+        """``with turn.stage("validation"): ...`` times that stage for this turn's skill.
+
+        ``authorization`` is observed once per turn: a decision entered with
+        ``final=False`` (the skill, before validation) adds its time to the
+        turn's, and the final one (the call) observes the sum; a turn that
+        ends in between (refused, or its arguments invalid) observes what it
+        spent when it ends (:meth:`ended`).
+        """
+        if stage == "authorization":
+            if self._authorizing < 0:
+                self._authorizing = 0.0
+            return _Authorizing(self, final)
+        return _Stage(self._observers()[stage])
+
+    def _observe_authorization(self) -> None:
+        spent = self._authorizing
+        if spent >= 0:
+            self._authorizing = -1.0
+            self._observers()["authorization"](spent)
 
     def running(self) -> _Running:
         """``with turn.running(): ...`` counts a handler in flight."""
@@ -394,9 +507,11 @@ class Turn:
 
     def ended(self, state_name: str, code: ErrorCode | None = None) -> None:
         """The turn ended in ``state_name``: count it and observe its duration."""
+        if self._authorizing >= 0:  # ended between the two authorization decisions
+            self._observe_authorization()
         metrics = self._metrics
         metrics.ended(self.skill, state_name, code)
-        metrics._child(metrics.invocation_seconds, metrics.skill_label(self.skill)).observe(
+        metrics._observer(metrics.invocation_seconds, metrics.skill_label(self.skill))(
             time.perf_counter() - self._started
         )
 
@@ -422,6 +537,7 @@ __all__ = [
     "Metrics",
     "StoreTimer",
     "Turn",
+    "fast_observer",
     "multiprocess_dir",
     "short_state",
 ]

@@ -10,7 +10,10 @@ endpoints (:class:`~skillrack.serve.operations.OperationsGuard`): without an
 authentication plugin, loopback clients only (a development agent on
 ``127.0.0.1``); with one, a caller with the ``operator`` role.  The metrics
 carry no tenant, caller or argument, only agent-wide counts by skill, so
-every operator reads the same page.  ``--metrics-port`` (or ``[server]
+every operator reads the same page.  The page is rendered in a worker
+thread, not on the event loop, so a scrape does not stall the requests being
+served (prometheus-client's values are read under their own locks).
+``--metrics-port`` (or ``[server]
 metrics_port``) serves ``/metrics`` alone on another port of the same host,
 without authentication, for a scraper the network lets in: see
 :func:`serve_metrics_port`.
@@ -26,6 +29,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, make_wsgi_app
 from prometheus_client.multiprocess import MultiProcessCollector
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -68,7 +72,11 @@ def metrics_route(
         refusal = guard.refusal(request)
         if refusal is not None:
             return refusal
-        body, media_type = render(exposition_registry(metrics), request.headers.get("accept"))
+        # Off the event loop: a scrape walks every series (and, under --workers, reads
+        # every worker's files), which must not hold up the invocations meanwhile.
+        body, media_type = await run_in_threadpool(
+            lambda: render(exposition_registry(metrics), request.headers.get("accept"))
+        )
         return Response(body, headers={"Content-Type": media_type})
 
     return endpoint

@@ -13,6 +13,7 @@ operations on the instance: the store stays what it was, and each call of
 from __future__ import annotations
 
 import functools
+from time import perf_counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,16 +28,31 @@ def time_operations(store: Any, metrics: Metrics) -> None:
     for name in OPERATIONS:
         operation = getattr(store, name, None)
         if operation is not None:
-            setattr(store, name, _timed(operation, metrics, name))
+            observe, failed = metrics.store_recorders(name)
+            setattr(store, name, _timed(operation, observe, failed))
 
 
 def _timed(
-    operation: Callable[..., Awaitable[Any]], metrics: Metrics, name: str
+    operation: Callable[..., Awaitable[Any]],
+    observe: Callable[[float], None],
+    failed: Callable[[], None],
 ) -> Callable[..., Awaitable[Any]]:
+    """``operation``, observed: its recorders are resolved once, here, not on every call.
+
+    An invocation makes about eight store calls; each costs two clock reads
+    and one observation, nothing else.
+    """
+
     @functools.wraps(operation)
     async def timed(*args: Any, **kwargs: Any) -> Any:
-        with metrics.store_operation(name):
+        started = perf_counter()
+        try:
             return await operation(*args, **kwargs)
+        except Exception:
+            failed()
+            raise
+        finally:
+            observe(perf_counter() - started)
 
     return timed
 
