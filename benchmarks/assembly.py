@@ -46,13 +46,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from inprocess import GeneratedPlugin, example_schema  # noqa: E402
-from jsonschema import Draft202012Validator, FormatChecker  # noqa: E402
+from inprocess import GeneratedPlugin, example_schema
+from jsonschema import Draft202012Validator, FormatChecker
 
-from skillrack.host.plugins import load_plugins  # noqa: E402
-from skillrack.host.registry import build_registry  # noqa: E402
-from skillrack.interface.inline import META_VERDICTS, ensure_format_checkers  # noqa: E402
-from skillrack.interface.standard_schema import skill_interface_schema  # noqa: E402
+from skillrack.host.plugins import load_plugins
+from skillrack.host.registry import build_registry
+from skillrack.interface.inline import META_VERDICTS, ensure_format_checkers
+from skillrack.interface.standard_schema import skill_interface_schema
 
 SKILLS_PER_PLUGIN = 5
 TARGET_S = 2.0

@@ -112,6 +112,27 @@ def bare_app(traced: bool) -> Any:
     return create_app(card, describe)
 
 
+def _receiver(body: bytes) -> Any:
+    delivered = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal delivered
+        if delivered:
+            await asyncio.sleep(3600)
+        delivered = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def sent_to(sent: list[bytes]) -> Any:
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            sent.append(message.get("body", b""))
+
+    return send
+
+
 async def drive(
     app: Any, scenario: str, warmup: int, requests: int, warm: Any = None, done: Any = None
 ) -> None:
@@ -127,20 +148,7 @@ async def drive(
             scope = _scope(body)
             scope["state"] = dict(state or {})
             sent: list[bytes] = []
-            delivered = False
-
-            async def receive() -> dict[str, Any]:
-                nonlocal delivered
-                if delivered:
-                    await asyncio.sleep(3600)
-                delivered = True
-                return {"type": "http.request", "body": body, "more_body": False}
-
-            async def send(message: dict[str, Any]) -> None:
-                if message["type"] == "http.response.body":
-                    sent.append(message.get("body", b""))
-
-            await app(scope, receive, send)
+            await app(scope, _receiver(body), sent_to(sent))
             answer = b"".join(sent)
             if marker not in answer:
                 raise SystemExit(f"request {n}: unexpected answer {answer[:300]!r}")
@@ -167,8 +175,11 @@ def run_one(args: argparse.Namespace) -> None:
         # Instrumentation on for the measured requests only (vgdb reaches this process
         # while it waits for callgrind_control): start-up and shutdown are not counted.
         if args.toggle:
-            subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True,
-                           capture_output=True)
+            subprocess.run(
+                ["callgrind_control", "-i", state, str(os.getpid())],
+                check=True,
+                capture_output=True,
+            )
 
     def warm() -> None:
         marks.append(time.process_time())

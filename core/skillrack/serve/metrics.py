@@ -105,7 +105,7 @@ def fast_observer(child: Any) -> Callable[[float], None]:
     otherwise, the library's own ``observe`` is used.
     """
     bounds = getattr(child, "_upper_bounds", None)
-    total = getattr(child, "_sum", None)
+    total: Any = getattr(child, "_sum", None)
     buckets = getattr(child, "_buckets", None)
     if (
         not isinstance(bounds, list)
@@ -373,9 +373,7 @@ class Metrics:
         observe, failed = self.store_recorders(operation)
         return StoreTimer(observe, failed)
 
-    def store_recorders(
-        self, operation: str
-    ) -> tuple[Callable[[float], None], Callable[[], None]]:
+    def store_recorders(self, operation: str) -> tuple[Callable[[float], None], Callable[[], None]]:
         """``operation``'s latency observer and error count, resolved once (the timed store)."""
         errors = self._child(self.store_errors, operation)
         return self._observer(self.store_seconds, operation), lambda: errors.inc()

@@ -13,8 +13,8 @@ operations on the instance: the store stays what it was, and each call of
 from __future__ import annotations
 
 import functools
-from time import perf_counter
 from collections.abc import Awaitable, Callable
+from time import perf_counter
 from typing import Any
 
 from skillrack.serve.metrics import Metrics
