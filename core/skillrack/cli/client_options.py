@@ -9,7 +9,11 @@ whole call: card, describe, streams and polling), ``--max-response-bytes``,
 ``--card-key`` (public keys the card must be signed by, as
 ``SkillClient(card_keys=...)`` pins them from Python; ``spec`` takes it too),
 ``--client-cert``/``--client-key`` (mutual TLS) and ``--ca-bundle`` (the
-CAs the agent's certificate must chain to), ``SkillClient(tls=...)``.
+CAs the agent's certificate must chain to), ``SkillClient(tls=...)``;
+``--oauth-token-url``/``--oauth-client-id``/``--oauth-scope`` (OAuth 2.0
+client credentials; the secret from ``--oauth-client-secret-file`` or the
+``SKILLRACK_OAUTH_CLIENT_SECRET`` environment variable, never the command
+line, where other users of the machine could read it).
 ``--header`` itself (:func:`add_header_option`) is shared with ``spec``,
 which calls the composed agent in process.
 
@@ -28,10 +32,13 @@ from typing import TYPE_CHECKING, Any, cast
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 
 if TYPE_CHECKING:
+    from skillrack.client.oauth import ClientCredentials
     from skillrack.client.tls import ClientTls
     from skillrack.protocol.signing import CardKeys
 
 DEFAULT_TIMEOUT = 60.0
+#: Where the OAuth client secret comes from without --oauth-client-secret-file.
+SECRET_ENV = "SKILLRACK_OAUTH_CLIENT_SECRET"
 
 
 def _origin(text: str) -> str:
@@ -133,7 +140,7 @@ def pinned_card_keys(args: argparse.Namespace) -> CardKeys | None:
 
 
 def add_client_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--allow-origin``, ``--timeout``, ``--max-response-bytes`` and ``--card-key``."""
+    """Add the trust-boundary options: origins, timeout, response bytes, card keys, OAuth."""
     parser.add_argument(
         "--allow-origin",
         action="append",
@@ -174,6 +181,8 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
         "system's trust store)",
     )
 
+    add_oauth_options(parser)
+
 
 def client_tls(args: argparse.Namespace) -> ClientTls | None:
     """The ``ClientTls`` of ``--client-cert``, ``--client-key`` and ``--ca-bundle``, or None.
@@ -194,6 +203,69 @@ def client_tls(args: argparse.Namespace) -> ClientTls | None:
     return tls
 
 
+def _secret_file(text: str) -> str:
+    try:
+        with open(text, encoding="utf-8") as handle:
+            secret = handle.read().strip()
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text}: {exc.strerror or exc}") from None
+    if not secret:
+        raise argparse.ArgumentTypeError(f"{text} is empty")
+    return secret
+
+
+def add_oauth_options(parser: argparse.ArgumentParser) -> None:
+    """Add the OAuth 2.0 client-credentials options (``args.oauth_*``)."""
+    parser.add_argument(
+        "--oauth-token-url",
+        metavar="URL",
+        help="obtain a bearer token from this OAuth 2.0 token endpoint (client-credentials "
+        "grant; https, or http on loopback) and send it to the agent's origin only",
+    )
+    parser.add_argument("--oauth-client-id", metavar="ID", help="the client id at the token URL")
+    parser.add_argument(
+        "--oauth-client-secret-file",
+        type=_secret_file,
+        dest="oauth_client_secret",
+        metavar="FILE",
+        help=f"the client's secret, read from FILE (default: the {SECRET_ENV} variable)",
+    )
+    parser.add_argument(
+        "--oauth-scope",
+        action="append",
+        dest="oauth_scopes",
+        default=[],
+        metavar="SCOPE",
+        help="a scope to ask the token endpoint for (repeatable)",
+    )
+
+
+def oauth_credentials(args: argparse.Namespace) -> ClientCredentials | None:
+    """The ``--oauth-*`` options as ``ClientCredentials``, or None; a usage error when partial."""
+    url, client_id = getattr(args, "oauth_token_url", None), getattr(args, "oauth_client_id", None)
+    if url is None and client_id is None:
+        return None
+    if not url or not client_id:
+        raise argparse.ArgumentTypeError("--oauth-token-url and --oauth-client-id go together")
+    if "authorization" in {name.lower() for name in args.headers or {}}:
+        raise argparse.ArgumentTypeError(
+            "give either --header 'Authorization: ...' or the --oauth-* options, not both"
+        )
+    import os
+
+    from skillrack.client.oauth import ClientCredentials
+
+    secret = args.oauth_client_secret or os.environ.get(SECRET_ENV, "").strip()
+    if not secret:
+        raise argparse.ArgumentTypeError(
+            f"--oauth-client-id needs its secret: --oauth-client-secret-file FILE or {SECRET_ENV}"
+        )
+    try:
+        return ClientCredentials(url, client_id, secret, tuple(args.oauth_scopes))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--oauth-token-url: {exc}") from None
+
+
 def client_settings(args: argparse.Namespace) -> dict[str, Any]:
     """``SkillClient`` keyword arguments from the options above and ``--header``."""
     return {
@@ -203,4 +275,5 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
         "bounds": ReadBounds(max_response_bytes=args.max_response_bytes),
         "card_keys": pinned_card_keys(args),
         "tls": client_tls(args),
+        "oauth": oauth_credentials(args),
     }

@@ -62,6 +62,8 @@ from google.protobuf import json_format
 from skillrack.client.advertisement import Advertisement, read_advertisement
 from skillrack.client.bounds import declared_length, exceeded
 from skillrack.client.cache import CARD_CACHE, CacheBounds, CacheKey, InterfaceCache, LruCache
+from skillrack.client.card_security import Presented, check_card_security
+from skillrack.client.oauth import ClientCredentials, TokenSource
 from skillrack.client.origin import Origin, OriginPolicy, parse_origin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
@@ -164,6 +166,16 @@ class SkillClient:
     certificate is refused locally, before anything is sent, when none is
     configured for that agent.
 
+    ``oauth`` (:class:`~skillrack.client.oauth.ClientCredentials`, or a
+    mapping from an agent's URL to them, as ``[peers]`` configures them)
+    obtains bearer tokens by the OAuth 2.0 client-credentials grant, cached
+    until shortly before they expire, and sends them to the origin of the
+    URL a call names and nowhere else; ``oauth_transport`` connects to the
+    token endpoint (a host's address guard).  Before a message is sent, a
+    card whose ``securityRequirements`` (the agent's, or the called
+    skill's) nothing this client presents can meet is refused locally with
+    ``authorization_failed`` (:mod:`skillrack.client.card_security`).
+
     Every cache is bounded in entries and bytes, least recently used first:
     ``card_cache`` for Agent Cards, ``limits.max_cache_entries`` and
     ``limits.max_cache_bytes`` for the interface cache and ``describe_calls``.
@@ -184,6 +196,8 @@ class SkillClient:
         bounds: ReadBounds = DEFAULT_BOUNDS,
         card_cache: CacheBounds = CARD_CACHE,
         tls: ClientTls | Mapping[str, ClientTls] | None = None,
+        oauth: ClientCredentials | Mapping[str, ClientCredentials] | None = None,
+        oauth_transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.limits = limits
         #: Per agent origin (``None``: every agent), the TLS settings of calls to it.
@@ -199,6 +213,19 @@ class SkillClient:
                 transport = TlsByOrigin(
                     {o: t.context() for o, t in self.tls.items() if o is not None}
                 )
+        self._header_names = frozenset(name.lower() for name in headers or {})
+        self._bearer_header = any(
+            name.lower() == "authorization" and value.lower().startswith("bearer ")
+            for name, value in (headers or {}).items()
+        )
+        if oauth is not None and "authorization" in self._header_names:
+            raise ValueError("give either an Authorization header or OAuth client credentials")
+        #: Per agent origin (``None``: every agent), where its bearer tokens come from.
+        self.tokens: dict[Origin | None, TokenSource] = {}
+        for url, creds in oauth.items() if isinstance(oauth, Mapping) else [(None, oauth)]:
+            if creds is not None:
+                source = TokenSource(creds, transport=oauth_transport, timeout=timeout)
+                self.tokens[Origin.of(url) if url is not None else None] = source
         self.bounds = bounds
         #: Origins other than the one a call names that may receive the credentials:
         #: under ``None`` for every call, under an origin for calls naming it.
@@ -249,7 +276,7 @@ class SkillClient:
         policy = OriginPolicy(named, allowed)
         token = _in_call.set(True)
         try:
-            with origin_scope(policy):
+            with origin_scope(policy, self._token_source(named)):
                 async with asyncio.timeout(self.timeout) as deadline:
                     yield
         except TimeoutError:
@@ -262,6 +289,20 @@ class SkillClient:
             ) from None
         finally:
             _in_call.reset(token)
+
+    def _token_source(self, named: Origin) -> TokenSource | None:
+        return self.tokens.get(named) or self.tokens.get(None)
+
+    async def _presented(self, agent: str) -> Presented:
+        """What this client sends to ``agent``: header names, a bearer token and its scopes."""
+        source = self._token_source(Origin.of(agent))
+        scopes = (await source.token()).scopes if source is not None else None
+        return Presented(
+            headers=self._header_names,
+            bearer=self._bearer_header or source is not None,
+            scopes=scopes,
+            certificate=self._presents_certificate(agent),
+        )
 
     # -- step 1: the card, revalidated with HTTP caching -------------------------------------------
 
@@ -580,6 +621,13 @@ class SkillClient:
     async def _send(self, agent: str, data: Any, mode: Mode, task_id: str = "") -> Task:
         skill_id = data.get("skill") if isinstance(data, dict) else None
         client = await self._sdk_client(agent, streaming=mode == "stream", skill_id=skill_id)
+        entry = self._cards.get(agent) or await self._card(agent)  # just fetched by _sdk_client
+        check_card_security(
+            entry.card,
+            agent,
+            skill_id if isinstance(skill_id, str) else None,
+            await self._presented(agent),
+        )
         message = Message(
             message_id=str(uuid.uuid4()),
             role=Role.ROLE_USER,

@@ -15,6 +15,10 @@ in an ``httpx`` transport that wraps the one that connects:
   ``Content-Length`` over the bound is refused before reading;
 * bodies are asked for without content coding, and a compressed body is
   refused, since a few compressed bytes can inflate past any bound;
+* a bearer token from the exchange's :class:`~skillrack.client.oauth.TokenSource`
+  (OAuth 2.0 client credentials) is attached to requests to the origin the
+  call named, and to no other (not to ``allow_origins``, not where a
+  redirect leads); an agent's 401 drops it from the source's cache;
 * the current OpenTelemetry span, if one is recording (a skill handler's,
   when the host traces), goes along as W3C ``traceparent``/``tracestate``, so
   the peer's spans join the caller's trace; without one nothing is added, and
@@ -35,7 +39,8 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from skillrack.client.bounds import BoundedStream, declared_length, exceeded
 from skillrack.client.challenge import authorization_failed
-from skillrack.client.origin import OriginPolicy
+from skillrack.client.oauth import TokenSource
+from skillrack.client.origin import Origin, OriginPolicy
 from skillrack.client.readbounds import ReadBounds
 from skillrack.errors import ClientCode, SkillCallError
 
@@ -43,15 +48,21 @@ from skillrack.errors import ClientCode, SkillCallError
 _TRACE_CONTEXT = TraceContextTextMapPropagator()
 
 _policy: ContextVar[OriginPolicy | None] = ContextVar("skillrack_origin_policy", default=None)
+_bearer: ContextVar[TokenSource | None] = ContextVar("skillrack_bearer_source", default=None)
 
 
 @contextmanager
-def origin_scope(policy: OriginPolicy) -> Iterator[None]:
-    """Requests made inside this block (this task and what it awaits) obey ``policy``."""
+def origin_scope(policy: OriginPolicy, bearer: TokenSource | None = None) -> Iterator[None]:
+    """Requests made inside this block (this task and what it awaits) obey ``policy``.
+
+    ``bearer`` supplies the token sent to ``policy.named``, and only there.
+    """
     token = _policy.set(policy)
+    source = _bearer.set(bearer)
     try:
         yield
     finally:
+        _bearer.reset(source)
         _policy.reset(token)
 
 
@@ -75,8 +86,15 @@ class GuardedTransport(httpx.AsyncBaseTransport):
                 f"a request to {request.url} was made outside any call: refused",
             )
         policy.check(request.url, "a request (to an interface URL or a redirect) to")
+        source = _bearer.get()
+        sent = None
+        if source is not None and Origin.of(request.url) == policy.named:
+            sent = (await source.token()).value
+            request.headers["Authorization"] = f"Bearer {sent}"
         _TRACE_CONTEXT.inject(request.headers)  # nothing unless a valid span is current
         response = await self.inner.handle_async_request(request)
+        if sent is not None and source is not None and response.status_code == 401:
+            source.invalidate(sent)
         try:
             return self._bounded(request, response)
         except BaseException:

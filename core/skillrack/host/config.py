@@ -45,6 +45,15 @@ inventory = { url = "https://inventory.example.net", allow_origins = ["https://a
 lab = { url = "http://lab-agent.internal:8000", allow_private = true }  # address guard
 mesh = { url = "https://mesh.example.net", client_cert = "me.pem", client_key = "me.key" }  # mTLS
 
+[peers.core]        # a peer that takes OAuth 2.0 tokens: client credentials (client/oauth.py)
+url = "https://core.example.net"
+
+[peers.core.oauth]
+token_url = "https://idp.example.net/token"
+client_id = "assurance"
+client_secret_file = "core-secret.txt"      # or client_secret_env = "VAR"; never the secret
+scopes = ["network:read"]
+
 [skills.manage_interface]   # per-skill security requirements (beyond authentication)
 security = [{ oidc = ["network:write"] }, "mtls"]   # one alternative must be met
 
@@ -225,6 +234,22 @@ SecurityRequirement = Mapping[str, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
+class PeerOAuth:
+    """A peer's ``oauth`` table: this host's client credentials for tokens the peer takes.
+
+    The secret is named, never written in the file: ``client_secret_file``
+    (relative to the configuration's directory) or ``client_secret_env``;
+    ``serve/app.py`` reads it (:mod:`skillrack.client.oauth` uses it).
+    """
+
+    token_url: str
+    client_id: str
+    client_secret_file: str = ""
+    client_secret_env: str = ""
+    scopes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SigningSettings:
     """``[signing]``: the Agent Card's signing key (relative to the config's directory)."""
 
@@ -252,6 +277,8 @@ class Config:
     peer_addresses: Mapping[str, PeerAddresses] = field(default_factory=dict)
     #: Per peer name: its client certificate and CA bundle (``client_cert``, ...), if any.
     peer_tls: Mapping[str, PeerTls] = field(default_factory=dict)
+    #: Per peer name: OAuth 2.0 client credentials for its tokens (``oauth`` in its table).
+    peer_oauth: Mapping[str, PeerOAuth] = field(default_factory=dict)
     #: Sign the Agent Card with this key (``[signing]``); unsigned when None.
     signing: SigningSettings | None = None
     #: Per skill id: the security requirements a caller must meet, beyond authentication
@@ -367,7 +394,13 @@ def _peers(table: Any) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     allowed: dict[str, tuple[str, ...]] = {}
     for name, value in table.items():
         entry = value if isinstance(value, dict) else {"url": value}
-        unknown = set(entry) - {"url", "allow_origins", *_PEER_ADDRESS_KEYS, *_PEER_TLS_KEYS}
+        unknown = set(entry) - {
+            "url",
+            "allow_origins",
+            "oauth",
+            *_PEER_ADDRESS_KEYS,
+            *_PEER_TLS_KEYS,
+        }
         if unknown:
             raise ConfigError(f"unknown key(s) peers.{name}.{', '.join(sorted(unknown))}")
         url, origins = entry.get("url"), entry.get("allow_origins", [])
@@ -469,6 +502,46 @@ def _skills(table: Any) -> dict[str, tuple[SecurityRequirement, ...]]:
     return found
 
 
+def _peer_oauth(table: dict[str, Any]) -> dict[str, PeerOAuth]:
+    """The ``oauth`` tables of the peers: token URL, client id, where the secret is, scopes."""
+    found: dict[str, PeerOAuth] = {}
+    known = {"token_url", "client_id", "client_secret_file", "client_secret_env", "scopes"}
+    for name, entry in table.items():
+        oauth = entry.get("oauth") if isinstance(entry, dict) else None
+        if oauth is None:
+            continue
+        where = f"peers.{name}.oauth"
+        if not isinstance(oauth, dict):
+            raise ConfigError(f"{where} must be a table (token_url, client_id, ...)")
+        unknown = set(oauth) - known
+        if unknown:
+            raise ConfigError(
+                f"unknown key {where}.{sorted(unknown)[0]} (known: {', '.join(sorted(known))})"
+            )
+        for key in ("token_url", "client_id"):
+            if not isinstance(oauth.get(key), str) or not oauth[key]:
+                raise ConfigError(f"{where}.{key} is required (a non-empty string)")
+        secret_file, secret_env = oauth.get("client_secret_file"), oauth.get("client_secret_env")
+        if (secret_file is None) == (secret_env is None) or not all(
+            isinstance(v, str) and v for v in (secret_file, secret_env) if v is not None
+        ):
+            raise ConfigError(
+                f"{where} needs one of client_secret_file (a path) or client_secret_env "
+                "(an environment variable's name); the secret is never written in the file"
+            )
+        scopes = oauth.get("scopes", [])
+        if not isinstance(scopes, list) or not all(isinstance(v, str) and v for v in scopes):
+            raise ConfigError(f"{where}.scopes must be a list of scope names")
+        found[name] = PeerOAuth(
+            oauth["token_url"],
+            oauth["client_id"],
+            secret_file or "",
+            secret_env or "",
+            tuple(scopes),
+        )
+    return found
+
+
 def load_config(path: Path | None) -> Config:
     """The configuration in ``path``, or the embedded default when ``path`` is None."""
     if path is None:
@@ -527,6 +600,7 @@ def load_config(path: Path | None) -> Config:
         peer_allow_origins=peer_allow_origins,
         peer_addresses=_peer_addresses(raw.get("peers", {})),
         peer_tls=_peer_tls(raw.get("peers", {}), base_dir),
+        peer_oauth=_peer_oauth(raw.get("peers", {})),
         signing=_signing(raw.get("signing")),
         skill_security=_skills(raw.get("skills", {})),
         agent=agent,

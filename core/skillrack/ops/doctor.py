@@ -40,6 +40,7 @@ from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.ops.doctor_checks import check_operator_mistakes
 
 if TYPE_CHECKING:
+    from skillrack.client.oauth import ClientCredentials
     from skillrack.client.tls import ClientTls
     from skillrack.protocol.signing import CardKeys
 
@@ -335,6 +336,7 @@ async def diagnose_agent(
     bounds: ReadBounds = DEFAULT_BOUNDS,
     card_keys: CardKeys | None = None,
     tls: ClientTls | None = None,
+    oauth: ClientCredentials | None = None,
 ) -> Diagnosis:
     """Diagnose the agent at ``url`` through the client procedure.
 
@@ -343,6 +345,7 @@ async def diagnose_agent(
     the diagnosis sends ``headers`` only where ``skillrack call`` would.
     ``card_keys`` (``--card-key``) must have signed the card, as for ``call``;
     ``tls`` (``--client-cert``, ``--ca-bundle``) is the client's TLS, as for ``call``.
+    ``oauth`` (``--oauth-*``) obtains bearer tokens as for ``call``.
     """
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
@@ -357,6 +360,7 @@ async def diagnose_agent(
         "bounds": bounds,
         "card_keys": card_keys,
         "tls": tls,
+        "oauth": oauth,
     }
     async with SkillClient(**settings) as client:
         try:

@@ -58,6 +58,7 @@ from skillrack.client.address_guard import (
     policy_for_url,
 )
 from skillrack.client.composition import Peers
+from skillrack.client.oauth import ClientCredentials
 from skillrack.client.origin import Origin
 from skillrack.client.skill_client import SkillClient
 from skillrack.client.tls import ClientTls
@@ -317,15 +318,18 @@ def _peer_tls(config: Config) -> dict[str, ClientTls]:
 def _address_guard(config: Config, tls: Mapping[str, ClientTls] | None = None) -> AddressGuard:
     """Delegation connects only to vetted addresses (:mod:`skillrack.client.address_guard`).
 
-    Each peer's URL, and each origin its table allows, may reach what the
-    operator's own address choice or its ``allow_loopback`` / ``allow_private`` allow.
+    Each peer's URL, each origin its table allows, and its OAuth token URL, may
+    reach what the operator's own address choice or its ``allow_loopback`` /
+    ``allow_private`` allow.
     A peer's ``tls`` (its client certificate, its CA bundle) applies to its own
     origin only: another origin its card leads to gets no certificate.
     """
     destinations: list[tuple[str, AddressPolicy]] = []
     for name, url in config.peers.items():
         allowed = config.peer_addresses.get(name, PeerAddresses())
-        for destination in (url, *config.peer_allow_origins.get(name, ())):
+        oauth = config.peer_oauth.get(name)
+        token_url = (oauth.token_url,) if oauth is not None else ()
+        for destination in (url, *config.peer_allow_origins.get(name, ()), *token_url):
             policy = policy_for_url(
                 destination,
                 allow_loopback=allowed.allow_loopback,
@@ -338,6 +342,32 @@ def _address_guard(config: Config, tls: Mapping[str, ClientTls] | None = None) -
         AddressPolicy(where="the [peers] table of the peer that led there"),
         tls={Origin.of(url): one.context() for url, one in (tls or {}).items()},
     )
+
+
+def _peer_credentials(config: Config) -> dict[str, ClientCredentials]:
+    """Each peer's ``oauth`` table as client credentials, by the peer's URL; secrets read here."""
+    found: dict[str, ClientCredentials] = {}
+    for name, oauth in config.peer_oauth.items():
+        where = f"peers.{name}.oauth"
+        if oauth.client_secret_file:
+            path = config.base_dir / oauth.client_secret_file
+            try:
+                secret = path.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"{where}.client_secret_file: cannot read {path}: {exc.strerror or exc}"
+                ) from None
+        else:
+            secret = os.environ.get(oauth.client_secret_env, "").strip()
+        if not secret:
+            raise ConfigError(f"{where}: the client secret is empty")
+        try:
+            found[config.peers[name]] = ClientCredentials(
+                oauth.token_url, oauth.client_id, secret, oauth.scopes
+            )
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return found
 
 
 def _push(
@@ -409,6 +439,7 @@ def create_app(
     requirements = skill_requirements(config, registry)
     grpc_port = config.server.grpc_port
     card = build_card(registry, config, base_url, signer, requirements, grpc_port=grpc_port)
+    peer_credentials = _peer_credentials(config)
     # Each peer's own origin, plus what its [peers] table allows (allow_origins).
     peer_origins = {config.peers[name]: o for name, o in config.peer_allow_origins.items()}
     peer_tls = _peer_tls(config)  # a certificate that does not load stops start-up here
@@ -420,6 +451,8 @@ def create_app(
             allow_origins=peer_origins,
             transport=_address_guard(config, peer_tls),
             tls=peer_tls,
+            oauth=peer_credentials,
+            oauth_transport=_address_guard(config, peer_tls),
         ),
     )
     storage: TaskStorage | None = None

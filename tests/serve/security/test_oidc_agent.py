@@ -7,6 +7,7 @@ client-credentials grant, as a service's would.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,12 +16,18 @@ import httpx
 import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import TestSkills
+from helpers.hostile_agents import steering_decoy
 from helpers.oidc_issuer import AUDIENCE, TOKEN, Issuer, running_issuer
 
+from skillrack.cli import main as cli
+from skillrack.client.oauth import ClientCredentials
+from skillrack.client.skill_client import SkillClient
+from skillrack.errors import SkillCallError
 from skillrack.host.compose import first_party_plugins
-from skillrack.host.config import Config
+from skillrack.host.config import Config, ConfigError, load_config
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
+from skillrack.serve.app import _peer_credentials
 from skillrack.testing.serve import CARD_PATH, error_of, invoke, send, skill_request
 
 SKILL = "evaluate_resource_condition"
@@ -128,3 +135,147 @@ def test_a_token_of_another_issuer_gets_401(
     answer = send(agent[0], {"skill": SKILL}, binding=binding, headers=headers)
     assert answer.status_code == 401
     assert answer.headers["www-authenticate"].startswith("Bearer")
+
+
+# The client: OAuth 2.0 client credentials ------------------------------------------------------
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    status = cli.main(list(argv))
+    captured = capsys.readouterr()
+    try:
+        return status, json.loads(captured.out)
+    except ValueError:
+        return status, captured.out + captured.err
+
+
+def oauth_options(issuer: Issuer, client: str, secret_file: Path, *scopes: str) -> list[str]:
+    options = ["--oauth-token-url", issuer.base + TOKEN, "--oauth-client-id", client]
+    options += ["--oauth-client-secret-file", str(secret_file)]
+    for scope in scopes:
+        options += ["--oauth-scope", scope]
+    return options
+
+
+@pytest.fixture
+def secrets_dir(tmp_path: Path) -> Path:
+    (tmp_path / "writer").write_text("writer-secret\n")
+    (tmp_path / "reader").write_text("reader-secret\n")
+    (tmp_path / "wrong").write_text("not-the-secret\n")
+    return tmp_path
+
+
+def test_skillrack_call_obtains_a_token_by_client_credentials(
+    agent: tuple[str, Registry],
+    issuer: Issuer,
+    secrets_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    asked = issuer.hits[TOKEN]
+    options = oauth_options(issuer, "writer", secrets_dir / "writer", "network:write")
+    status, out = run(capsys, "call", agent[0], SKILL, "--args", json.dumps(ARGS), *options)
+    assert status == 0, out
+    assert out["state"] == "TASK_STATE_COMPLETED"
+    assert issuer.hits[TOKEN] == asked + 1  # one token for the card, describe and call
+    status, out = run(capsys, "describe", agent[0], SKILL, "--json", *options)
+    assert status == 0 and out["interface"]["skill_id"] == SKILL, out
+    status, out = run(capsys, "check", agent[0], *options)  # the policy refuses other skills
+    assert "PASS [evaluate_resource_condition] an invalid input is rejected" in out, out
+
+
+def test_a_card_requirement_the_client_cannot_meet_is_one_local_error(
+    agent: tuple[str, Registry],
+    issuer: Issuer,
+    secrets_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    options = oauth_options(issuer, "reader", secrets_dir / "reader", "network:read")
+    status, out = run(capsys, "call", agent[0], SKILL, "--args", json.dumps(ARGS), *options)
+    assert status == 1
+    error = out["error"]
+    assert error["code"] == "authorization_failed" and "task_id" not in out
+    assert f"skill {SKILL!r} requires oidc (scopes network:write)" in error["message"]
+    assert "--oauth-scope" in error["message"]
+    status, out = run(capsys, "call", agent[0], SKILL, "--args", json.dumps(ARGS))
+    assert status == 1 and "--oauth-token-url" in out["error"]["message"]
+    assert "the agent requires oidc" in out["error"]["message"]
+
+
+def test_a_refused_client_and_bad_options_are_one_line(
+    agent: tuple[str, Registry],
+    issuer: Issuer,
+    secrets_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    options = oauth_options(issuer, "writer", secrets_dir / "wrong")
+    status, out = run(capsys, "describe", agent[0], SKILL, *options)
+    assert status == 1 and out["error"]["code"] == "authorization_failed"
+    assert "refused client 'writer' with HTTP 401 (invalid_client)" in out["error"]["message"]
+    assert "not-the-secret" not in json.dumps(out)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["describe", agent[0], SKILL, "--oauth-client-id", "writer"])
+    assert info.value.code == 2
+    assert "--oauth-token-url and --oauth-client-id go together" in capsys.readouterr().err
+    insecure = ["--oauth-token-url", "http://idp.example.net/token", "--oauth-client-id", "x"]
+    with pytest.raises(SystemExit):
+        cli.main(
+            [
+                "describe",
+                agent[0],
+                SKILL,
+                *insecure,
+                "--oauth-client-secret-file",
+                str(secrets_dir / "writer"),
+            ]
+        )
+    assert "must be https" in capsys.readouterr().err
+
+
+async def test_the_token_is_cached_and_sent_to_the_named_origin_only(
+    agent: tuple[str, Registry], issuer: Issuer
+) -> None:
+    creds = ClientCredentials(issuer.base + TOKEN, "writer", "writer-secret", ("network:write",))
+    async with SkillClient(oauth=creds) as client:
+        asked = issuer.hits[TOKEN]
+        for _ in range(2):
+            result = await client.call(agent[0], SKILL, ARGS)
+            assert result.state == "TASK_STATE_COMPLETED"
+        assert issuer.hits[TOKEN] == asked + 1
+        source = client.tokens[None]
+        token = await source.token()
+        source._clock = lambda: token.use_until + 1  # shortly before expiry: a new one
+        await client.call(agent[0], SKILL, ARGS)
+        assert issuer.hits[TOKEN] == asked + 2
+    # A decoy whose card is the agent's: the calls go to the agent (allowed), the token
+    # only to the decoy the call named, so the agent refuses them.
+    with steering_decoy(agent[0]) as decoy:
+        async with SkillClient(oauth=creds, allow_origins=[agent[0]]) as client:
+            with pytest.raises(SkillCallError) as info:
+                await client.call(decoy, SKILL, ARGS)
+    assert info.value.code == "authorization_failed" and "HTTP 401" in info.value.message
+
+
+def test_peers_take_an_oauth_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "skillrack.toml"
+    path.write_text(
+        '[peers.core]\nurl = "https://core.example.net"\n\n[peers.core.oauth]\n'
+        'token_url = "https://idp.example.net/token"\nclient_id = "assurance"\n'
+        'client_secret_env = "CORE_SECRET_FOR_TEST"\nscopes = ["network:read"]\n',
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.peer_oauth["core"].scopes == ("network:read",)
+    monkeypatch.setenv("CORE_SECRET_FOR_TEST", "s3cret")
+    creds = _peer_credentials(config)["https://core.example.net"]
+    assert (creds.client_id, creds.client_secret) == ("assurance", "s3cret")
+    assert "s3cret" not in repr(creds)
+    monkeypatch.delenv("CORE_SECRET_FOR_TEST")
+    with pytest.raises(ConfigError, match=r"peers\.core\.oauth: the client secret is empty"):
+        _peer_credentials(config)
+    path.write_text(
+        '[peers.core]\nurl = "https://core.example.net"\n\n[peers.core.oauth]\n'
+        'token_url = "https://idp.example.net/token"\nclient_id = "a"\nclient_secret = "x"\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=r"unknown key peers\.core\.oauth\.client_secret"):
+        load_config(path)

@@ -1,0 +1,135 @@
+"""Whether this client can meet what an Agent Card's security requirements ask, before it sends.
+
+A card names its ``securitySchemes`` and, for the agent and for each skill,
+``securityRequirements``: a list of alternatives, each naming schemes (all
+needed) with the scopes each must grant.  A client that holds none of what
+any alternative asks would only collect an HTTP 401 or an
+``authorization_failed`` task, having sent its arguments for nothing; so it
+refuses locally, in one line naming what the card wants and the option that
+provides it.
+
+What the client presents (:class:`Presented`): the names of the headers it
+sends (``--header``: an API key header, ``Authorization``), a bearer token
+(from ``--header 'Authorization: Bearer ...'``, whose scopes it cannot know,
+or from OAuth 2.0 client credentials, whose granted scopes the token
+endpoint said), and a client certificate (mutual TLS).  A scheme the client
+cannot judge (an API key in a query string or cookie, a type this version
+does not know) counts as met: the agent decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from skillrack.errors import ErrorCode, SkillCallError
+
+#: What to give for each kind of scheme, quoted in the refusal.
+HINTS = {
+    "apiKey": "--header 'NAME: KEY' with the key's header",
+    "http": "--header 'Authorization: ...'",
+    "oauth2": "--oauth-token-url/--oauth-client-id (and --oauth-scope for each scope)",
+    "mtls": "--client-cert (and --client-key)",
+}
+
+
+@dataclass(frozen=True)
+class Presented:
+    """What this client sends to one agent."""
+
+    #: Lower-case names of the headers sent.
+    headers: frozenset[str] = frozenset()
+    #: A bearer token is sent.
+    bearer: bool = False
+    #: The scopes the bearer token grants, when known (None: a token given as a header).
+    scopes: frozenset[str] | None = None
+    #: A client certificate is presented (mutual TLS).
+    certificate: bool = False
+
+
+def _kind(scheme: Any) -> str:
+    if not isinstance(scheme, Mapping):
+        return "unknown"
+    if "apiKeySecurityScheme" in scheme:
+        return "apiKey"
+    if "httpAuthSecurityScheme" in scheme:
+        return "http"
+    if "oauth2SecurityScheme" in scheme or "openIdConnectSecurityScheme" in scheme:
+        return "oauth2"
+    if "mtlsSecurityScheme" in scheme:
+        return "mtls"
+    return "unknown"
+
+
+def _meets(scheme: Any, scopes: Iterable[str], presented: Presented) -> bool:
+    kind = _kind(scheme)
+    if kind == "apiKey":
+        api_key = scheme["apiKeySecurityScheme"]
+        name = api_key.get("name") if isinstance(api_key, Mapping) else None
+        location = str(api_key.get("location", "header")).lower()
+        if location != "header" or not isinstance(name, str):
+            return True  # a query or cookie key: not something this client judges
+        return name.lower() in presented.headers
+    if kind == "http":
+        http = scheme["httpAuthSecurityScheme"]
+        auth = str(http.get("scheme", "")).lower() if isinstance(http, Mapping) else ""
+        return presented.bearer if auth == "bearer" else "authorization" in presented.headers
+    if kind == "oauth2":
+        known = presented.scopes
+        return presented.bearer and (known is None or set(scopes) <= known)
+    if kind == "mtls":
+        return presented.certificate
+    return True
+
+
+def _alternatives(value: Any) -> list[dict[str, list[str]]]:
+    """A ``securityRequirements`` list as ``[{scheme: [scopes]}]``; malformed entries skipped."""
+    found: list[dict[str, list[str]]] = []
+    for requirement in value if isinstance(value, list) else ():
+        schemes = requirement.get("schemes") if isinstance(requirement, Mapping) else None
+        if not isinstance(schemes, Mapping):
+            continue
+        alternative: dict[str, list[str]] = {}
+        for name, scopes in schemes.items():
+            listed = scopes.get("list", []) if isinstance(scopes, Mapping) else []
+            alternative[str(name)] = [str(s) for s in listed] if isinstance(listed, list) else []
+        found.append(alternative)
+    return found
+
+
+def _describe(alternatives: list[dict[str, list[str]]]) -> str:
+    return " or ".join(
+        " and ".join(f"{n} (scopes {' '.join(s)})" if s else n for n, s in a.items())
+        for a in alternatives
+    )
+
+
+def check_card_security(
+    card: Mapping[str, Any], agent: str, skill_id: str | None, presented: Presented
+) -> None:
+    """Raise a local ``authorization_failed`` when no alternative of the card can be met.
+
+    The agent's requirements apply to every call, the skill's (``skill_id``'s
+    entry) to its own calls too.
+    """
+    schemes = card.get("securitySchemes")
+    schemes = schemes if isinstance(schemes, Mapping) else {}
+    levels = [("the agent", _alternatives(card.get("securityRequirements")))]
+    for skill in card.get("skills", []) if skill_id else ():
+        if isinstance(skill, Mapping) and skill.get("id") == skill_id:
+            levels.append((f"skill {skill_id!r}", _alternatives(skill.get("securityRequirements"))))
+    for who, alternatives in levels:
+        if not alternatives:
+            continue
+        if any(
+            all(_meets(schemes.get(n), s, presented) for n, s in a.items()) for a in alternatives
+        ):
+            continue
+        kinds = sorted({_kind(schemes.get(n)) for a in alternatives for n in a} & set(HINTS))
+        give = "; ".join(HINTS[k] for k in kinds) or "the agent's credentials"
+        raise SkillCallError.local(
+            ErrorCode.AUTHORIZATION_FAILED,
+            f"the Agent Card of {agent} says {who} requires {_describe(alternatives)}, and this "
+            f"client presents none of them, so nothing was sent; give {give}",
+        )
