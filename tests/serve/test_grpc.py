@@ -511,3 +511,24 @@ def test_a_taken_grpc_port_is_one_line(tmp_path: Path) -> None:
         err = _serve_fails(tmp_path, "--port", str(free_port()), "--grpc-port", busy)
     assert f"gRPC cannot listen on 127.0.0.1 port {busy}" in err, err
     assert "Traceback" not in err, err
+
+
+def test_workers_share_the_grpc_port(tmp_path: Path) -> None:
+    """``--workers 2``: each worker serves gRPC on the one port (SO_REUSEPORT)."""
+    grpc_port = free_port()
+    args = ("--workers", "2", "--grpc-port", str(grpc_port))
+    with serving(tmp_path, args=args) as served:
+        assert f"gRPC: 127.0.0.1:{grpc_port}" in served.output(), served.output()
+        data = {"skill": "describe_skill", "arguments": {"skill_id": "echo"}}
+
+        async def calls() -> list[int]:
+            states = []
+            for _ in range(6):  # a fresh connection each: the kernel picks a worker
+                async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                    answer = await a2a_pb2_grpc.A2AServiceStub(channel).SendMessage(
+                        _request(data), metadata=_metadata(key=None)
+                    )
+                states.append(answer.task.status.state)
+            return states
+
+        assert asyncio.run(calls()) == [3] * 6  # TASK_STATE_COMPLETED

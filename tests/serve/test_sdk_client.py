@@ -1,8 +1,8 @@
 """a2a-sdk's own client, every operation on every binding, against a real ``skillrack serve``.
 
 SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask and
-SubscribeToTask, each through ``a2a.client`` over JSON-RPC and over
-HTTP+JSON, with and without an A2A ``tenant`` (over HTTP+JSON the SDK puts it
+SubscribeToTask, each through ``a2a.client`` over JSON-RPC, HTTP+JSON and
+gRPC (``serve --grpc-port``), with and without an A2A ``tenant`` (over HTTP+JSON the SDK puts it
 in the path, ``/{tenant}/tasks/{id}:cancel``).  The SDK's HTTP+JSON client
 sends ``:cancel`` and ``:subscribe`` with no body (``:subscribe``) or a body
 it chose (``:cancel``); the body guard reads an empty body on those two task
@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc.aio
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
@@ -46,9 +47,9 @@ from helpers.a2a_js import entry_point, install_a2a_js
 from helpers.served_process import probe_request, serving
 
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.testing.serve import HEADERS, ServedAgent, get_task, wait_for_state
+from skillrack.testing.serve import HEADERS, ServedAgent, free_port, get_task, wait_for_state
 
-BINDINGS = [TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON]
+BINDINGS = [TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON, TransportProtocol.GRPC]
 TENANTS = ["", "acme"]
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
@@ -60,7 +61,8 @@ TERMINAL = {
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
-    with serving(tmp_path_factory.mktemp("sdk-client")) as served:
+    grpc_port = str(free_port())  # the gRPC binding too (tests/serve/test_grpc.py)
+    with serving(tmp_path_factory.mktemp("sdk-client"), args=("--grpc-port", grpc_port)) as served:
         yield served
 
 
@@ -82,6 +84,7 @@ async def _client(card: AgentCard, binding: str, *, streaming: bool) -> AsyncIte
         supported_protocol_bindings=[binding],
         use_client_preference=True,
         httpx_client=http,
+        grpc_channel_factory=grpc.aio.insecure_channel,
     )
     client = ClientFactory(config).create(card)
     try:
