@@ -141,13 +141,19 @@ def client_tls(args: argparse.Namespace, config: Config) -> tuple[str | None, st
     return ca, args.ssl_client_auth or config.server.ssl_client_auth
 
 
-def tls_files(args: argparse.Namespace) -> TlsFiles | None:
-    """The HTTPS certificate and key, for the listeners that serve them besides uvicorn (gRPC)."""
+def tls_files(args: argparse.Namespace, config: Config) -> TlsFiles | None:
+    """The HTTPS files and client CA, for the listeners that serve them besides uvicorn (gRPC)."""
     from skillrack.serve.tls import TlsFiles
 
     if not args.ssl_certfile:
         return None
-    return TlsFiles(certfile=args.ssl_certfile, keyfile=args.ssl_keyfile)
+    client_ca, client_auth = client_tls(args, config)
+    return TlsFiles(
+        certfile=args.ssl_certfile,
+        keyfile=args.ssl_keyfile,
+        client_ca=client_ca,
+        client_auth=client_auth,
+    )
 
 
 def _absolute(path: str | None) -> str | None:
@@ -501,7 +507,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             base_url,
             cluster=cluster,
             listen_host=args.host,
-            tls=tls_files(args),
+            tls=tls_files(args, config),
         )
         served_metrics = agent.state.metrics
         app = QuietStartup(agent)
@@ -630,6 +636,8 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
                         "workers": args.workers,
                         "ssl_certfile": _absolute(args.ssl_certfile),
                         "ssl_keyfile": _absolute(args.ssl_keyfile),
+                        "ssl_client_ca": _absolute(client_ca),
+                        "ssl_client_auth": client_auth,
                     }
                 )
                 workers = uvicorn.Config(

@@ -669,7 +669,8 @@ def create_app(
 #: Set by ``skillrack serve`` for the processes uvicorn starts (``--workers``): a JSON
 #: object with ``config`` (a path or null), ``host``, ``port``, ``scheme``,
 #: ``insecure_allow_all``, ``store`` (absolute, or null) and ``cluster``; and for gRPC
-#: ``grpc_port``, ``workers``, ``ssl_certfile`` and ``ssl_keyfile`` (absolute, or null).
+#: ``grpc_port``, ``workers``, ``ssl_certfile``, ``ssl_keyfile`` and ``ssl_client_ca``
+#: (absolute, or null), ``ssl_client_auth``.
 SERVE_ENV = "SKILLRACK_SERVE"
 
 
@@ -700,7 +701,16 @@ def app_from_environment() -> Starlette:
         base_url,
         cluster=bool(settings["cluster"]),
         listen_host=settings["host"],
-        tls=TlsFiles(certfile, settings.get("ssl_keyfile")) if certfile else None,
+        tls=(
+            TlsFiles(
+                certfile,
+                settings.get("ssl_keyfile"),
+                settings.get("ssl_client_ca"),
+                settings.get("ssl_client_auth", "required"),
+            )
+            if certfile
+            else None
+        ),
         workers=int(settings.get("workers", 1)),
     )
     freeze_startup_heap()  # a worker is a process skillrack serve owns, as the parent is

@@ -70,6 +70,7 @@ from skillrack.serve.middleware.binding_errors import error_info, status_name
 from skillrack.serve.middleware.body_guard import struct_too_deep
 from skillrack.serve.middleware.error_sanitizer import sanitize
 from skillrack.serve.middleware.rate_limit import SlidingWindow, rate_key
+from skillrack.serve.security.client_certificate import ClientCertificate
 from skillrack.serve.tls import TlsFiles, grpc_server_credentials
 
 logger = logging.getLogger(__name__)
@@ -119,6 +120,24 @@ class _Admitted:
     client_host: str | None
     headers: dict[str, str]
     activated: set[str]
+
+
+def peer_certificate(context: grpc.aio.ServicerContext) -> ClientCertificate | None:
+    """The client certificate gRPC's handshake required and verified (``[server] ssl_client_ca``).
+
+    gRPC puts it in the call's ``auth_context`` (``x509_pem_cert``) only when
+    the server's credentials verify client certificates
+    (:func:`~skillrack.serve.tls.grpc_server_credentials`), so what is found
+    is verified, as on the HTTP bindings.
+    """
+    pem = (context.auth_context() or {}).get("x509_pem_cert")
+    if not pem:
+        return None
+    try:
+        return ClientCertificate.from_pem(pem[0])
+    except ValueError as exc:
+        logger.warning("a verified gRPC client certificate could not be parsed: %s", exc)
+        return None
 
 
 def peer_host(peer: str) -> str | None:
@@ -230,7 +249,12 @@ class SkillrackGrpcHandler(GrpcHandler):
         pairs = [
             (str(k), v) for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)
         ]
-        outcome = await self._authenticator.admit(pairs, client_host=address, path=SERVICE_PATH)
+        outcome = await self._authenticator.admit(
+            pairs,
+            client_host=address,
+            path=SERVICE_PATH,
+            client_certificate=peer_certificate(context),
+        )
         if outcome.caller is None:
             limits.failures.record(key)
             raise CallRefused(
@@ -442,6 +466,7 @@ __all__ = [
     "SkillrackGrpcHandler",
     "abort_refused",
     "abort_with",
+    "peer_certificate",
     "peer_host",
     "start_grpc_server",
 ]

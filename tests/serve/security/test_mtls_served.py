@@ -9,6 +9,7 @@ makes it optional, beside API keys: no certificate and a key still works.
 The policy file allows ``echo`` to role ``operator`` of tenant ``acme``
 only, so the roles and tenant the plugin maps decide the call.
 
+The gRPC port of each agent shares the TLS settings (``--grpc-port``).
 The client side too: ``skillrack call --client-cert``, ``SkillClient(tls=...)``
 refusing locally a skill whose card entry requires mTLS when it has no
 certificate, and delegation through a ``[peers]`` table with ``client_cert``.
@@ -16,6 +17,7 @@ certificate, and delegation through a ``[peers]`` table with ``client_cert``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -23,8 +25,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
+import grpc.aio
 import httpx
 import pytest
+from a2a.types import Message, Part, Role, SendMessageRequest, TaskState, a2a_pb2_grpc
+from google.protobuf import json_format, struct_pb2
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
@@ -35,6 +41,7 @@ from skillrack.client.skill_client import SkillClient
 from skillrack.client.tls import ClientTls
 from skillrack.errors import SkillCallError
 from skillrack.host.config import ConfigError, load_config
+from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.serve.app import create_app
 from skillrack.testing.serve import (
     CARD_PATH,
@@ -129,7 +136,8 @@ def _agent(workdir: Path, pki: Pki, mode: str, api_keys: bool) -> Iterator[Serve
     # wait_ready fetches the card: under "required" it must present a certificate too.
     tls = pki.ca.client_context(pki.observer)
     tls_args = ("--ssl-certfile", str(pki.server.cert), "--ssl-keyfile", str(pki.server.key))
-    with serving(workdir, config=config, args=tls_args, tls=tls) as agent:
+    grpc_args = ("--grpc-port", str(free_port()))  # the gRPC binding shares the TLS settings
+    with serving(workdir, config=config, args=(*tls_args, *grpc_args), tls=tls) as agent:
         yield agent
 
 
@@ -385,3 +393,53 @@ def test_workers_verify_and_map_too(tmp_path: Path, pki: Pki) -> None:
         with _client(pki, pki.viewer) as viewer:
             assert _state(_echo(agent, viewer)) == "TASK_STATE_REJECTED"
     assert states == {"TASK_STATE_COMPLETED"}
+
+
+def _grpc_echo(pki: Pki, agent: ServedAgent, who: Issued | None) -> Any:
+    """SendMessage echo over the agent's gRPC interface, presenting ``who``'s certificate."""
+    with _client(pki, pki.observer) as client:
+        card = client.get(agent.url + CARD_PATH).json()
+    [grpc_url] = [i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    value = struct_pb2.Value()
+    json_format.ParseDict(
+        skill_request("echo", {"text": "hi"}, "1.0", digests_of(card)["echo"]), value
+    )
+    request = SendMessageRequest(
+        message=Message(
+            message_id="grpc-mtls",
+            role=Role.ROLE_USER,
+            parts=[Part(data=value)],
+            extensions=[EXTENSION_URI],
+        )
+    )
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=pki.ca.bundle.read_bytes(),
+        private_key=who.key.read_bytes() if who else None,
+        certificate_chain=who.cert.read_bytes() if who else None,
+    )
+    metadata = [("a2a-version", "1.0"), ("a2a-extensions", EXTENSION_URI)]
+
+    async def call() -> Any:
+        async with grpc.aio.secure_channel(grpc_url, credentials) as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            try:
+                answer = await stub.SendMessage(request, metadata=metadata, timeout=10)
+            except grpc.aio.AioRpcError as exc:
+                return exc.code()
+            return answer.task.status.state
+
+    return asyncio.run(call())
+
+
+def test_grpc_requires_and_maps_the_certificate(pki: Pki, required: ServedAgent) -> None:
+    assert "(TLS" in required.output()
+    assert _grpc_echo(pki, required, pki.observer) == TaskState.TASK_STATE_COMPLETED
+    assert _grpc_echo(pki, required, pki.viewer) == TaskState.TASK_STATE_REJECTED  # its roles
+    assert _grpc_echo(pki, required, pki.unmapped) == grpc.StatusCode.UNAUTHENTICATED
+    assert _grpc_echo(pki, required, None) == grpc.StatusCode.UNAVAILABLE  # the handshake
+    assert _grpc_echo(pki, required, pki.foreign) == grpc.StatusCode.UNAVAILABLE
+
+
+def test_grpc_optional_asks_for_no_certificate(pki: Pki, optional: ServedAgent) -> None:
+    """gRPC's Python server can only require certificates: under "optional" it asks for none."""
+    assert _grpc_echo(pki, optional, pki.observer) == grpc.StatusCode.UNAUTHENTICATED

@@ -96,6 +96,12 @@ class ClientCertificate:
             der=der,
         )
 
+    @classmethod
+    def from_pem(cls, pem: bytes | str) -> ClientCertificate:
+        """Parse a PEM certificate (gRPC's ``x509_pem_cert``); ``ValueError`` when it is not one."""
+        data = pem.encode("ascii") if isinstance(pem, str) else pem
+        return cls.from_der(x509.load_pem_x509_certificate(data).public_bytes(Encoding.DER))
+
     def pem(self) -> str:
         """The certificate in PEM form (what the ASGI ``tls`` extension carries)."""
         return x509.load_der_x509_certificate(self.der).public_bytes(Encoding.PEM).decode("ascii")
