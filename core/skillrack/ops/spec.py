@@ -588,7 +588,8 @@ class _Builder:
                 ", ".join(s.get("tags", [])),
                 ", ".join(_code(m) for m in s.get("inputModes", [])),
                 ", ".join(_code(m) for m in s.get("outputModes", [])),
-                "none (agent-level requirements apply)",
+                _requirements(s.get("securityRequirements"))
+                or "none (agent-level requirements apply)",
             ]
             for s in self.card.get("skills", [])
         ]
@@ -671,9 +672,19 @@ class _Builder:
                 "every caller is anonymous. Configure `[plugins.api_keys]`, `[plugins.jwt]`, "
                 "`[plugins.oidc]` or `[plugins.mtls]`."
             )
+        scoped: dict[str, list[str]] = {}
+        for skill in self.card.get("skills", []):
+            for requirement in skill.get("securityRequirements", []):
+                for name, scopes in requirement.get("schemes", {}).items():
+                    for scope in scopes.get("list", []):
+                        scoped.setdefault(f"`{scope}` ({name})", []).append(skill.get("id", ""))
         section.table(
             ["Scope", "Grants"],
             [
+                [scope, "invoking " + ", ".join(_code(i) for i in ids) + " ([skills] security)"]
+                for scope, ids in sorted(scoped.items())
+            ]
+            or [
                 [
                     "(none)",
                     "Scopes are not used: the policy plugins decide per caller, skill, "
@@ -1230,3 +1241,18 @@ def build_spec(
         Composition.of(registry, development_policy),
         today or dt.datetime.now(dt.UTC).date(),
     ).build()
+
+
+def _requirements(value: Any) -> str:
+    """A skill's ``securityRequirements`` in words: ``oidc (network:write) or mtls``."""
+    alternatives = []
+    for requirement in value if isinstance(value, list) else ():
+        schemes = requirement.get("schemes", {}) if isinstance(requirement, dict) else {}
+        alternatives.append(
+            " and ".join(
+                _code(name)
+                + (f" ({', '.join(scopes.get('list', []))})" if scopes.get("list") else "")
+                for name, scopes in schemes.items()
+            )
+        )
+    return " or ".join(a for a in alternatives if a)

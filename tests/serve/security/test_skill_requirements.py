@@ -15,7 +15,9 @@ from skillrack import Caller, hookimpl
 from skillrack.host.config import Config, ConfigError, load_config
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
-from skillrack.serve.card import build_card
+from skillrack.ops.spec import build_spec
+from skillrack.ops.spec_evidence import Evidence
+from skillrack.serve.card import CardEndpoint, build_card
 from skillrack.serve.security.authn import RequestCredentials
 from skillrack.testing.serve import CARD_PATH, error_of, invoke, skill_request
 
@@ -145,3 +147,14 @@ def test_unknown_skills_and_schemes_stop_start_up(
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         build_card(_registry(), Config(base_dir=tmp_path, skill_security=table), "http://h:1")
+
+
+def test_the_specification_lists_the_skills_requirements(tmp_path: Path) -> None:
+    config = Config(base_dir=tmp_path, skill_security={SKILL: ({"scoped": ("network:write",)},)})
+    registry = _registry()
+    card = CardEndpoint.of(build_card(registry, config, "http://127.0.0.1:1"), 60)
+    spec = build_spec(registry, config, "http://127.0.0.1:1", Evidence(card_bytes=card.body))
+    text = spec.markdown()
+    rows = [line for line in text.splitlines() if line.startswith(f"| `{SKILL}`")]
+    assert any(row.endswith("| `scoped` (network:write) |") for row in rows), rows
+    assert f"| `network:write` (scoped) | invoking `{SKILL}` ([skills] security) |" in text
