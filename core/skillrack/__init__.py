@@ -16,6 +16,13 @@ Declaring a skill (``register(Skill(...))`` in ``register_skills``)
     execute), ``DomainSchema`` (a reference to a domain data model),
     ``SupportingRecord`` (a record kind a handler may emit).
 
+A base-A2A skill (``register(BaseSkill(...))``, beside the schema skills)
+    ``BaseSkill``: a skill without a Skill Interface Document, routed by the
+    ``skill`` its caller names in the Message's metadata or by its
+    ``matches``; its handler reads an ``IncomingMessage`` and answers through
+    a ``BaseSkillContext`` (a direct reply, status messages, Artifacts, a
+    question) with ``TextPart``, ``FilePart`` and ``DataPart`` values.
+
 Handling an invocation
     ``SkillContext``: what a handler receives (the caller, records, input
     requests, delegation to peers); ``Caller``: the authenticated identity and
@@ -78,12 +85,15 @@ if TYPE_CHECKING:
     from skillrack.host.config import ConfigError
     from skillrack.interface.declare import (
         Authority,
+        BaseSkill,
         DomainSchema,
         Interaction,
         Operation,
         Skill,
         SupportingRecord,
     )
+    from skillrack.protocol.parts import DataPart, FilePart, IncomingMessage, TextPart
+    from skillrack.serve.base_context import BaseSkillContext
     from skillrack.serve.context import Caller, InputRequired, SkillContext
     from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
     from skillrack.serve.security.authz import AuthorizationRequest, Decision
@@ -105,11 +115,17 @@ _ON_FIRST_USE = {
     "hookimpl": "skillrack.hookspecs",
     "ConfigError": "skillrack.host.config",
     "Authority": "skillrack.interface.declare",
+    "BaseSkill": "skillrack.interface.declare",
     "DomainSchema": "skillrack.interface.declare",
     "Interaction": "skillrack.interface.declare",
     "Operation": "skillrack.interface.declare",
     "Skill": "skillrack.interface.declare",
     "SupportingRecord": "skillrack.interface.declare",
+    "DataPart": "skillrack.protocol.parts",
+    "FilePart": "skillrack.protocol.parts",
+    "IncomingMessage": "skillrack.protocol.parts",
+    "TextPart": "skillrack.protocol.parts",
+    "BaseSkillContext": "skillrack.serve.base_context",
     "Caller": "skillrack.serve.context",
     "InputRequired": "skillrack.serve.context",
     "SkillContext": "skillrack.serve.context",
@@ -135,15 +151,20 @@ __all__ = [
     "AuthenticationFailed",
     "Authority",
     "AuthorizationRequest",
+    "BaseSkill",
+    "BaseSkillContext",
     "Caller",
     "ClientCertificate",
     "ClientCode",
     "ConditionError",
     "ConfigError",
+    "DataPart",
     "Decision",
     "DomainSchema",
     "ErrorCode",
+    "FilePart",
     "HopLog",
+    "IncomingMessage",
     "InputRequired",
     "Interaction",
     "Operation",
@@ -155,6 +176,7 @@ __all__ = [
     "SkillResult",
     "SkillrackError",
     "SupportingRecord",
+    "TextPart",
     "compose",
     "hookimpl",
 ]

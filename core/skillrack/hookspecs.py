@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from skillrack.interface.declare import Skill
+    from skillrack.interface.declare import BaseSkill, Skill
     from skillrack.serve.context import Caller
     from skillrack.serve.security.authn import RequestCredentials
     from skillrack.serve.security.authz import AuthorizationRequest, Decision
@@ -29,8 +29,12 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def register_skills(register: Callable[[Skill], None]) -> None:
+def register_skills(register: Callable[[Skill | BaseSkill], None]) -> None:
     """Declare this plugin's skills by calling ``register(Skill(...))`` once per skill.
+
+    ``register(BaseSkill(...))`` declares a base-A2A skill beside them: no
+    Skill Interface Document, its handler reads the caller's Message (see
+    :class:`~skillrack.interface.declare.BaseSkill`).
 
     The host attributes every skill to the plugin whose implementation called
     ``register``, assembles and validates its Skill Interface Document, and

@@ -12,6 +12,12 @@ approval is decided (:meth:`~skillrack.client.skill_client.SkillClient.wait_for_
 a grant finishes the call, a denial is ``authorization_failed`` (1).
 ``--no-wait`` prints the waiting task at once (3), and ``--task-id``
 continues a task, waiting or not, later.
+
+``call URL [SKILL] --text TEXT`` talks to a base-A2A skill instead (a help
+desk, say): a plain text Message, the skill named in its metadata when given,
+else routed by the agent; the reply's text is printed, its data parts as JSON.
+A task that asks a question exits 3 with its task id on stderr; answer it with
+``--task-id ID --text ANSWER``.
 """
 
 from __future__ import annotations
@@ -118,19 +124,86 @@ async def _first_result(client: SkillClient, args: argparse.Namespace, mode: Mod
     return await client.resume(args.url, args.skill_id, args.task_id, mode=mode)
 
 
+def _reply_lines(answer: dict[str, Any]) -> list[str]:
+    """What a base skill said, for a person: texts as they are, anything else as JSON."""
+    if "message" in answer:
+        parts = list(answer["message"].get("parts", []))
+    else:
+        task = answer["task"]
+        parts = list(task.get("status", {}).get("message", {}).get("parts", []))
+        for artifact in task.get("artifacts", []):
+            parts = [*artifact.get("parts", []), *parts]
+    lines = []
+    for part in parts:
+        if "text" in part:
+            lines.append(part["text"])
+        elif "data" in part:
+            lines.append(json.dumps(part["data"], indent=2, ensure_ascii=False))
+        else:
+            name = part.get("filename") or part.get("url") or "a file"
+            lines.append(f"[{name} ({part.get('mediaType') or 'unknown type'})]")
+    return lines
+
+
+def cmd_call_text(args: argparse.Namespace, mode: Mode) -> int:
+    """``call URL [SKILL] --text TEXT``: a plain Message to a base-A2A skill."""
+    import asyncio
+
+    from skillrack.client.skill_client import SkillClient
+    from skillrack.errors import SkillCallError
+
+    async def run() -> dict[str, Any] | int:
+        async with SkillClient(**client_settings(args), binding=args.binding) as client:
+            try:
+                return await client.send_message(
+                    args.url,
+                    [args.text],
+                    skill=args.skill_id,
+                    task_id=args.task_id or "",
+                    mode=mode,
+                )
+            except SkillCallError as exc:
+                return _client_failure(exc)
+
+    answer = asyncio.run(run())
+    if isinstance(answer, int):
+        return answer
+    state = "" if "message" in answer else answer["task"]["status"]["state"]
+    if state in ("TASK_STATE_FAILED", "TASK_STATE_REJECTED"):
+        print(json.dumps(answer, indent=2, ensure_ascii=False))
+        return EXIT_REFUSED
+    for line in _reply_lines(answer):
+        print(line)
+    if state and state != "TASK_STATE_COMPLETED":
+        task_id = answer["task"]["id"]
+        print(
+            f"skillrack: task {task_id} is {state}; answer with "
+            f"'skillrack call {args.url} --task-id {task_id} --text ...'",
+            file=sys.stderr,
+        )
+        return EXIT_WAITING
+    return EXIT_OK
+
+
 def cmd_call(args: argparse.Namespace) -> int:
     import asyncio
 
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
 
+    mode: Mode = "stream" if args.stream else "poll" if args.poll else "sync"
+    if args.text is not None:
+        if args.args is not NO_ARGUMENTS:
+            raise argparse.ArgumentTypeError("call takes --args or --text, not both")
+        return cmd_call_text(args, mode)
+    if not args.skill_id:
+        raise argparse.ArgumentTypeError("call needs the skill's id (or --text for a base skill)")
     if args.args is NO_ARGUMENTS and not args.task_id:
         raise argparse.ArgumentTypeError("call needs --args (or --task-id to continue a task)")
-    mode: Mode = "stream" if args.stream else "poll" if args.poll else "sync"
     waiting_on: list[str] = []
 
     async def run() -> int:
-        async with SkillClient(**client_settings(args)) as client:
+        async with SkillClient(**client_settings(args), binding=args.binding) as client:
             try:
                 result = await _first_result(client, args, mode)
                 if result.approval is not None and not args.no_wait:
@@ -199,10 +272,23 @@ def add_commands(sub: Any) -> None:
     p.set_defaults(func=cmd_describe)
 
     p = sub.add_parser(
-        "call", help="invoke a remote skill with verified input and output (prints JSON)"
+        "call",
+        help="invoke a remote skill with verified input and output (prints JSON), "
+        "or send a base-A2A skill a text (--text)",
     )
     p.add_argument("url", help=URL_HELP)
-    p.add_argument("skill_id", help="the skill's id, as the agent's card lists it")
+    p.add_argument(
+        "skill_id",
+        nargs="?",
+        help="the skill's id, as the agent's card lists it (optional with --text: "
+        "the agent then routes the text)",
+    )
+    p.add_argument(
+        "--text",
+        metavar="TEXT",
+        help="send TEXT as a plain A2A Message to a base-A2A skill (no schema interface; "
+        "e.g. --text help) and print the reply",
+    )
     p.add_argument(
         "--args",
         type=_arguments,
@@ -230,6 +316,12 @@ def add_commands(sub: Any) -> None:
         metavar="SECONDS",
         help="at most this long between two looks at an approval being waited for "
         "(each look is a message to the task; default 5)",
+    )
+    p.add_argument(
+        "--binding",
+        choices=["JSONRPC", "HTTP+JSON"],
+        default=None,
+        help="use only this A2A binding of the agent's card; by default the client picks one",
     )
     way = p.add_mutually_exclusive_group()
     way.add_argument("--stream", action="store_true", help="receive the result by streaming")

@@ -36,7 +36,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -85,6 +85,7 @@ from skillrack.interface.document import (
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.protocol.messages import APPROVAL_KEY, EXTENSION_URI
+from skillrack.protocol.parts import PartLike, user_message
 from skillrack.protocol.signing import CardKeys, CardSignatureError, verify_card_signature
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
 from skillrack.protocol.wire import UnsafeNumber, check_numbers, data_part, from_value
@@ -620,6 +621,57 @@ class SkillClient:
 
     async def _send(self, agent: str, data: Any, mode: Mode, task_id: str = "") -> Task:
         skill_id = data.get("skill") if isinstance(data, dict) else None
+        message = Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.ROLE_USER,
+            parts=[data_part(data)],
+            extensions=[EXTENSION_URI],
+            task_id=task_id,
+        )
+        answer = await self._exchange(agent, message, mode, self._context(), skill_id)
+        if isinstance(answer, Message):
+            raise SkillCallError.local(
+                ErrorCode.OUTPUT_INVALID, "the agent answered with a Message, not a Task"
+            )
+        return answer
+
+    @_one_call
+    async def send_message(
+        self,
+        url: str,
+        parts: Sequence[PartLike],
+        *,
+        skill: str | None = None,
+        task_id: str = "",
+        mode: Mode = "sync",
+    ) -> dict[str, Any]:
+        """Send a plain A2A Message (no request object) and return the agent's answer as JSON.
+
+        For base-A2A skills (a text help desk, say), which have no interface to
+        verify: ``parts`` are ``str``, ``TextPart``, ``FilePart`` or
+        ``DataPart``; ``skill`` is named in the Message's metadata (explicit
+        routing); ``task_id`` continues a task (answering its question).  The
+        answer is ``{"message": {...}}`` (a direct reply) or ``{"task": {...}}``
+        in A2A's JSON form, the schema-interface extension not activated.  Only
+        the transport's guarantees apply (origins, bounds, timeout): nothing
+        is validated, as the draft says no schema may be inferred for it.
+        """
+        agent = url.rstrip("/")
+        message = user_message(parts, message_id=str(uuid.uuid4()), task_id=task_id, skill=skill)
+        context = ClientCallContext(timeout=self.timeout)
+        answer = await self._exchange(agent, message, mode, context, skill)
+        key = "message" if isinstance(answer, Message) else "task"
+        return {key: json_format.MessageToDict(answer)}
+
+    async def _exchange(
+        self,
+        agent: str,
+        message: Message,
+        mode: Mode,
+        context: ClientCallContext,
+        skill_id: str | None = None,
+    ) -> Task | Message:
+        """Send ``message`` (for ``skill_id``); its Task (polled unless ``sync``) or a reply."""
         client = await self._sdk_client(agent, streaming=mode == "stream", skill_id=skill_id)
         entry = self._cards.get(agent) or await self._card(agent)  # just fetched by _sdk_client
         check_card_security(
@@ -628,18 +680,10 @@ class SkillClient:
             skill_id if isinstance(skill_id, str) else None,
             await self._presented(agent),
         )
-        message = Message(
-            message_id=str(uuid.uuid4()),
-            role=Role.ROLE_USER,
-            parts=[data_part(data)],
-            extensions=[EXTENSION_URI],
-            task_id=task_id,
-        )
         request = SendMessageRequest(
             message=message,
             configuration=SendMessageConfiguration(return_immediately=mode == "poll"),
         )
-        context = self._context()
         assembler = TaskAssembler()
         async with _transport(f"calling {agent}"):
             events = client.send_message(request, context=context)
@@ -652,10 +696,13 @@ class SkillClient:
                             f"the event stream of {agent}", self.bounds.max_stream_events, "events"
                         )
                     if event.HasField("message"):
-                        raise SkillCallError.local(
-                            ErrorCode.OUTPUT_INVALID,
-                            "the agent answered with a Message, not a Task",
-                        )
+                        if assembler.task is not None:
+                            raise SkillCallError.local(
+                                ErrorCode.OUTPUT_INVALID,
+                                "the agent sent a Message in the middle of a Task's events",
+                            )
+                        reply: Message = event.message
+                        return reply
                     assembler.apply(event)
             finally:  # close the stream now, not when the generator is collected
                 close = getattr(events, "aclose", None)

@@ -16,8 +16,8 @@ import pluggy
 from skillrack.errors import ErrorCode, StartupError
 from skillrack.host.hooks import call_each
 from skillrack.host.plugins import LoadedPlugins, PluginFailure, PluginInfo
-from skillrack.interface.declare import Skill
-from skillrack.interface.document import InterfaceError, VerifiedInterface, assemble
+from skillrack.interface.declare import BaseSkill, Skill, base_skill_problem
+from skillrack.interface.document import DESCRIBE_SKILL, InterfaceError, VerifiedInterface, assemble
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 
 
@@ -36,6 +36,18 @@ class RegisteredSkill:
     @property
     def interface_digest(self) -> str:
         return self.interface.interface_digest
+
+
+@dataclass(frozen=True)
+class RegisteredBaseSkill:
+    """An advertised base-A2A skill: its declaration and the plugin that made it (no document)."""
+
+    plugin: str
+    skill: BaseSkill
+
+    @property
+    def skill_id(self) -> str:
+        return self.skill.id
 
 
 @dataclass(frozen=True)
@@ -83,8 +95,13 @@ class Registry:
     limits: Limits = field(default=DEFAULT_LIMITS)
     #: The plugin manager the skills came from; its other hooks (policies) run at dispatch.
     manager: pluggy.PluginManager | None = field(default=None, compare=False, repr=False)
+    #: Base-A2A skills (:class:`~skillrack.interface.declare.BaseSkill`), in declaration
+    #: order (the order their ``matches`` are asked in).  Iterating the registry, and
+    #: everything built from that (the extension, describe_skill, digests), skips them.
+    base_skills: Mapping[str, RegisteredBaseSkill] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[RegisteredSkill]:
+        """The schema-governed skills only."""
         return iter(self.skills.values())
 
     def get(self, skill_id: str) -> RegisteredSkill | None:
@@ -194,8 +211,16 @@ def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Re
     declared = collect_declarations(loaded)
     _check_duplicates(declared)
     skills: dict[str, RegisteredSkill] = {}
+    base_skills: dict[str, RegisteredBaseSkill] = {}
     refused: list[RefusedSkill] = []
     for plugin, skill in declared:
+        if isinstance(skill, BaseSkill):
+            problem = base_problem(skill)
+            if problem is None:
+                base_skills[skill.id] = RegisteredBaseSkill(plugin, skill)
+            else:
+                refused.append(RefusedSkill(plugin, _name_of(skill), "base_skill", "", problem))
+            continue
         if not isinstance(skill, Skill):
             refused.append(
                 RefusedSkill(
@@ -203,7 +228,8 @@ def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Re
                     _name_of(skill),
                     "not_a_skill",
                     "",
-                    f"register() was given a {type(skill).__name__}, not a skillrack.Skill",
+                    f"register() was given a {type(skill).__name__}, "
+                    "not a skillrack.Skill or skillrack.BaseSkill",
                 )
             )
             continue
@@ -237,4 +263,18 @@ def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Re
         unknown_plugins=tuple(loaded.unknown),
         limits=limits,
         manager=loaded.manager,
+        base_skills=base_skills,
     )
+
+
+def base_problem(skill: BaseSkill) -> str | None:
+    """Why a base skill is refused (here and by ``skillrack plugin check``), or ``None``.
+
+    Any exception reading the declaration is a refusal, never a crash.
+    """
+    try:
+        if skill.id == DESCRIBE_SKILL:
+            return f"{DESCRIBE_SKILL!r} is the draft's own skill; choose another id"
+        return base_skill_problem(skill)
+    except Exception as exc:  # a hostile declaration's property
+        return f"reading the declaration raised {type(exc).__name__}"

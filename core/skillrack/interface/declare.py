@@ -188,3 +188,64 @@ def timeout_problem(timeout: object) -> str | None:
     if not math.isfinite(timeout) or timeout <= 0:
         return f"timeout must be a positive, finite number of seconds, not {timeout!r}"
     return None
+
+
+#: ``async def handler(message, context) -> None | parts``: the caller's
+#: :class:`~skillrack.protocol.parts.IncomingMessage` and a
+#: :class:`~skillrack.serve.base_context.BaseSkillContext`.
+BaseHandler = Callable[[Any, Any], Awaitable[Any]]
+#: ``matches(message) -> bool``: whether a Message that names no skill is for this skill.
+MessageMatcher = Callable[[Any], bool]
+
+
+@dataclass(frozen=True)
+class BaseSkill:
+    """A base-A2A skill a plugin registers with ``register(BaseSkill(...))``, beside its Skills.
+
+    It has no Skill Interface Document: it reads the caller's Message as it
+    comes (text, files, data) and answers through its context (a direct
+    Message reply, status messages, Artifacts, a question).  The card lists it
+    as an ordinary ``AgentSkill`` with ``input_modes`` and ``output_modes``;
+    the schema-interface extension, ``describe_skill`` and digests never do,
+    since the draft forbids a caller to infer schemas for it.
+
+    A Message reaches it only when routed explicitly: its metadata names the
+    skill (``{"skill": "<id>"}``), or, for a Message that is no request
+    object (no Data Part with a ``skill`` member, no schema-interface
+    extension listed), ``matches(message)`` returns True.  Authentication,
+    authorization (``request.kind == "base"``, scope ``skill`` then
+    ``invocation``), approvals (by ``authority``, as for a Skill), limits,
+    the deadline (``timeout``) and tenants apply as they do to every Skill.
+    """
+
+    id: str
+    name: str
+    description: str
+    handler: BaseHandler
+    matches: MessageMatcher | None = None
+    input_modes: Sequence[str] = ("text/plain",)
+    output_modes: Sequence[str] = ("text/plain",)
+    tags: Sequence[str] = ()
+    examples: Sequence[str] = ()
+    authority: Authority = field(default_factory=Authority)
+    cancellable: bool = False
+    timeout: float | None = None
+
+
+def base_skill_problem(skill: BaseSkill) -> str | None:
+    """Why a base skill's declaration cannot be served, or ``None`` when it can."""
+    # Declarations are plain dataclasses: a plugin can put anything in them.
+    declared: Any = skill
+    if not isinstance(declared.id, str) or not declared.id or declared.id != declared.id.strip():
+        return "id must be a non-empty string without surrounding spaces"
+    if not callable(declared.handler):
+        return "handler must be an async function (message, context)"
+    if declared.matches is not None and not callable(declared.matches):
+        return "matches must be a function (message) -> bool, or None"
+    for name in ("input_modes", "output_modes"):
+        modes = getattr(declared, name)
+        if isinstance(modes, str) or not modes or not all(isinstance(m, str) and m for m in modes):
+            return f"{name} must be a non-empty list of media types"
+    if not isinstance(declared.authority, Authority):
+        return "authority must be a skillrack.Authority"
+    return timeout_problem(declared.timeout)

@@ -28,9 +28,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from skillrack.host.compose import run_startup_checks
-from skillrack.host.registry import collect_declarations
+from skillrack.host.registry import base_problem, collect_declarations
 from skillrack.interface.canonical import CanonicalizationError, digest_of, loads_strict
-from skillrack.interface.declare import DomainSchema, Skill
+from skillrack.interface.declare import BaseSkill, DomainSchema, Skill
 from skillrack.interface.document import InterfaceError, VerifiedInterface, assemble
 from skillrack.interface.inline import (
     InlineSchemaError,
@@ -462,12 +462,16 @@ class _Run:
         owners: dict[str, str] = {}
         for plugin, skill in self.declared:
             skill_id = getattr(skill, "id", None)
+            if isinstance(skill, BaseSkill):  # no document: only its declaration to check
+                self._check_base(plugin, skill, owners)
+                continue
             if not isinstance(skill, Skill):
                 self.problem(
                     "declaration",
                     "error",
                     "not_a_skill",
-                    f"register() was given a {type(skill).__name__}, not a skillrack.Skill",
+                    f"register() was given a {type(skill).__name__}, "
+                    "not a skillrack.Skill or skillrack.BaseSkill",
                     plugin=plugin,
                     skill_id=str(skill_id) if skill_id is not None else None,
                 )
@@ -513,6 +517,27 @@ class _Run:
             self.report.skills.append(
                 SkillEntry(plugin, skill.id, skill.version, interface.interface_digest)
             )
+
+    def _check_base(self, plugin: str, skill: BaseSkill, owners: dict[str, str]) -> None:
+        """A base-A2A skill: the host's own rules, and a public name nobody else uses."""
+        problem = base_problem(skill)
+        if problem is not None:
+            self.problem(
+                "declaration", "error", "base_skill", problem, plugin=plugin, skill_id=str(skill.id)
+            )
+            return
+        if skill.id in owners:
+            self.problem(
+                "declaration",
+                "error",
+                "duplicate_skill_id",
+                f"skill id {skill.id!r} is registered by plugin {owners[skill.id]!r} "
+                "already; a skill id is the agent's public name",
+                plugin=plugin,
+                skill_id=skill.id,
+            )
+            return
+        owners[skill.id] = plugin
 
     def _file_at(self, skill: Skill, pointer: str) -> str | None:
         for _, base, schema in _uses(skill):

@@ -219,10 +219,13 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         stored = await self.task_store.get(params.id, context)
         task = stored.task if isinstance(stored, StoredTask) else stored
         if task is not None:
-            skill_id = skill_of(task)
-            skill = self._registry.get(skill_id) if skill_id else None
-            if skill is not None and not skill.skill.interaction.cancellable:
-                raise TaskNotCancelableError(message=f"skill {skill.skill_id!r} is not cancellable")
+            skill_id = skill_of(task) or ""
+            skill = self._registry.get(skill_id)
+            base = self._registry.base_skills.get(skill_id)
+            if (skill is not None and not skill.skill.interaction.cancellable) or (
+                base is not None and not base.skill.cancellable
+            ):
+                raise TaskNotCancelableError(message=f"skill {skill_id!r} is not cancellable")
         result: Task | None = await super().on_cancel_task(params, context)
         return result
 

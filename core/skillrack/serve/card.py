@@ -3,7 +3,9 @@
 The card advertises ``describe_skill`` and every domain skill as AgentSkill
 entries, and the schema-interface extension with one ``{skill_id,
 skill_version, interface_digest}`` binding per domain skill (``describe_skill``
-has no document, so no binding).  Its bytes never change while the process
+has no document, so no binding).  Base-A2A skills are AgentSkill entries too,
+after them, with their own input and output modes, and never in the
+extension: they have no Skill Interface Document.  Its bytes never change while the process
 runs, so they are serialized once, and a client revalidating with
 ``If-None-Match`` gets 304 without a body.
 
@@ -51,7 +53,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from skillrack.host.config import Config, ConfigError, SigningSettings
-from skillrack.host.registry import Registry
+from skillrack.host.registry import RegisteredBaseSkill, Registry
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.protocol.messages import EXTENSION_URI
@@ -101,6 +103,20 @@ def grpc_target(base_url: str, port: int) -> str:
     """
     host = urlsplit(base_url).hostname or "127.0.0.1"
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def base_skill_entry(registered: RegisteredBaseSkill) -> AgentSkill:
+    """A base-A2A skill as an ordinary AgentSkill, with its own modes; no extension binding."""
+    skill = registered.skill
+    return AgentSkill(
+        id=skill.id,
+        name=skill.name,
+        description=skill.description,
+        tags=list(skill.tags),
+        examples=list(skill.examples),
+        input_modes=list(skill.input_modes),
+        output_modes=list(skill.output_modes),
+    )
 
 
 def build_card(
@@ -165,7 +181,8 @@ def build_card(
                 output_modes=JSON_MODES,
             )
             for s in registry
-        ],
+        ]
+        + [base_skill_entry(b) for b in registry.base_skills.values()],
     )
     for entry in card.skills:
         if requirements.of(entry.id):

@@ -44,7 +44,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import pluggy
@@ -55,7 +55,7 @@ from a2a.types import Part, Task, TaskState, TaskStatus
 from google.protobuf import json_format
 
 from skillrack.errors import REJECTING_CODES, ConditionError, ErrorCode
-from skillrack.host.registry import RegisteredSkill, Registry
+from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill, Registry
 from skillrack.interface.canonical import digest_of
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.protocol.messages import (
@@ -64,11 +64,17 @@ from skillrack.protocol.messages import (
     SkillRequest,
     parse_request,
 )
+from skillrack.protocol.parts import incoming
 from skillrack.protocol.wire import data_part
 from skillrack.serve.artifacts import ArtifactPublisher
+from skillrack.serve.base_context import BaseSkillContext
+from skillrack.serve.base_replies import BaseReplies, TaskStart, returned_parts
+from skillrack.serve.base_routing import claiming_base_skill, named_base_skill
 from skillrack.serve.context import ANONYMOUS, Caller, Delegation, InputRequired, SkillContext
 from skillrack.serve.invocation import (
+    BaseCall,
     Invocation,
+    base_authorization_request,
     check_invocation,
     has_details,
     select_skill,
@@ -77,11 +83,11 @@ from skillrack.serve.invocation import (
 from skillrack.serve.limiter import ConcurrencyLimiter, Slot
 from skillrack.serve.limits_store import LimitCounter
 from skillrack.serve.metrics import Metrics, Turn
-from skillrack.serve.outputs import OutputLimits, Outputs, check_safe_numbers
-from skillrack.serve.replay import replay
+from skillrack.serve.outputs import OutputBudget, OutputLimits, Outputs, check_safe_numbers
+from skillrack.serve.replay import replay, user_messages
 from skillrack.serve.security.approval_gate import seek_approval
 from skillrack.serve.security.approvals import Approvals
-from skillrack.serve.security.authz import authorize, authorize_skill
+from skillrack.serve.security.authz import SKILL_SCOPE, authorize, authorize_skill
 from skillrack.serve.security.requirements import SkillRequirements, describe
 from skillrack.serve.traces import OFF, TurnTrace
 from skillrack.serve.traces import turn as traced_turn
@@ -222,6 +228,8 @@ class _Turn:
     observed: Turn
     #: The turn's server span and its stages (:mod:`skillrack.serve.traces`); OFF when untraced.
     trace: TurnTrace = OFF
+    #: A new task a base skill's turn has not sent yet (it may answer with a Message instead).
+    start: TaskStart = field(default_factory=TaskStart)
 
     def stage(
         self, name: str, scope: str | None = None, *, final: bool = True
@@ -263,7 +271,7 @@ class _Both:
 
 
 class SkillExecutor(AgentExecutor):
-    """Runs describe_skill and domain skills for a2a-sdk's DefaultRequestHandler."""
+    """Runs describe_skill, domain skills and base-A2A skills for a2a-sdk's request handler."""
 
     def __init__(
         self,
@@ -288,7 +296,7 @@ class SkillExecutor(AgentExecutor):
         self.output_limits = output_limits or OutputLimits()
         self.metrics = metrics or Metrics(registry)
         self._describe = describe_payloads(registry)
-        self._running: dict[str, SkillContext] = {}
+        self._running: dict[str, SkillContext | BaseSkillContext] = {}
         #: Handlers still running after their deadline (held here: asyncio keeps weak references).
         self._overdue: set[asyncio.Task[Any]] = set()
 
@@ -311,7 +319,10 @@ class SkillExecutor(AgentExecutor):
         invocation, slot = admitted
         try:
             with turn.observed.running():
-                await self._run(invocation, turn)
+                if invocation.base is not None:
+                    await self._run_base(invocation, invocation.base, turn)
+                else:
+                    await self._run(invocation, turn)
         except Exception as exc:
             await self._respond_with_error(turn, exc, accepted=True)
         finally:
@@ -346,6 +357,8 @@ class SkillExecutor(AgentExecutor):
         was answered, or the call waits for an operator's approval.
         """
         request, answers = await self._parse(turn)
+        if isinstance(request, BaseCall):
+            return await self._admit_base(request, turn)
         if request.is_describe:
             await self._describe_skill(request, turn)
             return None
@@ -375,11 +388,19 @@ class SkillExecutor(AgentExecutor):
             self.metrics.limit_refused("concurrency")
             raise
 
-    async def _parse(self, turn: _Turn) -> tuple[SkillRequest, list[Any]]:
-        """The request and the caller's answers so far; a new task is created first."""
+    async def _parse(self, turn: _Turn) -> tuple[SkillRequest | BaseCall, list[Any]]:
+        """The request and the caller's answers so far; a new task is created first.
+
+        A Message routed to a base-A2A skill (:mod:`skillrack.serve.base_routing`)
+        is a :class:`BaseCall`, whose new task is sent only when the turn needs it.
+        """
         context = turn.context
         assert context.message is not None
         if context.current_task is None:
+            view = incoming(context.message)
+            base = named_base_skill(self.registry, context.message, view)
+            if base is not None:
+                return self._base_call(turn, base, view), []
             try:
                 request: SkillRequest | None = parse_request(context.message)
                 error: ConditionError | None = None
@@ -387,16 +408,61 @@ class SkillExecutor(AgentExecutor):
                 request, error = None, exc
             except Exception:  # whatever a malformed message raises, the task exists first
                 request, error = None, ConditionError(ErrorCode.INPUT_INVALID, NOT_A_REQUEST)
-            await turn.queue.enqueue_event(_new_task(context, request))
+            if error is not None:
+                base = claiming_base_skill(self.registry, context.message, view)
+                if base is not None:
+                    return self._base_call(turn, base, view), []
+            await turn.queue.enqueue_event(
+                _new_task(context, request.skill if request is not None else None)
+            )
             if error is not None:
                 raise error
             assert request is not None
             answers: list[Any] = []
         else:
+            base = self.registry.base_skills.get(skill_of(context.current_task) or "")
+            if base is not None:
+                said = [incoming(m) for m in user_messages(context.current_task, context.message)]
+                turn.observed.skill = base.skill_id
+                return BaseCall(base, said[-1], said[:-1]), []
             request, answers = replay(context.current_task, context.message)
         turn.observed.skill = request.skill
         _activate(context)
         return request, answers
+
+    def _base_call(self, turn: _Turn, skill: RegisteredBaseSkill, view: Any) -> BaseCall:
+        """A new exchange with a base skill; its task waits until the turn needs it."""
+        context, queue = turn.context, turn.queue
+        task = _new_task(context, skill.skill_id)
+        turn.start.defer(lambda: queue.enqueue_event(task))
+        turn.observed.skill = skill.skill_id
+        return BaseCall(skill, view)
+
+    async def _admit_base(self, call: BaseCall, turn: _Turn) -> tuple[Invocation, Slot] | None:
+        """The same stages as a schema skill's call, without arguments to validate."""
+        skill = call.skill
+        self._check_requirements(skill.skill_id, turn)
+        with turn.stage("authorization", "skill", final=False):
+            verdict = await authorize_skill(
+                self.manager,
+                base_authorization_request(skill, turn.caller, SKILL_SCOPE),
+                has_details=False,
+            )
+            if not verdict.allowed:
+                turn.observed.denied("skill")
+                self._refuse(skill.skill_id, verdict.opinions, turn, "the skill")
+        invocation = Invocation(skill, base_authorization_request(skill, turn.caller), base=call)
+        with turn.stage("authorization", "call"):  # observes both decisions' time, once
+            await self._authorize(invocation, turn)
+        with turn.trace.stage("approval"):
+            approved = await self._approve(invocation, turn)
+        if not approved:
+            return None
+        try:
+            return invocation, await self.limiter.acquire(turn.caller, turn.client_host)
+        except ConditionError:
+            self.metrics.limit_refused("concurrency")
+            raise
 
     async def _describe_skill(self, request: SkillRequest, turn: _Turn) -> None:
         skill_id = request.arguments["skill_id"]
@@ -477,6 +543,7 @@ class SkillExecutor(AgentExecutor):
             extra=_fields(turn.task_id, invocation.skill.skill_id),
         )
         updater = turn.updater
+        await turn.start.ensure()
         await updater.requires_input(updater.new_agent_message([data_part(pending.waiting_part())]))
         turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
         return False
@@ -486,6 +553,7 @@ class SkillExecutor(AgentExecutor):
     async def _run(self, invocation: Invocation, turn: _Turn) -> None:
         """Run the handler, then validate and send its result: ``TASK_STATE_COMPLETED``."""
         skill = invocation.skill
+        assert isinstance(skill, RegisteredSkill)
         outputs = Outputs(skill, ArtifactPublisher(turn.updater), self.output_limits)
         handler_context = SkillContext(
             task_id=turn.task_id,
@@ -504,7 +572,13 @@ class SkillExecutor(AgentExecutor):
         try:
             try:
                 with turn.stage("handler"):
-                    result = await self._within_deadline(invocation, handler_context, outputs, turn)
+                    result = await self._within_deadline(
+                        skill,
+                        skill.skill.handler(invocation.arguments, handler_context),
+                        handler_context,
+                        outputs.close,
+                        turn,
+                    )
             except Exception:
                 if outputs.refusal is not None:  # a limit passed fails the task, whatever came next
                     raise outputs.refusal from None
@@ -538,18 +612,86 @@ class SkillExecutor(AgentExecutor):
                 extra=_fields(turn.task_id, skill.skill_id),
             )
 
+    async def _run_base(self, invocation: Invocation, call: BaseCall, turn: _Turn) -> None:
+        """Run a base skill's handler: a direct Message, or a task it ends (see base_context)."""
+        skill = call.skill
+        budget = OutputBudget(skill.skill_id, self.output_limits)
+        replies = BaseReplies(turn.updater, turn.start, budget, turn.queue.enqueue_event)
+        handler_context = BaseSkillContext(
+            task_id=turn.task_id,
+            context_id=turn.updater.context_id,
+            skill_id=skill.skill_id,
+            caller=turn.caller,
+            replies=replies,
+            history=call.history,
+        )
+        self._running[turn.task_id] = handler_context
+        try:
+            try:
+                with turn.stage("handler"):
+                    result = await self._within_deadline(
+                        skill,
+                        skill.skill.handler(call.message, handler_context),
+                        handler_context,
+                        budget.close,
+                        turn,
+                    )
+            except Exception:
+                if budget.refusal is not None:  # a limit passed fails the task, whatever came next
+                    raise budget.refusal from None
+                raise
+            if not replies.replied:
+                await replies.complete(returned_parts(result))
+        except InputRequired as asked:
+            await replies.ask(asked.request)
+            turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
+            return
+        except Exception as exc:
+            if replies.replied:  # the exchange is over: nothing more can reach the caller
+                _log_failure(
+                    f"task %s: base skill {skill.skill_id} (plugin {skill.plugin}) raised "
+                    "after its reply",
+                    turn.task_id,
+                    exc,
+                )
+                return
+            if isinstance(exc, ConditionError):
+                raise
+            _log_failure(
+                f"task %s: handler of {skill.skill_id} (plugin {skill.plugin}) raised",
+                turn.task_id,
+                exc,
+            )
+            raise _failed(turn) from None
+        state = "a Message" if replies.replied else "TASK_STATE_COMPLETED"
+        turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
+        turn.observed.ended("TASK_STATE_COMPLETED")
+        if audit.isEnabledFor(logging.INFO):  # the fields are not built for a line not written
+            audit.info(
+                "task %s of %s answered with %s",
+                turn.task_id,
+                skill.skill_id,
+                state,
+                extra=_fields(turn.task_id, skill.skill_id),
+            )
+
     async def _within_deadline(
-        self, invocation: Invocation, context: SkillContext, outputs: Outputs, turn: _Turn
+        self,
+        skill: RegisteredSkill | RegisteredBaseSkill,
+        handler: Any,
+        context: SkillContext | BaseSkillContext,
+        close: Callable[[], None],
+        turn: _Turn,
     ) -> Any:
         """The handler's result, or ``resource_limit_exceeded`` at its deadline.
 
-        The handler runs as its own asyncio task so that the deadline never
-        depends on the handler's cooperation: at the deadline it is cancelled
-        and, finished or not, left behind (see the module docstring).
+        The handler (the coroutine ``handler``) runs as its own asyncio task so
+        that the deadline never depends on the handler's cooperation: at the
+        deadline it is cancelled and, finished or not, left behind (see the
+        module docstring); ``close`` stops its outputs.
         """
-        skill = invocation.skill
         timeout = skill.skill.timeout or self.handler_timeout
-        running = asyncio.ensure_future(skill.skill.handler(invocation.arguments, context))
+        running = asyncio.ensure_future(handler)
         try:
             done, _ = await asyncio.wait(
                 {running}, timeout=timeout if math.isfinite(timeout) else None
@@ -559,7 +701,7 @@ class SkillExecutor(AgentExecutor):
             raise
         if done:
             return running.result()
-        outputs.close()
+        close()
         context._mark_cancelled()
         running.cancel()
         self._overdue.add(running)
@@ -607,6 +749,7 @@ class SkillExecutor(AgentExecutor):
 
     async def _respond_with_error(self, turn: _Turn, exc: Exception, *, accepted: bool) -> None:
         """End the task with one Data Part ``{"error": ...}`` in the draft's state."""
+        await turn.start.ensure()  # a base skill's task, when it was not sent yet
         if isinstance(exc, ConditionError):
             error = exc
         else:
@@ -655,7 +798,7 @@ def _fields(task_id: str, skill: str | None, code: ErrorCode | None = None) -> d
     return {"task_id": task_id, "skill": skill, "code": code.value if code is not None else None}
 
 
-def _new_task(context: RequestContext, request: SkillRequest | None) -> Task:
+def _new_task(context: RequestContext, skill: str | None) -> Task:
     assert context.message is not None
     task = Task(
         id=context.task_id,
@@ -664,8 +807,8 @@ def _new_task(context: RequestContext, request: SkillRequest | None) -> Task:
         history=[context.message],
     )
     fields = task.metadata.fields
-    if request is not None:
-        fields[SKILL_METADATA_KEY].string_value = request.skill
+    if skill:
+        fields[SKILL_METADATA_KEY].string_value = skill
     caller = caller_of(context)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     if type(caller.identity) is str and type(caller.tenant) is str:

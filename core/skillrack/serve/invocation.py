@@ -21,21 +21,42 @@ from dataclasses import dataclass
 from typing import Any
 
 from skillrack.errors import ConditionError, ErrorCode
-from skillrack.host.registry import RegisteredSkill, Registry
+from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill, Registry
 from skillrack.protocol.messages import SkillRequest
+from skillrack.protocol.parts import IncomingMessage
 from skillrack.serve.context import Caller
-from skillrack.serve.security.authz import SKILL_SCOPE, AuthorizationRequest, pick
+from skillrack.serve.security.authz import (
+    BASE_KIND,
+    INVOCATION_SCOPE,
+    SKILL_SCOPE,
+    AuthorizationRequest,
+    pick,
+)
+
+
+@dataclass(frozen=True)
+class BaseCall:
+    """A turn of a base-A2A skill: the skill, the caller's Message and the ones before it."""
+
+    skill: RegisteredBaseSkill
+    message: IncomingMessage
+    history: Sequence[IncomingMessage] = ()
 
 
 @dataclass(frozen=True)
 class Invocation:
-    """A domain-skill call that passed the invocation check, for one turn of its task."""
+    """A call that passed the invocation check, for one turn of its task.
 
-    skill: RegisteredSkill
+    For a base-A2A skill, ``skill`` is its :class:`RegisteredBaseSkill` and
+    ``base`` the Message it answers (there are no arguments to validate).
+    """
+
+    skill: RegisteredSkill | RegisteredBaseSkill
     #: Who calls, which skill, what operation, on what: what policies and approvers decide on.
     request: AuthorizationRequest
     #: The caller's answers to the handler's questions so far (see :mod:`skillrack.serve.context`).
     answers: Sequence[Any] = ()
+    base: BaseCall | None = None
 
     @property
     def arguments(self) -> Any:
@@ -97,6 +118,29 @@ def skill_authorization_request(skill: RegisteredSkill, caller: Caller) -> Autho
         plugin=skill.plugin,
         authority=dict(skill.interface.document["authority"]),
         scope=SKILL_SCOPE,
+    )
+
+
+def base_authorization_request(
+    skill: RegisteredBaseSkill, caller: Caller, scope: str = INVOCATION_SCOPE
+) -> AuthorizationRequest:
+    """What a policy sees of a base skill's call: the caller and the skill (``kind == "base"``).
+
+    A base skill declares no operations, resources or constraints, so both
+    decisions see the same request but for ``scope``.
+    """
+    authority = skill.skill.authority
+    return AuthorizationRequest(
+        caller=caller,
+        skill_id=skill.skill_id,
+        skill_version="",
+        plugin=skill.plugin,
+        authority={
+            "default_mode": authority.default_mode,
+            "approval_may_be_required": authority.approval_may_be_required,
+        },
+        scope=scope,
+        kind=BASE_KIND,
     )
 
 

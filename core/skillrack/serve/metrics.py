@@ -144,6 +144,8 @@ class Metrics:
         self._skills: dict[str, str] = (
             {s.skill_id: s.skill.version for s in registry} if registry is not None else {}
         )
+        if registry is not None:  # base-A2A skills have no version
+            self._skills.update({b: "" for b in registry.base_skills})
         self._children: dict[Hashable, Any] = {}
         self._stage_observers: dict[str, dict[str, Callable[[float], None]]] = {}
         self._observers: dict[Hashable, Callable[[float], None]] = {}

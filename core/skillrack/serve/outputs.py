@@ -65,6 +65,55 @@ def json_size(value: Any, what: str) -> int:
         raise ConditionError(ErrorCode.OUTPUT_INVALID, f"{what} is not a JSON value") from None
 
 
+class OutputBudget:
+    """What one task may still send besides its final result (:class:`OutputLimits`).
+
+    Shared by schema skills (:class:`Outputs`) and base-A2A skills
+    (:mod:`skillrack.serve.base_replies`): the operator's limits bound both alike.
+    """
+
+    def __init__(self, skill_id: str, limits: OutputLimits | None = None) -> None:
+        self.skill_id = skill_id
+        self.limits = limits or OutputLimits()
+        #: Outputs sent so far, and their bytes.
+        self.count = 0
+        self.bytes = 0
+        #: Why the task must fail whatever the handler does next (a limit was passed).
+        self.refusal: ConditionError | None = None
+        self._closed = False
+
+    def close(self) -> None:
+        """Send nothing more: the task ended (its deadline passed) while the handler runs on."""
+        self._closed = True
+
+    def check_open(self) -> None:
+        """Refuse at once, before any validation work, what can no longer be sent."""
+        if self._closed:
+            raise ConditionError(
+                ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+                f"{self.skill_id!r} published after its task ended",
+            )
+        if self.refusal is not None:
+            raise self.refusal
+        if self.count >= self.limits.max_count:
+            self._refuse("more outputs than allowed")
+
+    def admit(self, size: int) -> None:
+        """Count one more output of ``size`` bytes, or refuse it (and fail the task)."""
+        self.check_open()
+        if self.bytes + size > self.limits.max_bytes:
+            self._refuse("outputs larger than allowed")
+        self.count += 1
+        self.bytes += size
+
+    def _refuse(self, reason: str) -> NoReturn:
+        self.refusal = ConditionError(
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"{self.skill_id!r} published {reason} for one task",
+        )
+        raise self.refusal
+
+
 class Outputs:
     """The records, progressive results and final result of one run of one skill's handler."""
 
@@ -76,48 +125,27 @@ class Outputs:
     ) -> None:
         self.skill = skill
         self.artifacts = artifacts
-        self.limits = limits or OutputLimits()
+        self.budget = OutputBudget(skill.skill_id, limits)
         #: Whether a progressive result went out: a final result that then fails
         #: validation makes those unusable, and the error says so.
         self.progress_sent = False
-        #: Progress updates and records sent so far, and their bytes.
-        self.count = 0
-        self.bytes = 0
-        #: Why the task must fail whatever the handler does next (a limit was passed).
-        self.refusal: ConditionError | None = None
-        self._closed = False
+
+    @property
+    def refusal(self) -> ConditionError | None:
+        """Why the task must fail whatever the handler does next (a limit was passed)."""
+        return self.budget.refusal
 
     def close(self) -> None:
         """Send nothing more: the task ended (its deadline passed) while the handler runs on."""
-        self._closed = True
+        self.budget.close()
 
     def _check_open(self) -> None:
-        """Refuse at once, before any validation work, what can no longer be sent."""
-        if self._closed:
-            raise ConditionError(
-                ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-                f"{self.skill.skill_id!r} published after its task ended",
-            )
-        if self.refusal is not None:
-            raise self.refusal
-        if self.count >= self.limits.max_count:
-            self._refuse("more progress updates and records than allowed")
+        self.budget.check_open()
 
     def _admit(self, value: Any, what: str) -> None:
         """Count one more progress update or record, or refuse it (and fail the task)."""
-        self._check_open()
-        size = json_size(value, what)
-        if self.bytes + size > self.limits.max_bytes:
-            self._refuse("progress updates and records larger than allowed")
-        self.count += 1
-        self.bytes += size
-
-    def _refuse(self, reason: str) -> NoReturn:
-        self.refusal = ConditionError(
-            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-            f"{self.skill.skill_id!r} published {reason} for one task",
-        )
-        raise self.refusal
+        self.budget.check_open()
+        self.budget.admit(json_size(value, what))
 
     async def publish_record(self, kind: str, record: Any, artifact_id: str | None) -> str:
         """Validate a supporting record and send it; returns its Artifact id."""

@@ -26,6 +26,15 @@ from skillrack.protocol.wire import from_value
 
 def replay(task: Task, message: Message) -> tuple[SkillRequest, list[Any]]:
     """The request ``task`` started with, and the answers so far (``message`` is the newest)."""
+    user = user_messages(task, message)
+    request = parse_request(user[0])
+    if request.is_describe:
+        raise ConditionError(ErrorCode.INPUT_INVALID, "describe_skill takes no follow-up")
+    return request, [follow_up_value(m) for m in user[1:]]
+
+
+def user_messages(task: Task, message: Message) -> list[Message]:
+    """The caller's Messages of ``task``, oldest first, ``message`` last; nudges left out."""
     messages: list[Message] = list(task.history)
     known = {m.message_id for m in messages}
     for extra in (task.status.message, message):
@@ -41,10 +50,7 @@ def replay(task: Task, message: Message) -> tuple[SkillRequest, list[Any]]:
             if not nudge or not user:
                 user.append(each)
             nudge = False
-    request = parse_request(user[0])
-    if request.is_describe:
-        raise ConditionError(ErrorCode.INPUT_INVALID, "describe_skill takes no follow-up")
-    return request, [follow_up_value(m) for m in user[1:]]
+    return user
 
 
 def _is_approval_wait(message: Message) -> bool:

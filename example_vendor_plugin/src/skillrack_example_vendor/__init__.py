@@ -17,6 +17,10 @@ work on the simulated inventory's interfaces and show one posture each:
   proposal, not a CLI string, with the baseline it rests on as a record;
 * ``manage_interface`` (execute): the draft's alternative multi-operation
   design, a read and a side effect selected by a required ``operation``.
+
+Beside them, ``help`` is a base-A2A skill (``BaseSkill``, :mod:`.help`): a plain
+text help desk that lists the skills above and how to call them, for callers
+that speak A2A without the schema-interface extension.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from collections.abc import Callable
 
 from skillrack import (
     Authority,
+    BaseSkill,
     DomainSchema,
     Interaction,
     Operation,
@@ -36,6 +41,7 @@ from skillrack import (
 from .delegation import assess_resource, summarize_condition
 from .handlers import evaluate_resource_condition
 from .health import collect_interface_health
+from .help import help_skill
 from .manage import manage_interface
 from .proposals import propose_interface_configuration
 
@@ -234,7 +240,12 @@ SKILLS: tuple[Skill, ...] = (
 )
 
 
+#: The base-A2A help desk: lists :data:`SKILLS` and how to call them.
+HELP: BaseSkill = help_skill(SKILLS)
+
+
 @hookimpl
-def register_skills(register: Callable[[Skill], None]) -> None:
+def register_skills(register: Callable[[Skill | BaseSkill], None]) -> None:
     for skill in SKILLS:
         register(skill)
+    register(HELP)

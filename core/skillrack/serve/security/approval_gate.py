@@ -32,18 +32,24 @@ one task.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pluggy
 
 from skillrack.errors import ConditionError, ErrorCode
-from skillrack.host.registry import RegisteredSkill
+from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill
+from skillrack.interface.declare import Operation
 from skillrack.serve.invocation import Invocation
 from skillrack.serve.security.approvals import DENIED, GRANTED, Approval, Approvals
 from skillrack.serve.security.authz import authorize
 
 
-def approval_applies(skill: RegisteredSkill, operation: str | None) -> bool:
+def _operations(skill: RegisteredSkill | RegisteredBaseSkill) -> Sequence[Operation]:
+    """A skill's declared operations; a base-A2A skill has none."""
+    return skill.skill.operations if isinstance(skill, RegisteredSkill) else ()
+
+
+def approval_applies(skill: RegisteredSkill | RegisteredBaseSkill, operation: str | None) -> bool:
     """Whether approvers are asked: approval may apply to this call, whatever the mode."""
     declared = skill.skill
     authority = declared.authority
@@ -54,20 +60,19 @@ def approval_applies(skill: RegisteredSkill, operation: str | None) -> bool:
     )
 
 
-def needs_approval(skill: RegisteredSkill, operation: str | None) -> bool:
+def needs_approval(skill: RegisteredSkill | RegisteredBaseSkill, operation: str | None) -> bool:
     """Whether a call no approver decided waits for an operator: before a side effect.
 
     A multi-operation skill that flags operations says precisely which ones
     need approval; any other skill needs it when its authority is ``execute``.
     """
-    declared = skill.skill
-    if any(op.may_require_approval for op in declared.operations):
+    if any(op.may_require_approval for op in _operations(skill)):
         return _flagged(skill, operation)
-    return declared.authority.default_mode == "execute"
+    return skill.skill.authority.default_mode == "execute"
 
 
-def _flagged(skill: RegisteredSkill, operation: str | None) -> bool:
-    chosen = next((op for op in skill.skill.operations if op.name == operation), None)
+def _flagged(skill: RegisteredSkill | RegisteredBaseSkill, operation: str | None) -> bool:
+    chosen = next((op for op in _operations(skill) if op.name == operation), None)
     return chosen is not None and chosen.may_require_approval
 
 

@@ -48,6 +48,10 @@ logger = logging.getLogger(__name__)
 SKILL_SCOPE: Final = "skill"
 #: ``AuthorizationRequest.scope`` of the decision on the validated call.
 INVOCATION_SCOPE: Final = "invocation"
+#: ``AuthorizationRequest.kind`` of a schema-governed skill's call.
+SCHEMA_KIND: Final = "schema"
+#: ``AuthorizationRequest.kind`` of a base-A2A skill's call (no arguments, no version).
+BASE_KIND: Final = "base"
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class AuthorizationRequest:
     arguments: Any = None
     #: ``"skill"`` (may this caller invoke the skill at all; no details yet) or ``"invocation"``.
     scope: str = INVOCATION_SCOPE
+    #: ``"schema"`` (a schema-governed skill) or ``"base"`` (a base-A2A skill: no
+    #: ``skill_version``, ``arguments``, operation, resources or constraints).
+    kind: str = SCHEMA_KIND
 
 
 @dataclass(frozen=True)

@@ -109,4 +109,5 @@ def skill_requirements(config: Config, registry: Registry) -> SkillRequirements:
     if not config.skill_security:
         return SkillRequirements()
     schemes = security_schemes(registry.manager) if registry.manager is not None else {}
-    return SkillRequirements.checked(config.skill_security, (s.skill_id for s in registry), schemes)
+    served = [*(s.skill_id for s in registry), *registry.base_skills]  # base-A2A skills too
+    return SkillRequirements.checked(config.skill_security, served, schemes)
