@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any, ClassVar
@@ -79,6 +80,11 @@ async def greedy_handler(message: IncomingMessage, context: BaseSkillContext) ->
     await context.reply(f"greedy got {message.data}")
 
 
+async def late_reply(message: IncomingMessage, context: BaseSkillContext) -> None:
+    await context.status("started")
+    await context.reply("too late: the task began")
+
+
 def raising_matcher(message: IncomingMessage) -> bool:
     raise RuntimeError("a buggy matcher")
 
@@ -108,6 +114,7 @@ BASE_SKILLS = [
     BaseSkill(id="slow", name="Slow", description="s", handler=slow, timeout=0.3),
     BaseSkill(id="chatty", name="Chatty", description="c", handler=chatty),
     BaseSkill(id="secret", name="Secret", description="s", handler=help_desk),
+    BaseSkill(id="late", name="Late", description="l", handler=late_reply),
     BaseSkill(
         id="guarded",
         name="Guarded",
@@ -331,6 +338,38 @@ def test_input_required_then_the_answer(url: str, binding: str) -> None:
     done = say(url, [text("Ada")], binding, task_id=task["id"])["task"]
     assert done["status"]["state"] == "TASK_STATE_COMPLETED"
     assert done["status"]["message"]["parts"] == [{"text": "hello Ada (after 'hi')"}]
+
+
+def test_a_reply_after_the_task_began_fails_it(url: str) -> None:
+    answer = say(url, [text("x")], skill="late")
+    assert state(answer) == "TASK_STATE_FAILED"
+    error = error_of(answer["task"])
+    assert error["code"] == "output_invalid" and "after its task began" in error["message"]
+
+
+def _stream(url: str, parts: list[Any], skill: str) -> list[Any]:
+    """Every event of SendStreamingMessage over JSON-RPC."""
+    message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
+    message["metadata"] = {"skill": skill}
+    body = {"jsonrpc": "2.0", "id": "1", "method": "SendStreamingMessage"}
+    body["params"] = {"message": message}
+    headers = {**HEADERS, **ALICE, "Accept": "text/event-stream"}
+    events = []
+    with httpx.stream("POST", url + "/", json=body, headers=headers, timeout=30) as response:
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                events.append(json.loads(line.removeprefix("data:"))["result"])
+    return events
+
+
+def test_streaming_a_direct_reply_and_a_task(url: str) -> None:
+    (only,) = _stream(url, [text("x")], "help")
+    assert only["message"]["parts"][0]["text"] == "help for alice"
+    events = _stream(url, [text("x")], "report")
+    assert "task" in events[0]
+    kinds = [next(iter(e)) for e in events[1:]]
+    assert "artifactUpdate" in kinds and kinds[-1] == "statusUpdate"
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 # -- the same pipeline as schema skills ------------------------------------------------------------

@@ -24,10 +24,6 @@ from skillrack.protocol.wire import from_value
 from skillrack.serve.outputs import OutputBudget, check_safe_numbers
 
 
-class ReplyError(RuntimeError):
-    """A base skill used its context out of order (a reply after the task began, or twice)."""
-
-
 class TaskStart:
     """Sends a new task's first event once, when the turn first needs the task.
 
@@ -88,7 +84,10 @@ class BaseReplies:
 
     def _check_not_replied(self) -> None:
         if self.replied:
-            raise ReplyError(f"{self._budget.skill_id!r} already answered with a Message")
+            raise ConditionError(
+                ErrorCode.OUTPUT_INVALID,
+                f"{self._budget.skill_id!r} already answered with a Message",
+            )
 
     async def _begin(self) -> None:
         """The task exists and is worked on (sent once, before the first event that needs it)."""
@@ -99,9 +98,10 @@ class BaseReplies:
 
     async def reply(self, parts: Sequence[PartLike]) -> None:
         if not self._start.pending:
-            raise ReplyError(
+            raise ConditionError(
+                ErrorCode.OUTPUT_INVALID,
                 f"{self._budget.skill_id!r} replied with a Message after its task began; "
-                "return the parts instead to end the task with them"
+                "return the parts instead to end the task with them",
             )
         converted = self._parts(parts, "reply")
         self.replied = True
