@@ -12,6 +12,7 @@ import base64
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
@@ -25,10 +26,12 @@ from skillrack import (
     AuthorizationRequest,
     BaseSkill,
     BaseSkillContext,
+    Caller,
     DataPart,
     Decision,
     FilePart,
     IncomingMessage,
+    RequestCredentials,
     TextPart,
     hookimpl,
 )
@@ -433,3 +436,33 @@ def test_an_unauthenticated_caller_is_refused(url: str) -> None:
         timeout=30,
     )
     assert response.status_code == 401
+
+
+class ScopedCallers:
+    """Scheme ``scoped``: ``X-Scopes: a b`` authenticates with those scopes granted."""
+
+    @hookimpl
+    def authenticate(self, request: RequestCredentials) -> Caller | None:
+        value = request.headers.get("x-scopes")
+        if value is None:
+            return None
+        return Caller("svc", authenticated=True, schemes={"scoped": tuple(value.split())})
+
+    @hookimpl
+    def security_schemes(self) -> dict[str, Any]:
+        return {"scoped": {"apiKeySecurityScheme": {"location": "header", "name": "X-Scopes"}}}
+
+
+def test_a_per_skill_security_requirement_applies(tmp_path: Path) -> None:
+    plugins = [("tests", SkillsPlugin(BASE_SKILLS[0])), ("p", Policy()), ("s", ScopedCallers())]
+    registry = build_registry(load_plugins(use_entry_points=False, extra=plugins))
+    config = Config(base_dir=tmp_path, skill_security={"help": ({"scoped": ("help:read",)},)})
+    with running_agent(registry, config) as url:
+        card = httpx.get(url + "/.well-known/agent-card.json").json()
+        entry = next(s for s in card["skills"] if s["id"] == "help")
+        assert entry["securityRequirements"] == [{"schemes": {"scoped": {"list": ["help:read"]}}}]
+        refused = say(url, [text("help")], caller={"X-Scopes": "other"})
+        assert state(refused) == "TASK_STATE_REJECTED"
+        assert error_of(refused["task"])["code"] == "authorization_failed"
+        served = say(url, [text("help")], caller={"X-Scopes": "help:read"})
+        assert served["message"]["parts"][0]["text"] == "help for svc"
