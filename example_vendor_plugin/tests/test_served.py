@@ -40,6 +40,7 @@ from skillrack.testing import (
     wait_for_state,
 )
 from skillrack.testing import stream as stream_events
+from skillrack_example_vendor import HELP
 from skillrack_example_vendor import SKILLS as ALL_SKILLS
 from skillrack_example_vendor.inventory import interfaces
 
@@ -117,7 +118,7 @@ def test_card_lists_the_skills_and_binds_each_digest(base: str) -> None:
     card = response.json()
     skill_ids = [s["id"] for s in card["skills"]]
     assert skill_ids[0] == "describe_skill"
-    assert sorted(skill_ids[1:]) == sorted(SKILLS)
+    assert sorted(skill_ids[1:]) == sorted([*SKILLS, HELP.id])  # help: base-A2A, unbound
     [extension] = card["capabilities"]["extensions"]
     assert extension["uri"] == EXTENSION_URI and extension["required"] is False
     assert extension["params"]["interface_version"] == "1.0"

@@ -20,6 +20,7 @@ from skillrack.testing import Agent, AgentClient, assert_skill_examples, check_e
 from skillrack_example_vendor import (
     COLLECT_INTERFACE_HEALTH,
     EVALUATE_RESOURCE_CONDITION,
+    HELP,
     SKILLS,
     SUMMARIZE_CONDITION,
 )
@@ -191,7 +192,7 @@ async def test_streaming_over_a_real_socket(
 def test_live_agent_without_an_event_loop(skillrack_live_agent: Agent) -> None:
     response = httpx.get(skillrack_live_agent.url + "/.well-known/agent-card.json")
     assert response.status_code == 200 and response.headers["etag"]
-    assert {s["id"] for s in response.json()["skills"]} == {"describe_skill"} | {
+    assert {s["id"] for s in response.json()["skills"]} == {"describe_skill", HELP.id} | {
         s.id for s in SKILLS
     }
 
