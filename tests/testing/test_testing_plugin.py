@@ -260,3 +260,20 @@ def test_shipped_examples_are_run_as_plugin_check_runs_them(
 
     with pytest.raises(AssertionError, match="no representative examples"):
         assert_skill_examples(draft_skill(id="other_skill"), package="acme_shipped")
+
+
+def test_a_plugin_of_base_skills_only_registered_something() -> None:
+    from helpers.builders import SkillsPlugin
+
+    from skillrack import BaseSkill
+
+    async def hello(message: object, context: object) -> str:
+        return "hello"
+
+    skill = BaseSkill(id="hello", name="Hello", description="says hello", handler=hello)
+    registry = registry_under_test([], [("base_only", SkillsPlugin(skill))])
+    assert list(registry.base_skills) == ["hello"]
+    assert registry_problems(registry) == []
+    assert registry_problems(registry_under_test([], [("empty", SkillsPlugin())])) == [
+        "no skill was registered"
+    ]

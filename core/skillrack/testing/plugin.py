@@ -210,7 +210,7 @@ def registry_problems(registry: Registry) -> list[str]:
         for name in registry.unknown_plugins
     ]
     problems += [str(refused) for refused in registry.refused]
-    if not registry.skills and not problems:
+    if not registry.skills and not registry.base_skills and not problems:
         problems.append("no skill was registered")
     return problems
 
