@@ -11,8 +11,12 @@ Message's metadata (``{"skill": "help"}``) or by its text alone: "help",
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from skillrack import BaseSkill, BaseSkillContext, IncomingMessage, Skill
+from skillrack import BaseSkill, Skill
+
+if TYPE_CHECKING:  # the message and context types need a2a-sdk; `skillrack plugins` must not
+    from skillrack import BaseSkillContext, IncomingMessage
 
 HELP_ID = "help"
 #: Texts that reach this skill without naming it (compared lower-cased, stripped).
