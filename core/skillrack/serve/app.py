@@ -365,11 +365,17 @@ def _peer_credentials(config: Config) -> dict[str, ClientCredentials]:
         if not secret:
             raise ConfigError(f"{where}: the client secret is empty")
         try:
-            found[config.peers[name]] = ClientCredentials(
-                oauth.token_url, oauth.client_id, secret, oauth.scopes
-            )
+            creds = ClientCredentials(oauth.token_url, oauth.client_id, secret, oauth.scopes)
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+        url = config.peers[name]
+        for other, known in found.items():  # tokens are per origin: one client per origin
+            if Origin.of(other) == Origin.of(url) and known != creds:
+                raise ConfigError(
+                    f"{where}: peers {url} and {other} share the origin {Origin.of(url)} "
+                    "but not their oauth table; give them the same one"
+                )
+        found[url] = creds
     return found
 
 

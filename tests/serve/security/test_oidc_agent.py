@@ -7,6 +7,7 @@ client-credentials grant, as a service's would.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 from helpers.agent_harness import running_agent
-from helpers.agent_skills import TestSkills
+from helpers.agent_skills import AllowAll, TestSkills
+from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.hostile_agents import steering_decoy
 from helpers.oidc_issuer import AUDIENCE, TOKEN, Issuer, running_issuer
 
@@ -24,7 +26,7 @@ from skillrack.client.oauth import ClientCredentials
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import SkillCallError
 from skillrack.host.compose import first_party_plugins
-from skillrack.host.config import Config, ConfigError, load_config
+from skillrack.host.config import Config, ConfigError, PeerOAuth, load_config
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
 from skillrack.serve.app import _peer_credentials
@@ -60,6 +62,14 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def agent(issuer: Issuer, workdir: Path) -> Iterator[tuple[str, Registry]]:
+    registry, config = oidc_agent(issuer, workdir)
+    with running_agent(registry, config) as url:
+        yield url, registry
+
+
+def oidc_agent(issuer: Issuer, workdir: Path) -> tuple[Registry, Config]:
+    """The agent under test: OIDC tokens, the policy file, a scope for SKILL."""
+    (workdir / "policy.toml").write_text(POLICY, encoding="utf-8")
     config = Config(
         base_dir=workdir,
         first_party={
@@ -75,9 +85,7 @@ def agent(issuer: Issuer, workdir: Path) -> Iterator[tuple[str, Registry]]:
         skill_security={SKILL: ({"oidc": ("network:write",)},)},
     )
     plugins = [*first_party_plugins(config), ("tests", TestSkills())]
-    registry = build_registry(load_plugins(use_entry_points=False, extra=plugins))
-    with running_agent(registry, config) as url:
-        yield url, registry
+    return build_registry(load_plugins(use_entry_points=False, extra=plugins)), config
 
 
 def client_token(issuer: Issuer, client: str, secret: str) -> str:
@@ -279,3 +287,56 @@ def test_peers_take_an_oauth_table(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     )
     with pytest.raises(ConfigError, match=r"unknown key peers\.core\.oauth\.client_secret"):
         load_config(path)
+    twice = Config(
+        base_dir=tmp_path,
+        peers={"a": "https://core.example.net", "b": "https://core.example.net/x"},
+        peer_oauth={
+            "a": PeerOAuth("https://idp.example.net/t", "a", client_secret_env="HOME"),
+            "b": PeerOAuth("https://idp.example.net/t", "b", client_secret_env="HOME"),
+        },
+    )
+    with pytest.raises(ConfigError, match=r"share the origin https://core\.example\.net"):
+        _peer_credentials(twice)
+
+
+async def relay(arguments: Any, context: Any) -> Any:
+    """Delegate to the named peer; the outcome's state, or the local error's code."""
+    try:
+        outcome = await context.delegate(arguments["peer"], SKILL, ARGS)
+    except SkillCallError as exc:
+        return {"code": exc.code, "message": exc.message, "remote": exc.remote}
+    return {"state": outcome.state}
+
+
+async def test_peers_obtain_tokens_by_client_credentials(
+    agent: tuple[str, Registry], issuer: Issuer, tmp_path: Path
+) -> None:
+    """A host delegating to the OIDC agent: its [peers] oauth table gets the tokens."""
+    (tmp_path / "writer.secret").write_text("writer-secret\n")
+    (tmp_path / "reader.secret").write_text("reader-secret\n")
+    token_url = issuer.base + TOKEN
+    config = Config(
+        base_dir=tmp_path,
+        peers={"secured": agent[0], "unscoped": "http://127.0.0.1:1"},  # set below
+        peer_oauth={
+            "secured": PeerOAuth(token_url, "writer", "writer.secret", scopes=("network:write",)),
+            "unscoped": PeerOAuth(token_url, "reader", "reader.secret"),
+        },
+    )
+    relay_skill = simple_skill(
+        "relay",
+        input_schema={"type": "object", "required": ["peer"], "properties": {"peer": {}}},
+        handler=relay,
+    )
+    registry = registry_of([("relay", SkillsPlugin(relay_skill)), ("allow", AllowAll())])
+    # Credentials are per origin: the second peer is a second copy of the agent.
+    (tmp_path / "copy").mkdir()
+    with running_agent(*oidc_agent(issuer, tmp_path / "copy")) as copy:
+        config = dataclasses.replace(config, peers={"secured": agent[0], "unscoped": copy})
+        with running_agent(registry, config) as delegator:
+            async with SkillClient() as client:
+                served = await client.call(delegator, "relay", {"peer": "secured"})
+                refused = await client.call(delegator, "relay", {"peer": "unscoped"})
+    assert served.result == {"state": "TASK_STATE_COMPLETED"}
+    assert refused.result["code"] == "authorization_failed" and not refused.result["remote"]
+    assert "oidc (scopes network:write)" in refused.result["message"]
