@@ -19,6 +19,7 @@ from helpers.builders import (
     simple_skill,
 )
 
+from skillrack import BaseSkill
 from skillrack.cli import main as cli
 from skillrack.errors import StartupError
 from skillrack.host import compose as host_compose
@@ -27,12 +28,22 @@ from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 
 
+async def _help(message: object, context: object) -> str:
+    return "help"
+
+
+HELP = BaseSkill(id="help", name="Help", description="h", handler=_help)
+
+
 @pytest.fixture
 def composed(monkeypatch: pytest.MonkeyPatch) -> Registry:
     """``plugins`` and ``interface`` see this registry (one vendor, one refused skill)."""
     registry = registry_of(
         [
-            ("vendor", SkillsPlugin(draft_skill(), simple_skill("bad", version="01.0"))),
+            (
+                "vendor",
+                SkillsPlugin(draft_skill(), simple_skill("bad", version="01.0"), HELP),
+            ),
         ]
     )
 
@@ -58,6 +69,9 @@ def test_plugins_json_shape(composed: Registry, capsys: pytest.CaptureFixture[st
                     "interface_digest": VECTOR_DIGEST,
                 }
             ],
+            "base_skills": [
+                {"skill_id": "help", "input_modes": ["text/plain"], "output_modes": ["text/plain"]}
+            ],
         }
     ]
     assert out["refused"] == [
@@ -79,6 +93,7 @@ def test_plugins_text_lists_skills_and_refusals(
     out = capsys.readouterr().out
     assert f"evaluate_resource_condition 1.0 {VECTOR_DIGEST}" in out
     assert "REFUSED bad: skill_version at /skill_version" in out
+    assert "  help (base-A2A skill, no interface: text/plain -> text/plain)" in out
 
 
 def test_interface_prints_the_document(

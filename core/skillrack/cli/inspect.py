@@ -61,6 +61,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         print(f"{info.distribution or info.name}{version} (plugin {info.name})")
         for skill in registry.skills_of(info.name):
             print(f"  {skill.skill_id} {skill.skill.version} {skill.interface_digest}")
+        for base in registry.base_skills_of(info.name):
+            modes = f"{', '.join(base.skill.input_modes)} -> {', '.join(base.skill.output_modes)}"
+            print(f"  {base.skill_id} (base-A2A skill, no interface: {modes})")
         for refused in registry.refused_of(info.name):
             print(
                 f"  REFUSED {refused.skill_id}: {refused.rule}"

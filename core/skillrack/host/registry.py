@@ -110,6 +110,9 @@ class Registry:
     def skills_of(self, plugin: str) -> list[RegisteredSkill]:
         return [s for s in self.skills.values() if s.plugin == plugin]
 
+    def base_skills_of(self, plugin: str) -> list[RegisteredBaseSkill]:
+        return [s for s in self.base_skills.values() if s.plugin == plugin]
+
     def refused_of(self, plugin: str) -> list[RefusedSkill]:
         return [r for r in self.refused if r.plugin == plugin]
 
@@ -127,6 +130,14 @@ class Registry:
                             "interface_digest": s.interface_digest,
                         }
                         for s in self.skills_of(info.name)
+                    ],
+                    "base_skills": [
+                        {
+                            "skill_id": b.skill_id,
+                            "input_modes": list(b.skill.input_modes),
+                            "output_modes": list(b.skill.output_modes),
+                        }
+                        for b in self.base_skills_of(info.name)
                     ],
                 }
                 for info in self.plugins
