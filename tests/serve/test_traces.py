@@ -10,13 +10,18 @@ traced client would.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc.aio
+import httpx
 import pytest
-from helpers.agent_harness import running_agent
+from a2a.types import SendMessageRequest, a2a_pb2_grpc
+from google.protobuf import json_format
+from helpers.agent_harness import free_port, running_agent
 from helpers.agent_skills import AllowAll
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.served_process import digests
@@ -29,7 +34,7 @@ from skillrack import Authority
 from skillrack.errors import SkillCallError
 from skillrack.host.config import Config, ServerSettings
 from skillrack.serve import traces
-from skillrack.testing.serve import error_of, invoke, skill_request
+from skillrack.testing.serve import CARD_PATH, error_of, invoke, message, skill_request
 
 #: An argument value no span may carry (nor a result value, nor an exception text).
 SECRET = "s3cret-argument-value"
@@ -82,9 +87,12 @@ def spans(exporter: InMemorySpanExporter) -> InMemorySpanExporter:
     return exporter
 
 
-def _agent(base_dir: Path, *skills: Any, peers: dict[str, str] | None = None) -> Iterator[str]:
+def _agent(
+    base_dir: Path, *skills: Any, peers: dict[str, str] | None = None, grpc_port: int = 0
+) -> Iterator[str]:
     registry = registry_of([("tests", SkillsPlugin(*skills)), ("allow", AllowAll())])
-    config = Config(base_dir=base_dir, server=ServerSettings(store="memory"), peers=peers or {})
+    server = ServerSettings(store="memory", grpc_port=grpc_port)
+    config = Config(base_dir=base_dir, server=server, peers=peers or {})
     with running_agent(registry, config) as url:
         yield url
 
@@ -93,12 +101,16 @@ def _agent(base_dir: Path, *skills: Any, peers: dict[str, str] | None = None) ->
 def downstream(
     exporter: InMemorySpanExporter, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    """Agent B (echo, crash, change), created after the provider: it reads traceparent."""
+    """Agent B (echo, crash, change), created after the provider: it reads traceparent.
+
+    It serves gRPC too, so that the trace context is read from gRPC metadata as well.
+    """
     yield from _agent(
         tmp_path_factory.mktemp("b"),
         simple_skill("echo", input_schema=NOTE, handler=echo),
         simple_skill("crash", handler=crash),
         simple_skill("change", authority=Authority("execute")),  # waits for an operator
+        grpc_port=free_port(),
     )
 
 
@@ -189,6 +201,32 @@ def test_the_callers_traceparent_is_the_parent_on_both_bindings(
 ) -> None:
     headers = {"traceparent": TRACEPARENT, "tracestate": "vendor=opaque"}
     call(downstream, "echo", {}, binding=binding, headers=headers)
+    (server,) = invocations(wait_for(spans, lambda f: len(invocations(f)) == 1))
+    assert server.parent is not None and server.parent.is_remote
+    assert format(server.parent.span_id, "016x") == PARENT_ID
+    assert format(_trace(server), "032x") == TRACE_ID
+    assert server.context is not None
+    assert server.context.trace_state.get("vendor") == "opaque"
+
+
+def test_the_callers_traceparent_is_the_parent_over_grpc(
+    downstream: str, spans: InMemorySpanExporter
+) -> None:
+    card = httpx.get(downstream + CARD_PATH, timeout=10).json()
+    [target] = [i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    data = skill_request("echo", {}, "1.0", digests(downstream)["echo"])
+    request = json_format.ParseDict({"message": message(data)}, SendMessageRequest())
+    metadata = [
+        ("a2a-version", "1.0"),
+        ("traceparent", TRACEPARENT),
+        ("tracestate", "vendor=opaque"),
+    ]
+
+    async def send() -> None:
+        async with grpc.aio.insecure_channel(target) as channel:
+            await a2a_pb2_grpc.A2AServiceStub(channel).SendMessage(request, metadata=metadata)
+
+    asyncio.run(send())
     (server,) = invocations(wait_for(spans, lambda f: len(invocations(f)) == 1))
     assert server.parent is not None and server.parent.is_remote
     assert format(server.parent.span_id, "016x") == PARENT_ID

@@ -17,7 +17,10 @@ rate limit (one budget across bindings), the request limits of the body
 guard (parts, Data Part nesting, integers beyond 2^53-1, non-finite numbers;
 the size is gRPC's ``max_receive_message_length``), and the ``A2A-Version``
 check of the HTTP bindings.  The ``A2A-Extensions`` metadata activates the
-schema-interface extension, and the response's initial metadata echoes it.
+schema-interface extension, and the response's initial metadata echoes it;
+with tracing on, ``traceparent``/``tracestate`` metadata is the caller's
+trace context, as the headers are
+(:func:`~skillrack.serve.middleware.trace_context.attach_trace_context`).
 
 Errors have one shape per kind on every binding.  A refusal before any task
 exists is a gRPC status whose ``google.rpc.ErrorInfo`` (domain ``skillrack``)
@@ -57,6 +60,7 @@ from a2a.utils.grpc_status import status_to_grpc
 from a2a.utils.version_validator import validate_version
 from google.protobuf import any_pb2, json_format, message
 from google.rpc import error_details_pb2, status_pb2
+from opentelemetry import context as otel_context
 
 from skillrack.errors import ErrorCode, SkillrackError
 from skillrack.protocol.messages import EXTENSION_URI
@@ -70,8 +74,10 @@ from skillrack.serve.middleware.binding_errors import error_info, status_name
 from skillrack.serve.middleware.body_guard import struct_too_deep
 from skillrack.serve.middleware.error_sanitizer import sanitize
 from skillrack.serve.middleware.rate_limit import SlidingWindow, rate_key
+from skillrack.serve.middleware.trace_context import attach_trace_context
 from skillrack.serve.security.client_certificate import ClientCertificate
 from skillrack.serve.tls import TlsFiles, grpc_server_credentials
+from skillrack.serve.traces import enabled as tracing_enabled
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +126,8 @@ class _Admitted:
     client_host: str | None
     headers: dict[str, str]
     activated: set[str]
+    #: ``traceparent`` / ``tracestate`` values, when tracing is on.
+    trace_carrier: dict[str, list[str]]
 
 
 def peer_certificate(context: grpc.aio.ServicerContext) -> ClientCertificate | None:
@@ -232,6 +240,8 @@ class SkillrackGrpcHandler(GrpcHandler):
         super().__init__(request_handler)
         self._limits = limits
         self._authenticator = Authenticator(limits.manager, limits.metrics)
+        #: As for TraceContext on HTTP: the caller's trace context read only when spans are.
+        self._traced = tracing_enabled()
 
     # -- the gates -----------------------------------------------------------------------------
 
@@ -271,7 +281,13 @@ class SkillrackGrpcHandler(GrpcHandler):
                 limits.metrics.limit_refused("rate")
             raise _too_many("too many requests", retry_after)
         self._check_request(request)
-        return _Admitted(outcome.caller, address, {k.lower(): v for k, v in pairs}, set())
+        carrier: dict[str, list[str]] = {}
+        if self._traced:
+            for name, value in pairs:
+                if name.lower() in ("traceparent", "tracestate"):
+                    carrier.setdefault(name.lower(), []).append(value)
+        headers = {k.lower(): v for k, v in pairs}
+        return _Admitted(outcome.caller, address, headers, set(), carrier)
 
     def _check_request(self, request: message.Message) -> None:
         """The body guard's refusals that still apply once protobuf has parsed the request."""
@@ -339,7 +355,12 @@ class SkillrackGrpcHandler(GrpcHandler):
                 await self._bind(server_context, admitted)
                 return await handler_func(server_context)
 
-            result: T = await super()._handle_unary(request, context, bound, default_response)
+            token = attach_trace_context(admitted.trace_carrier)
+            try:
+                result: T = await super()._handle_unary(request, context, bound, default_response)
+            finally:
+                if token is not None:
+                    otel_context.detach(token)
             await self._echo(context, admitted)
             return result
         except CallRefused as refused:
@@ -366,11 +387,16 @@ class SkillrackGrpcHandler(GrpcHandler):
                     yield item
 
             first = True
-            async for item in super()._handle_stream(request, context, bound):
-                if first:
-                    await self._echo(context, admitted)
-                    first = False
-                yield item
+            token = attach_trace_context(admitted.trace_carrier)
+            try:
+                async for item in super()._handle_stream(request, context, bound):
+                    if first:
+                        await self._echo(context, admitted)
+                        first = False
+                    yield item
+            finally:
+                if token is not None:
+                    otel_context.detach(token)
         except CallRefused as refused:
             await abort_refused(context, refused)
         except grpc.aio.AbortError:

@@ -14,7 +14,10 @@ one vendor's key-value pairs are not this agent's to act on.
 
 from __future__ import annotations
 
+from contextvars import Token
+
 from opentelemetry import context
+from opentelemetry.context import Context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -36,14 +39,25 @@ class TraceContext:
                 key = _HEADERS.get(name.lower())
                 if key is not None:
                     carrier.setdefault(key, []).append(value.decode("latin-1"))
-        if "traceparent" not in carrier:
+        token = attach_trace_context(carrier)
+        if token is None:
             await self.app(scope, receive, send)
             return
-        # Repeated tracestate headers are one list (RFC 9110 field combination).
-        if "tracestate" in carrier:
-            carrier["tracestate"] = [",".join(carrier["tracestate"])]
-        token = context.attach(W3C_TRACE_CONTEXT.extract(carrier))
         try:
             await self.app(scope, receive, send)
         finally:
             context.detach(token)
+
+
+def attach_trace_context(carrier: dict[str, list[str]]) -> Token[Context] | None:
+    """Make the context in ``carrier`` (``traceparent``/``tracestate`` values) current.
+
+    None when there is no ``traceparent``; otherwise the token to detach with.
+    The gRPC binding calls this with the call's metadata.
+    """
+    if "traceparent" not in carrier:
+        return None
+    # Repeated tracestate headers are one list (RFC 9110 field combination).
+    if "tracestate" in carrier:
+        carrier["tracestate"] = [",".join(carrier["tracestate"])]
+    return context.attach(W3C_TRACE_CONTEXT.extract(carrier))
