@@ -40,6 +40,7 @@ from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.serve.executor import describe_payloads
+from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.testing.serve import HEADERS, error_of, rpc
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
@@ -83,6 +84,10 @@ async def greedy_handler(message: IncomingMessage, context: BaseSkillContext) ->
     await context.reply(f"greedy got {message.data}")
 
 
+async def echo_turn(message: IncomingMessage, context: BaseSkillContext) -> str:
+    return f"{message.text} ({len(context.history)} before)"
+
+
 async def late_reply(message: IncomingMessage, context: BaseSkillContext) -> None:
     await context.status("started")
     await context.reply("too late: the task began")
@@ -118,6 +123,13 @@ BASE_SKILLS = [
     BaseSkill(id="chatty", name="Chatty", description="c", handler=chatty),
     BaseSkill(id="secret", name="Secret", description="s", handler=help_desk),
     BaseSkill(id="late", name="Late", description="l", handler=late_reply),
+    BaseSkill(
+        id="waits",
+        name="Waits",
+        description="waits for an operator",
+        handler=echo_turn,
+        authority=Authority(default_mode="execute"),
+    ),
     BaseSkill(
         id="guarded",
         name="Guarded",
@@ -157,9 +169,14 @@ def registry() -> Registry:
 
 
 @pytest.fixture(scope="module")
-def url(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("base-skills")
+
+
+@pytest.fixture(scope="module")
+def url(registry: Registry, workdir: Path) -> Iterator[str]:
     server = ServerSettings(store="memory", max_task_outputs=MAX_OUTPUTS)
-    config = Config(base_dir=tmp_path_factory.mktemp("base-skills"), server=server)
+    config = Config(base_dir=workdir, server=server)
     with running_agent(registry, config) as base:
         yield base
 
@@ -402,6 +419,18 @@ def test_an_approver_refuses(url: str) -> None:
     answer = say(url, [text("x")], skill="guarded")
     assert state(answer) == "TASK_STATE_REJECTED"
     assert error_of(answer["task"])["code"] == "authorization_failed"
+
+
+def test_an_operator_approval_then_the_original_message(url: str, workdir: Path) -> None:
+    parked = say(url, [text("please")], skill="waits")["task"]
+    assert parked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    store = ApprovalStore(workdir / Config().server.approvals_store)
+    [pending] = [a for a in store.list("pending") if a.task_id == parked["id"]]
+    assert pending.skill_id == "waits" and pending.caller == "alice" and pending.tenant == "t1"
+    store.decide(pending.id, granted=True, by="test")
+    done = say(url, [text("decided?")], task_id=parked["id"])["task"]
+    assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
+    assert done["status"]["message"]["parts"] == [{"text": "please (0 before)"}]
 
 
 def test_the_deadline_applies(url: str) -> None:
