@@ -4,12 +4,14 @@
 saves in memory and writes them with the next settled one; every event
 still reaches the ``task_events`` log, numbered as a2a-sdk numbers them, and
 a cancel written by another replica is never overwritten by saves that were
-pending (or being written) when it landed.
+pending (or being written) when it landed.  Another replica streaming the
+task is woken by PostgreSQL's notification at the commit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from helpers.postgres import fresh_database
 from sqlalchemy import event, text
 
 from skillrack.serve.stores.cluster import ClusterTaskStore
+from skillrack.serve.stores.notified_events import NotifiedEventStream
 from skillrack.serve.stores.storage import open_storage, parse_store
 
 CONTEXT = ServerCallContext()
@@ -82,6 +85,7 @@ def test_in_progress_saves_are_written_with_the_settled_one(pg_url: str, tmp_pat
 
 def test_a_cancel_through_another_replica_is_never_overwritten(pg_url: str, tmp_path: Path) -> None:
     async def scenario(a: ClusterTaskStore, b: ClusterTaskStore) -> Any:
+        a._write_behind_s = 60  # only the commits the test makes
         task = Task(id="00000000-0000-4000-8000-000000000002", context_id="c")
         step = _step(task, TaskState.TASK_STATE_WORKING)
         version = await a.save(task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT)
@@ -94,10 +98,21 @@ def test_a_cancel_through_another_replica_is_never_overwritten(pg_url: str, tmp_
         canceled.CopyFrom(stored.task)
         cancel = _step(canceled, TaskState.TASK_STATE_CANCELED)
         await b.save(canceled, event=cancel, prev_version=stored.version, context=CONTEXT)
+        gate, write = asyncio.Event(), a._write
+
+        async def held(*args: Any) -> Any:
+            await gate.wait()
+            return await write(*args)
+
+        a._write = held  # type: ignore[method-assign]
         writing = asyncio.create_task(a.commit())
-        await asyncio.sleep(0)
+        while not a._writing and not writing.done():  # the batch is being written
+            await asyncio.sleep(0)
+        assert a._writing
         version = await a.save(task, event=step, prev_version=version, context=CONTEXT)
+        gate.set()
         await writing
+        del a._write
         await a.commit()  # the write-behind timer's commit
         with pytest.raises(ConcurrentTaskModificationError):
             done = _step(task, TaskState.TASK_STATE_COMPLETED)
@@ -108,3 +123,32 @@ def test_a_cancel_through_another_replica_is_never_overwritten(pg_url: str, tmp_
     seen_by_a, seen_by_b = asyncio.run(_run(pg_url, tmp_path, scenario))
     assert seen_by_a.task.status.state == TaskState.TASK_STATE_CANCELED
     assert seen_by_b.task.status.state == TaskState.TASK_STATE_CANCELED
+
+
+def test_another_replica_is_woken_by_the_commit_not_its_timer(pg_url: str, tmp_path: Path) -> None:
+    """A subscriber on B whose fallback timer is a minute gets A's event at A's commit."""
+
+    async def scenario(a: ClusterTaskStore, b: ClusterTaskStore) -> Any:
+        stream = NotifiedEventStream(b._engine, fallback_s=60)
+        task = Task(id="00000000-0000-4000-8000-000000000003", context_id="c")
+        step = _step(task, TaskState.TASK_STATE_WORKING)
+        version = await a.save(task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT)
+        await a.commit()
+        subscription = stream.subscribe(task.id, after=version)
+        try:
+            following = asyncio.ensure_future(anext(subscription))
+            await asyncio.sleep(0.5)  # B has read the log once and waits
+            assert not following.done()
+            done = _step(task, TaskState.TASK_STATE_COMPLETED)
+            started = time.monotonic()
+            await a.save(task, event=done, prev_version=version, context=CONTEXT)
+            received = await asyncio.wait_for(following, 30)
+            return received, time.monotonic() - started
+        finally:
+            await subscription.aclose()
+            await stream.aclose()
+
+    received, waited = asyncio.run(_run(pg_url, tmp_path, scenario))
+    assert received.event.status.state == TaskState.TASK_STATE_COMPLETED
+    assert received.version == TaskVersion(2)
+    assert waited < 20  # the notification, not the 60 s timer

@@ -61,12 +61,13 @@ from a2a.server.events.event_queue import Event
 from a2a.server.owner_resolver import OwnerResolver
 from a2a.types import Task, TaskState
 from a2a.utils.proto_utils import to_stream_response
-from sqlalchemy import Table, and_, bindparam, insert, select, update
+from sqlalchemy import Table, and_, bindparam, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import class_mapper
 
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
+from skillrack.serve.stores.notified_events import CHANNEL
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +148,12 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             .returning(versions.c.task_id)
         )
         self._append_events = insert(events)
+        # PostgreSQL: wake the replicas streaming these tasks when the transaction commits.
+        self._notify = (
+            text("SELECT pg_notify(:b_channel, t) FROM unnest(CAST(:b_ids AS text[])) AS t")
+            if engine.dialect.name == "postgresql"
+            else None
+        )
         self._read = (
             select(tasks, versions.c.version)
             .outerjoin(
@@ -196,9 +203,14 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             if key in self._conflicted:
                 self._conflicted.discard(key)
                 raise ConcurrentTaskModificationError(task.id)
-            return await super().save(
+            written = await super().save(
                 task, event=event, prev=prev, prev_version=prev_version, context=context
             )
+            if self._notify is not None and event is not None:
+                notice = {"b_channel": CHANNEL, "b_ids": [task.id]}
+                async with self._engine.begin() as connection:
+                    await connection.execute(self._notify, notice)
+            return written
         previous = _counter(prev_version)
         pending = self._pending.get(key)
         if pending is not None and pending.version != previous:
@@ -329,6 +341,9 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             await connection.execute(self._upsert, rows[0] if len(rows) == 1 else rows)
         if events:
             await connection.execute(self._append_events, events)
+            if self._notify is not None:
+                ids = sorted({event["task_id"] for event in events})
+                await connection.execute(self._notify, {"b_channel": CHANNEL, "b_ids": ids})
         return lost
 
     async def aclose(self) -> None:

@@ -19,7 +19,9 @@ SQLite under ``--workers`` > 1, use a2a-sdk's cluster mode: a versioned store
 a ``task_events`` log in the same transaction; skillrack's
 :class:`~skillrack.serve.stores.cluster.ClusterTaskStore` groups the writes)
 and a ``DatabaseTaskEventStream`` that lets any replica answer ``GetTask``,
-``SubscribeToTask`` (by polling that log), ``CancelTask`` and follow-up
+``SubscribeToTask`` (by reading that log: on PostgreSQL when ``LISTEN/NOTIFY``
+says there is something new, :mod:`~skillrack.serve.stores.notified_events`,
+on SQLite by polling it), ``CancelTask`` and follow-up
 messages for a task started on another.  Every store is scoped by the owner
 skillrack's tenant rule gives a task.
 
@@ -109,6 +111,7 @@ from skillrack.protocol.states import TERMINAL
 from skillrack.serve.stores import published
 from skillrack.serve.stores.bounded_memory import BoundedMemoryTaskStore
 from skillrack.serve.stores.cluster import SETTLED_STATES, WRITE_BEHIND_S, ClusterTaskStore
+from skillrack.serve.stores.notified_events import NotifiedEventStream
 
 logger = logging.getLogger(__name__)
 
@@ -649,6 +652,8 @@ class TaskStorage:
             if isinstance(self.task_store, SingleProcessTaskStore | ClusterTaskStore):
                 await self.task_store.aclose()
         finally:
+            if isinstance(self.event_stream, NotifiedEventStream):
+                await self.event_stream.aclose()
             if self.engine is not None:
                 await self.engine.dispose()
             self._unlock()
@@ -691,7 +696,11 @@ def open_storage(
         return TaskStorage(
             spec,
             ClusterTaskStore(engine, owner_resolver=owner_resolver),
-            DatabaseTaskEventStream(engine, poll_interval_s=POLL_INTERVAL_S),
+            (
+                NotifiedEventStream(engine)
+                if spec.kind == "postgresql"
+                else DatabaseTaskEventStream(engine, poll_interval_s=POLL_INTERVAL_S)
+            ),
             engine,
             push_config_store=push,
         )
