@@ -408,3 +408,25 @@ def test_an_agent_serving_a2a_0_3_says_so(
     conformance = {i.id: i for i in spec.conformance}
     assert conformance["A2A-CONF-004"].status == PASS, conformance["A2A-CONF-004"]
     assert "error -32009" in conformance["A2A-CONF-004"].evidence
+
+
+def test_base_skills_are_told_apart(tmp_path: Path) -> None:
+    from helpers.builders import SkillsPlugin
+
+    from skillrack import BaseSkill
+
+    async def hello(message: object, context: object) -> str:
+        return "hello"
+
+    help_skill = BaseSkill(
+        id="help", name="Help", description="h", handler=hello, matches=lambda m: True
+    )
+    registry = registry_of(
+        [("tests", TestSkills()), ("base", SkillsPlugin(help_skill)), ("allow", AllowAll())]
+    )
+    config = Config(base_dir=tmp_path)
+    with running_agent(registry, config) as url:
+        evidence = asyncio.run(gather_evidence(registry, config, url))
+        markdown = build_spec(registry, config, url, evidence).markdown()
+    assert "| `help` | false | observe_only | true |" in markdown
+    assert "| `help` | Help | h |  | `text/plain` | `text/plain` |" in markdown

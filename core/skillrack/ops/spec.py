@@ -630,6 +630,26 @@ class _Builder:
                 for s in self.skills
             ],
         )
+        base = list(self.registry.base_skills.values())
+        if base:
+            section.text(
+                "Base-A2A skills: plain A2A skills with no Skill Interface Document, never in "
+                "the schema-interface extension or `describe_skill`. A Message reaches one when "
+                'its metadata names it (`{"skill": "<id>"}`) or, when it is no request object, '
+                "when the skill's own match claims it; it is answered with a Message or a Task "
+                "under the same authentication, authorization, approvals, limits and tenants:"
+            ).table(
+                ["Skill", "Cancellable", "Authority", "Claims Messages by itself"],
+                [
+                    [
+                        _code(b.skill_id),
+                        b.skill.cancellable,
+                        b.skill.authority.default_mode,
+                        b.skill.matches is not None,
+                    ]
+                    for b in base
+                ],
+            )
         section.text("Skill examples (the `examples` field):").items(
             [f"`{DESCRIBE_SKILL}`: `{json.dumps(_describe_request(self.skills))}`"]
             + [
