@@ -11,7 +11,7 @@ import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 
-from skillrack import Caller, hookimpl
+from skillrack import BaseSkill, Caller, hookimpl
 from skillrack.host.config import Config, ConfigError, load_config
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
@@ -158,3 +158,23 @@ def test_the_specification_lists_the_skills_requirements(tmp_path: Path) -> None
     rows = [line for line in text.splitlines() if line.startswith(f"| `{SKILL}`")]
     assert any(row.endswith("| `scoped` (network:write) |") for row in rows), rows
     assert f"| `network:write` (scoped) | invoking `{SKILL}` ([skills] security) |" in text
+
+
+async def _answer(message: Any, context: Any) -> None:
+    return None
+
+
+def test_a_base_skill_may_have_requirements_too(tmp_path: Path) -> None:
+    base = BaseSkill(id="help", name="Help", description="h", handler=_answer)
+
+    class BasePlugin:
+        @hookimpl
+        def register_skills(self, register: Any) -> None:
+            register(base)
+
+    extra = [("base", BasePlugin()), ("scoped", ScopedTokens())]
+    registry = build_registry(load_plugins(use_entry_points=False, extra=extra))
+    config = Config(base_dir=tmp_path, skill_security={"help": ({"scoped": ("ops",)},)})
+    card = build_card(registry, config, "http://127.0.0.1:1")
+    entry = next(s for s in card.skills if s.id == "help")
+    assert list(entry.security_requirements[0].schemes["scoped"].list) == ["ops"]
