@@ -15,6 +15,7 @@ method without ``A2A-Version`` is refused either way).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import time
@@ -31,11 +32,14 @@ from helpers.agent_skills import AllowAll, DenyForbidden, TestSkills
 from helpers.builders import registry_of
 from helpers.header_callers import HeaderCallers, caller_header
 from helpers.served_process import probe_request, serving, write_config
+from helpers.signed_agent import signed_config
 
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
 from skillrack.interface.document import verify_document
 from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.protocol.signing import verify_card_signature
+from skillrack.serve.card import CardEndpoint, build_card, load_card_signer
 from skillrack.serve.middleware.error_sanitizer import is_error_body, sanitize
 from skillrack.testing.serve import CARD_PATH, ServedAgent, skill_request
 
@@ -276,3 +280,14 @@ def test_skillracks_own_error_data_survives_in_the_0_3_form() -> None:
     assert sanitize(json.loads(json.dumps(body)))["error"] == body["error"]
     success = {"jsonrpc": "2.0", "id": 1, "result": {"status": {"error": 1}}}
     assert not is_error_body(json.dumps(success, separators=(",", ":")).encode())
+
+
+def test_a_signed_card_with_the_0_3_fields_still_verifies(tmp_path: Path) -> None:
+    """The merged 0.3 fields are outside the signed 1.0 card: a 1.0 verifier ignores them."""
+    config = dataclasses.replace(signed_config(tmp_path), server=ServerSettings(a2a_0_3=True))
+    assert config.signing is not None
+    signer = load_card_signer(config.signing, config.base_dir)
+    registry = registry_of([("tests", TestSkills())])
+    body = CardEndpoint.of(build_card(registry, config, "http://127.0.0.1:9", signer), 60).body
+    assert json.loads(body)["protocolVersion"] == "0.3"
+    verify_card_signature(body, signer.jwks())
