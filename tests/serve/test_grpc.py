@@ -399,6 +399,27 @@ async def test_the_body_guards_refusals_apply(
     }
 
 
+async def test_bytes_that_are_not_the_message_are_input_invalid(card: AgentCard) -> None:
+    async with grpc.aio.insecure_channel(grpc_address(card)) as channel:
+        send = channel.unary_unary(
+            "/lf.a2a.v1.A2AService/SendMessage",
+            request_serializer=lambda raw: raw,
+            response_deserializer=lambda raw: raw,
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await send(b"\xff\xff\xff\xff", metadata=_metadata())
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "Decode" not in (caught.value.details() or ""), caught.value.details()
+        assert _info(caught.value)["metadata"] == {"code": "input_invalid"}
+        with pytest.raises(grpc.aio.AioRpcError) as caught:  # authentication comes first
+            await send(b"\xff\xff\xff\xff", metadata=_metadata(key=None))
+        assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        # Larger than [server] max_body_bytes: gRPC's own refusal, before any code of ours.
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await send(b"x" * 4_100_000, metadata=_metadata())
+        assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
 async def test_tasks_belong_to_the_callers_tenant(
     agent: ServedAgent, stub: a2a_pb2_grpc.A2AServiceStub
 ) -> None:

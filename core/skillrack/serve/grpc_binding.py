@@ -52,13 +52,13 @@ import pluggy
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import GrpcHandler
 from a2a.server.request_handlers.request_handler import RequestHandler
-from a2a.types import SendMessageRequest, a2a_pb2_grpc
+from a2a.types import SendMessageRequest, a2a_pb2
 from a2a.utils.constants import PROTOCOL_VERSION_1_0
 from a2a.utils.error_handlers import build_error_details
 from a2a.utils.errors import A2A_ERROR_MAPPING, A2AError
 from a2a.utils.grpc_status import status_to_grpc
 from a2a.utils.version_validator import validate_version
-from google.protobuf import any_pb2, json_format, message
+from google.protobuf import any_pb2, json_format, message, message_factory
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry import context as otel_context
 
@@ -280,6 +280,12 @@ class SkillrackGrpcHandler(GrpcHandler):
             if limits.metrics is not None:
                 limits.metrics.limit_refused("rate")
             raise _too_many("too many requests", retry_after)
+        if isinstance(request, Malformed):  # after authentication, as the body guard
+            raise CallRefused(
+                400,
+                ErrorCode.INPUT_INVALID,
+                f"the request is not a valid {request.message_type} protobuf message",
+            )
         self._check_request(request)
         carrier: dict[str, list[str]] = {}
         if self._traced:
@@ -480,14 +486,58 @@ async def start_grpc_server(
     return server
 
 
+@dataclass(frozen=True)
+class Malformed:
+    """A request whose bytes are not the method's protobuf message (what gRPC would raise on).
+
+    grpcio answers a request it cannot parse with ``UNKNOWN`` and the parser's
+    exception text, and logs a traceback; skillrack's parser hands this to the
+    servicer instead, which refuses it as the body guard refuses a body that is
+    not JSON: ``INVALID_ARGUMENT`` with ``input_invalid``.
+    """
+
+    message_type: str
+
+
+def _lenient(cls: type[message.Message]) -> Callable[[bytes], message.Message | Malformed]:
+    def parse(data: bytes) -> message.Message | Malformed:
+        try:
+            return cls.FromString(data)
+        except message.DecodeError:
+            return Malformed(cls.DESCRIPTOR.full_name)
+
+    return parse
+
+
 def a2a_grpc_servicer(server: grpc.aio.Server, servicer: GrpcHandler) -> None:
-    """Register ``servicer`` as the ``lf.a2a.v1.A2AService`` of ``server``."""
-    a2a_pb2_grpc.add_A2AServiceServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]
+    """Register ``servicer`` as the ``lf.a2a.v1.A2AService`` of ``server``.
+
+    As a2a-sdk's generated ``add_A2AServiceServicer_to_server`` does, method for
+    method from the service's descriptor, but with :func:`_lenient` parsers.
+    """
+    service = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"]
+    handlers = {}
+    for method in service.methods:
+        request_cls = message_factory.GetMessageClass(method.input_type)
+        factory = (
+            grpc.unary_stream_rpc_method_handler
+            if method.server_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[method.name] = factory(
+            getattr(servicer, method.name),
+            request_deserializer=_lenient(request_cls),
+            response_serializer=lambda answer: answer.SerializeToString(),
+        )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+    )
 
 
 __all__ = [
     "SERVICE_PATH",
     "GrpcLimits",
+    "Malformed",
     "CallRefused",
     "SkillrackGrpcHandler",
     "abort_refused",
