@@ -911,6 +911,7 @@ class CountingMetaCheck:
         self._check = inline._check_meta_schema
         monkeypatch.setattr(inline, "_check_meta_schema", self)
         inline.META_VERDICTS.clear()
+        inline.COMPILED.clear()  # a value compiled before would not reach the meta check
 
     def __call__(self, *args: Any) -> None:
         self.calls += 1
@@ -946,6 +947,29 @@ def test_a_pass_is_not_reused_under_other_limits(monkeypatch: pytest.MonkeyPatch
 def test_remembered_passes_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     counted = CountingMetaCheck(monkeypatch)
     monkeypatch.setattr(inline.META_VERDICTS, "size", 2)
+    monkeypatch.setattr(inline.COMPILED, "size", 2)
     for n in (1, 2, 3, 1):
         compile_ok({"maxLength": n})
     assert counted.calls == 4  # {"maxLength": 1} was forgotten when the third came
+
+
+# --- a value compiled before is not compiled again ----------------------------------------------
+
+
+def test_an_equal_value_shares_the_compiled_validator(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = CountingMetaCheck(monkeypatch)
+    schema = example_schemas()["input"]
+    first = compile_ok(schema)
+    again = compile_ok(dict(reversed(list(schema.items()))))  # another object, one JCS form
+    assert again is not first and again.schema is not first.schema
+    assert again._validator is first._validator and again._fast is first._fast
+    assert again.validate(GOOD_INPUT) == () and counted.calls == 1
+    other = compile_ok({**schema, "title": "another schema"})  # a distinct value: fully checked
+    assert other._validator is not first._validator and counted.calls == 2
+
+
+def test_a_refusal_is_never_remembered_as_a_compilation() -> None:
+    inline.COMPILED.clear()
+    for _ in range(2):
+        assert_refused({"type": "strung"}, "meta_schema", "/type")
+    assert not inline.COMPILED._kept  # nothing kept for the refused value

@@ -116,17 +116,28 @@ def ensure_format_checkers() -> None:
         )
 
 
+_FORMAT_CHECKERS: dict[Any, tuple[int, int, Any]] = {}
+
+
 def _format_checker(validator_class: Any) -> Any:
     """The dialect's checker, narrowed to the defined formats.
 
     Narrowed so that a checker some other library registers globally for a
     vendor format cannot turn that format into an assertion: only the formats
-    the draft names are asserted.
+    the draft names are asserted.  Built once per dialect (a compilation used
+    to build it twice, for the meta-schema check and for the validator) and
+    built again only when the dialect's own checker table is replaced or
+    changes size; the bounded checkers hold no state of their own.
     """
+    table = validator_class.FORMAT_CHECKER.checkers
+    known = _FORMAT_CHECKERS.get(validator_class)
+    if known is not None and known[0] == id(table) and known[1] == len(table):
+        return known[2]
     checker = FormatChecker(formats=())
     # Each under the size cap and the time budget, never raising
     # (:mod:`skillrack.interface.formats`).
-    checker.checkers = bounded_checkers(validator_class.FORMAT_CHECKER.checkers, DEFINED_FORMATS)
+    checker.checkers = bounded_checkers(table, DEFINED_FORMATS)
+    _FORMAT_CHECKERS[validator_class] = (id(table), len(table), checker)
     return checker
 
 
@@ -215,6 +226,49 @@ class _MetaVerdicts:
 
 #: Meta-schema passes remembered across compilations (see :class:`_MetaVerdicts`).
 META_VERDICTS: Final = _MetaVerdicts(4096)
+
+
+class _Compiled:
+    """Compiled schemas by dialect, limits and the SHA-256 of their JCS bytes.
+
+    Everything :func:`compile_inline_schema` checks and builds after the size
+    check is a function of those three alone: it works on a private copy
+    decoded from the JCS bytes.  So one value given again (a plugin's skills
+    often share schemas; 500 generated skills share three) gets the
+    :class:`CompiledSchema` already built, its validator and compiled
+    validity check shared (both immutable), under the caller's own
+    ``schema`` value.  Distinct values are each fully checked, and a refusal
+    is never remembered: it is checked again, with the same message.  Smaller
+    than :data:`META_VERDICTS`, since a validator weighs far more than a
+    digest and a client compiles the schemas of every document it retrieves.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._kept: OrderedDict[tuple[str, Limits, bytes], CompiledSchema] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, Limits, bytes]) -> CompiledSchema | None:
+        with self._lock:
+            found = self._kept.get(key)
+            if found is not None:
+                self._kept.move_to_end(key)
+            return found
+
+    def add(self, key: tuple[str, Limits, bytes], compiled: CompiledSchema) -> None:
+        with self._lock:
+            self._kept[key] = compiled
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.size:
+                self._kept.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+
+
+#: Schemas compiled before, by value (see :class:`_Compiled`).
+COMPILED: Final = _Compiled(256)
 
 
 def _check_meta_schema(validator_class: Any, schema: Any, dialect: str) -> None:
@@ -306,12 +360,15 @@ def compile_inline_schema(
     validator_class = _VALIDATOR_CLASSES[dialect]
 
     encoded = _check_size(schema, limits)
+    verdict = (dialect, limits, hashlib.sha256(encoded).digest())
+    known = COMPILED.get(verdict)
+    if known is not None:
+        return known.given_as(schema)
     private = json.loads(encoded)
     tick()
     root_uri = root_base(private)
     locations = walk(private, root_uri, dialect, tick)
 
-    verdict = (dialect, limits, hashlib.sha256(encoded).digest())
     if verdict not in META_VERDICTS:
         try:
             with running(clock):
@@ -331,12 +388,18 @@ def compile_inline_schema(
     check_reference_graph(locations, edges, limits, tick)
 
     runtime_root, runtime = desugar_booleans(private, locations)
+    if runtime_root is not private:  # a boolean root: its object form is a new resource
+        registry = schema_registry(root_uri, runtime_root, retriever)
+    # Otherwise the registry built for the checks serves: desugaring rewrote the
+    # very objects it holds, in place, and added no $id or anchor.
     validator = validator_class(
         runtime_root,
-        registry=schema_registry(root_uri, runtime_root, retriever),
+        registry=registry,
         format_checker=_format_checker(validator_class),
     )
     tick()
-    return CompiledSchema(
+    compiled = CompiledSchema(
         schema=schema, dialect=dialect, limits=limits, _validator=validator, _runtime=runtime
     )
+    COMPILED.add(verdict, compiled)
+    return compiled

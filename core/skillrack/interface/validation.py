@@ -11,6 +11,7 @@ published, bounded in number, and with sensitive values withheld.
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import json
 import numbers
@@ -721,6 +722,16 @@ class CompiledSchema:
     def __post_init__(self) -> None:
         if self._validator is not None:
             object.__setattr__(self, "_fast", compile_validity_check(self._validator))
+
+    def given_as(self, schema: Any) -> CompiledSchema:
+        """This compiled schema under another ``schema`` value of the same JCS form.
+
+        The validator, its runtime and the compiled validity check are shared
+        (all immutable), not built again.
+        """
+        twin = copy.copy(self)
+        object.__setattr__(twin, "schema", schema)
+        return twin
 
     def validate(self, instance: Any, *, sensitive: Iterable[str] = ()) -> tuple[ErrorDetail, ...]:
         """Return () if ``instance`` is valid, else at most 20 details in a stable order.
