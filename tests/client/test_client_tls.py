@@ -1,58 +1,15 @@
-"""The client's mutual TLS pieces: which cards need a certificate, loading one, the hints."""
+"""The client's mutual TLS pieces: loading a certificate and a CA bundle, the hints."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from helpers.certificates import TestCA
 
 from skillrack.cli.client_options import client_tls
-from skillrack.client.tls import ClientTls, certificate_scheme, refused_hint
-
-MTLS = {"mtlsSecurityScheme": {"description": "certificates"}}
-KEY = {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}}
-
-
-def card(requirements: Any, schemes: Any = None, skills: Any = ()) -> dict[str, Any]:
-    return {
-        "securitySchemes": schemes if schemes is not None else {"mtls": MTLS, "apiKey": KEY},
-        "securityRequirements": requirements,
-        "skills": list(skills),
-    }
-
-
-def alt(*names: str) -> dict[str, Any]:
-    return {"schemes": {name: {} for name in names}}
-
-
-@pytest.mark.parametrize(
-    ("requirements", "needed"),
-    [
-        ([alt("mtls")], "mtls"),
-        ([alt("mtls"), alt("apiKey")], None),  # an API key is an alternative
-        ([alt("mtls", "apiKey")], "mtls"),  # both at once: the certificate too
-        ([alt("apiKey")], None),
-        ([], None),
-        (None, None),
-    ],
-)
-def test_agent_requirements(requirements: Any, needed: str | None) -> None:
-    assert certificate_scheme(card(requirements)) == needed
-
-
-def test_a_skill_may_require_it_alone() -> None:
-    skills = [{"id": "manage", "securityRequirements": [alt("mtls")]}, {"id": "look"}]
-    both = card([alt("mtls"), alt("apiKey")], skills=skills)
-    assert certificate_scheme(both, "manage") == "mtls"
-    assert certificate_scheme(both, "look") is None
-    assert certificate_scheme(both) is None
-
-
-def test_no_mtls_scheme_no_requirement() -> None:
-    assert certificate_scheme(card([alt("mtls")], schemes={"mtls": KEY})) is None
+from skillrack.client.tls import ClientTls, refused_hint
 
 
 def test_loading_errors_name_the_file(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ HINTS = {
     "apiKey": "--header 'NAME: KEY' with the key's header",
     "http": "--header 'Authorization: ...'",
     "oauth2": "--oauth-token-url/--oauth-client-id (and --oauth-scope for each scope)",
-    "mtls": "--client-cert (and --client-key)",
+    "mtls": "--client-cert (and --client-key), or client_cert in the peer's [peers] table",
 }
 
 

@@ -67,13 +67,7 @@ from skillrack.client.oauth import ClientCredentials, TokenSource
 from skillrack.client.origin import Origin, OriginPolicy, parse_origin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
-from skillrack.client.tls import (
-    ClientTls,
-    TlsByOrigin,
-    certificate_scheme,
-    missing_certificate,
-    refused_hint,
-)
+from skillrack.client.tls import ClientTls, TlsByOrigin, refused_hint
 from skillrack.client.transport import current_policy, http_client, origin_scope
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import (
@@ -586,16 +580,9 @@ class SkillClient:
 
     # -- the A2A exchange ------------------------------------------------------------------------
 
-    async def _sdk_client(self, agent: str, *, streaming: bool, skill_id: str | None = None) -> Any:
-        """a2a-sdk's client for ``agent``, on the interfaces the origin rule lets it reach.
-
-        Refused locally when the card (or ``skill_id``'s entry) can only be met
-        with a client certificate and this client has none for ``agent``.
-        """
+    async def _sdk_client(self, agent: str, *, streaming: bool) -> Any:
+        """a2a-sdk's client for ``agent``, on the interfaces the origin rule lets it reach."""
         entry = await self._card(agent)
-        scheme = certificate_scheme(entry.card, skill_id)
-        if scheme is not None and not self._presents_certificate(agent):
-            raise missing_certificate(agent, scheme, skill_id)
         config = ClientConfig(
             streaming=streaming,
             httpx_client=self._http,
@@ -672,7 +659,7 @@ class SkillClient:
         skill_id: str | None = None,
     ) -> Task | Message:
         """Send ``message`` (for ``skill_id``); its Task (polled unless ``sync``) or a reply."""
-        client = await self._sdk_client(agent, streaming=mode == "stream", skill_id=skill_id)
+        client = await self._sdk_client(agent, streaming=mode == "stream")
         entry = self._cards.get(agent) or await self._card(agent)  # just fetched by _sdk_client
         check_card_security(
             entry.card,

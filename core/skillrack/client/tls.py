@@ -6,11 +6,8 @@ optionally, the CA bundle the agent's server certificate must chain to
 into an ``ssl`` context once; a file that does not load is one
 ``ValueError`` naming it.
 
-:func:`certificate_scheme` reads an Agent Card (and one skill's entry): when
-every alternative of its ``securityRequirements`` names a scheme whose
-definition is ``mtlsSecurityScheme``, a client without a certificate cannot
-be accepted, and :class:`~skillrack.client.skill_client.SkillClient` says so
-locally before it sends anything (:func:`missing_certificate`).
+Whether a card's ``securityRequirements`` can be met without a certificate
+is :mod:`skillrack.client.card_security`'s question, with the other schemes.
 
 :class:`TlsByOrigin` is the transport of a client given certificates per
 agent (``[peers]``-style), when no transport of its own is given: each
@@ -27,15 +24,11 @@ from __future__ import annotations
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
 from skillrack.client.origin import Origin
-from skillrack.errors import ErrorCode, SkillCallError
 
-#: The A2A ``SecurityScheme`` member naming mutual TLS (JSON form).
-MTLS_SCHEME = "mtlsSecurityScheme"
 #: Where a client certificate is given: the command line, a host's ``[peers]``, Python.
 HOW = (
     "--client-cert and --client-key (CLI), client_cert and client_key in the peer's "
@@ -80,59 +73,6 @@ class ClientTls:
                     f"{getattr(exc, 'strerror', None) or exc}"
                 ) from None
         return context
-
-
-def _mtls_names(card: Mapping[str, Any]) -> set[str]:
-    schemes = card.get("securitySchemes")
-    if not isinstance(schemes, Mapping):
-        return set()
-    return {
-        name
-        for name, scheme in schemes.items()
-        if isinstance(scheme, Mapping) and MTLS_SCHEME in scheme
-    }
-
-
-def _needs(requirements: Any, mtls: set[str]) -> str | None:
-    """An mTLS scheme every alternative of ``requirements`` names, if each names one."""
-    if not isinstance(requirements, list) or not requirements:
-        return None
-    found: str | None = None
-    for requirement in requirements:
-        schemes = requirement.get("schemes") if isinstance(requirement, Mapping) else None
-        named = sorted(mtls & set(schemes)) if isinstance(schemes, Mapping) else []
-        if not named:
-            return None  # this alternative needs no certificate
-        found = found or named[0]
-    return found
-
-
-def certificate_scheme(card: Mapping[str, Any], skill_id: str | None = None) -> str | None:
-    """The card's mTLS scheme a caller of ``skill_id`` cannot do without, or None.
-
-    The agent's ``securityRequirements`` first, then the skill's own (A2A
-    1.0 ``AgentSkill.securityRequirements``), which a caller must meet too.
-    """
-    mtls = _mtls_names(card)
-    if not mtls:
-        return None
-    needed = _needs(card.get("securityRequirements"), mtls)
-    if needed is None and skill_id is not None:
-        for skill in card.get("skills") or ():
-            if isinstance(skill, Mapping) and skill.get("id") == skill_id:
-                needed = _needs(skill.get("securityRequirements"), mtls)
-    return needed
-
-
-def missing_certificate(agent: str, scheme: str, skill_id: str | None) -> SkillCallError:
-    """The local error for a card that requires a client certificate the client lacks."""
-    what = f"skill {skill_id} of {agent}" if skill_id else agent
-    return SkillCallError.local(
-        ErrorCode.AUTHORIZATION_FAILED,
-        f"the Agent Card of {agent} requires a client certificate for {what} (mutual TLS, "
-        f"scheme {scheme!r}) and none is configured for it; nothing was sent: give one with "
-        f"{HOW}",
-    )
 
 
 def refused_hint(exc: Exception, url: str, presents_certificate: bool) -> str:

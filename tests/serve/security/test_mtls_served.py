@@ -291,8 +291,8 @@ async def test_client_refuses_locally_a_skill_that_requires_a_certificate(
         with pytest.raises(SkillCallError) as refused:
             await client.call(optional.url, "ticker", TICKER)
     assert refused.value.code == "authorization_failed" and not refused.value.remote
-    assert "requires a client certificate for skill ticker" in refused.value.message
-    assert "nothing was sent" in refused.value.message
+    assert "skill 'ticker' requires mtls" in refused.value.message
+    assert "nothing was sent; give --client-cert" in refused.value.message
     with _client(pki, None) as raw:  # the agent enforces it too, for a client that sends anyway
         digest = digests_of(raw.get(optional.url + CARD_PATH).json())["ticker"]
         request = skill_request("ticker", TICKER, "1.0", digest)
