@@ -42,6 +42,8 @@ def test_hints() -> None:
     assert "give one with --client-cert" in refused_hint(closed, "https://a.example", False)
     assert "refused this client certificate" in refused_hint(closed, "https://a.example", True)
     assert refused_hint(closed, "http://a.example", False) == ""
+    reset = httpx.ReadError("[Errno 104] Connection reset by peer")
+    assert "give one with --client-cert" in refused_hint(reset, "https://a.example", False)
     assert refused_hint(httpx.ConnectError("connection refused"), "https://a", False) == ""
     unverified = httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
     assert "give that CA with --ca-bundle" in refused_hint(unverified, "https://a", False)

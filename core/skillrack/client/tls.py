@@ -86,8 +86,11 @@ def refused_hint(exc: Exception, url: str, presents_certificate: bool) -> str:
             "give that CA with --ca-bundle (CLI), ca_bundle in the peer's [peers] table, or "
             "ClientTls(cafile=...))"
         )
-    closed = isinstance(exc, httpx.RemoteProtocolError) and "disconnected" in text
-    tls = any(word in text for word in ("certificate", "alert", "ssl", "handshake"))
+    # Closed without an answer, or reset (the server's close can reach the client as a reset).
+    closed = isinstance(exc, httpx.ReadError) or (
+        isinstance(exc, httpx.RemoteProtocolError) and "disconnected" in text
+    )
+    tls = any(word in text for word in ("certificate", "alert", "ssl", "handshake", "eof", "reset"))
     if not (closed or tls):
         return ""
     if presents_certificate:
