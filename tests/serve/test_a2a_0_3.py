@@ -41,7 +41,7 @@ from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.protocol.signing import verify_card_signature
 from skillrack.serve.card import CardEndpoint, build_card, load_card_signer
 from skillrack.serve.middleware.error_sanitizer import is_error_body, sanitize
-from skillrack.testing.serve import CARD_PATH, ServedAgent, skill_request
+from skillrack.testing.serve import CARD_PATH, ServedAgent, skill_request, subprocess_agent
 
 SERVER = "a2a_0_3 = true\npush_notifications = true\npush_allow_loopback = true\n"
 
@@ -291,3 +291,23 @@ def test_a_signed_card_with_the_0_3_fields_still_verifies(tmp_path: Path) -> Non
     body = CardEndpoint.of(build_card(registry, config, "http://127.0.0.1:9", signer), 60).body
     assert json.loads(body)["protocolVersion"] == "0.3"
     verify_card_signature(body, signer.jwks())
+
+
+def test_a_base_skill_answers_a_0_3_text_message(tmp_path: Path) -> None:
+    """The example vendor's help (a base-A2A skill) claims a 0.3 text Message and replies."""
+    config = tmp_path / "skillrack.toml"
+    config.write_text("[server]\na2a_0_3 = true\n")
+    args = ["--config", str(config), "--store", "memory"]
+    with subprocess_agent(tmp_path, plugins="skillrack-example-vendor", args=args) as agent:
+        params = {
+            "message": {
+                "kind": "message",
+                "messageId": "m-help",
+                "role": "user",
+                "parts": [{"kind": "text", "text": "help"}],
+            }
+        }
+        answer = _raw(agent.url, "message/send", params)
+    reply = answer["result"]
+    assert reply["kind"] == "message" and reply["role"] == "agent", answer
+    assert "evaluate_resource_condition" in reply["parts"][0]["text"], reply
