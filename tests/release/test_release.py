@@ -394,6 +394,22 @@ def test_duplicate_and_foreign_registrations(tree: Tree) -> None:
     ]
 
 
+def test_base_skills_are_checked_as_declarations(tree: Tree) -> None:
+    base = (
+        "[PING, skillrack.BaseSkill(id='help', name='h', description='h', handler=handler), "
+        "skillrack.BaseSkill(id='ping', name='p', description='p', handler=handler), "
+        "skillrack.BaseSkill(id='modes', name='m', description='m', handler=handler, "
+        "input_modes=())]"
+    )
+    tree.replace("SKILLS = [PING]", "import skillrack\nSKILLS = " + base)
+    report = check(tree)
+    assert sorted((p.klass, p.rule, p.skill_id) for p in report.errors) == [
+        ("declaration", "base_skill", "modes"),
+        ("declaration", "duplicate_skill_id", "ping"),
+    ]
+    assert [s.skill_id for s in report.skills] == ["ping"]  # help: no interface to report
+
+
 def test_kind_equal_to_skill_id_names_the_document_pointer(tree: Tree) -> None:
     tree.replace('"ping-trace", schema(', '"ping", schema(')
     (tree.package / "examples" / "ping" / "record-ping-trace-two-hops.json").unlink()

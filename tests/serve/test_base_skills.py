@@ -20,18 +20,17 @@ import pytest
 from helpers.agent_harness import running_agent
 from helpers.builders import SkillsPlugin, simple_skill
 from helpers.header_callers import HeaderCallers, caller_header
+from helpers.scoped_tokens import ScopedTokens
 
 from skillrack import (
     Authority,
     AuthorizationRequest,
     BaseSkill,
     BaseSkillContext,
-    Caller,
     DataPart,
     Decision,
     FilePart,
     IncomingMessage,
-    RequestCredentials,
     TextPart,
     hookimpl,
 )
@@ -467,23 +466,8 @@ def test_an_unauthenticated_caller_is_refused(url: str) -> None:
     assert response.status_code == 401
 
 
-class ScopedCallers:
-    """Scheme ``scoped``: ``X-Scopes: a b`` authenticates with those scopes granted."""
-
-    @hookimpl
-    def authenticate(self, request: RequestCredentials) -> Caller | None:
-        value = request.headers.get("x-scopes")
-        if value is None:
-            return None
-        return Caller("svc", authenticated=True, schemes={"scoped": tuple(value.split())})
-
-    @hookimpl
-    def security_schemes(self) -> dict[str, Any]:
-        return {"scoped": {"apiKeySecurityScheme": {"location": "header", "name": "X-Scopes"}}}
-
-
 def test_a_per_skill_security_requirement_applies(tmp_path: Path) -> None:
-    plugins = [("tests", SkillsPlugin(BASE_SKILLS[0])), ("p", Policy()), ("s", ScopedCallers())]
+    plugins = [("tests", SkillsPlugin(BASE_SKILLS[0])), ("p", Policy()), ("s", ScopedTokens())]
     registry = build_registry(load_plugins(use_entry_points=False, extra=plugins))
     config = Config(base_dir=tmp_path, skill_security={"help": ({"scoped": ("help:read",)},)})
     with running_agent(registry, config) as url:

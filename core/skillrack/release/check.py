@@ -476,18 +476,8 @@ class _Run:
                     skill_id=str(skill_id) if skill_id is not None else None,
                 )
                 continue
-            if skill.id in owners:
-                self.problem(
-                    "declaration",
-                    "error",
-                    "duplicate_skill_id",
-                    f"skill id {skill.id!r} is registered by plugin {owners[skill.id]!r} "
-                    "already; a skill id is the agent's public name",
-                    plugin=plugin,
-                    skill_id=skill.id,
-                )
+            if not self._claim_id(plugin, skill.id, owners):
                 continue
-            owners[skill.id] = plugin
             try:
                 interface = assemble(skill, self.limits)
             except InterfaceError as exc:
@@ -526,18 +516,23 @@ class _Run:
                 "declaration", "error", "base_skill", problem, plugin=plugin, skill_id=str(skill.id)
             )
             return
-        if skill.id in owners:
+        self._claim_id(plugin, skill.id, owners)
+
+    def _claim_id(self, plugin: str, skill_id: str, owners: dict[str, str]) -> bool:
+        """Record ``plugin`` as the owner of ``skill_id``; False (a problem) when taken."""
+        if skill_id in owners:
             self.problem(
                 "declaration",
                 "error",
                 "duplicate_skill_id",
-                f"skill id {skill.id!r} is registered by plugin {owners[skill.id]!r} "
+                f"skill id {skill_id!r} is registered by plugin {owners[skill_id]!r} "
                 "already; a skill id is the agent's public name",
                 plugin=plugin,
-                skill_id=skill.id,
+                skill_id=skill_id,
             )
-            return
-        owners[skill.id] = plugin
+            return False
+        owners[skill_id] = plugin
+        return True
 
     def _file_at(self, skill: Skill, pointer: str) -> str | None:
         for _, base, schema in _uses(skill):

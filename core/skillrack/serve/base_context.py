@@ -27,12 +27,11 @@ calls back into it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import NoReturn, Protocol
 
 from skillrack.protocol.parts import IncomingMessage, PartLike
-from skillrack.serve.context import Caller, InputRequired
+from skillrack.serve.context import Caller, Cancellation, InputRequired
 
 
 class Replies(Protocol):
@@ -53,8 +52,8 @@ class Replies(Protocol):
     ) -> str: ...
 
 
-class BaseSkillContext:
-    """A base skill's view of one turn of its exchange."""
+class BaseSkillContext(Cancellation):
+    """A base skill's view of one turn of its exchange (``cancelled``, ``wait_cancelled`` too)."""
 
     def __init__(
         self,
@@ -73,7 +72,7 @@ class BaseSkillContext:
         #: The caller's earlier Messages of this task, oldest first (empty on a new exchange).
         self.history: tuple[IncomingMessage, ...] = tuple(history)
         self._replies = replies
-        self._cancelled = asyncio.Event()
+        super().__init__()
 
     async def reply(self, *parts: PartLike) -> None:
         """Answer with one agent Message and no Task; the handler then returns.
@@ -112,14 +111,3 @@ class BaseSkillContext:
         answer as its message and what came before in :attr:`history`.
         """
         raise InputRequired(list(parts))
-
-    @property
-    def cancelled(self) -> bool:
-        """True once the caller asked to cancel (cancellable base skills only)."""
-        return self._cancelled.is_set()
-
-    async def wait_cancelled(self) -> None:
-        await self._cancelled.wait()
-
-    def _mark_cancelled(self) -> None:
-        self._cancelled.set()

@@ -100,7 +100,26 @@ class Delegation(Protocol):
     ) -> Any: ...
 
 
-class SkillContext:
+class Cancellation:
+    """Whether the caller asked to cancel: shared by every kind of handler context."""
+
+    def __init__(self) -> None:
+        self._cancelled = asyncio.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the caller asked to cancel (cancellable skills only)."""
+        return self._cancelled.is_set()
+
+    async def wait_cancelled(self) -> None:
+        """Wait until the caller cancels; useful to race long waits against cancellation."""
+        await self._cancelled.wait()
+
+    def _mark_cancelled(self) -> None:
+        self._cancelled.set()
+
+
+class SkillContext(Cancellation):
     """The handler's view of one invocation (one A2A task)."""
 
     def __init__(
@@ -127,8 +146,8 @@ class SkillContext:
         self._publish_progress = publish_progress
         self._answers = list(answers)
         self._asked = 0
-        self._cancelled = asyncio.Event()
         self._delegation = delegation
+        super().__init__()
 
     async def publish_record(
         self, kind: str, record: Any, *, artifact_id: str | None = None
@@ -204,15 +223,3 @@ class SkillContext:
         if self._delegation is None:
             raise RuntimeError("this agent has no peers configured for delegation")
         return self._delegation
-
-    @property
-    def cancelled(self) -> bool:
-        """True once the caller asked to cancel (cancellable skills only)."""
-        return self._cancelled.is_set()
-
-    async def wait_cancelled(self) -> None:
-        """Wait until the caller cancels; useful to race long waits against cancellation."""
-        await self._cancelled.wait()
-
-    def _mark_cancelled(self) -> None:
-        self._cancelled.set()

@@ -570,19 +570,13 @@ class SkillExecutor(AgentExecutor):
         self._running[turn.task_id] = handler_context
         await turn.updater.start_work()
         try:
-            try:
-                with turn.stage("handler"):
-                    result = await self._within_deadline(
-                        skill,
-                        skill.skill.handler(invocation.arguments, handler_context),
-                        handler_context,
-                        outputs.close,
-                        turn,
-                    )
-            except Exception:
-                if outputs.refusal is not None:  # a limit passed fails the task, whatever came next
-                    raise outputs.refusal from None
-                raise
+            result = await self._run_handler(
+                skill,
+                skill.skill.handler(invocation.arguments, handler_context),
+                handler_context,
+                outputs.budget,
+                turn,
+            )
         except InputRequired as asked:
             check_safe_numbers(asked.request, "input request")
             await turn.updater.requires_input(
@@ -627,19 +621,13 @@ class SkillExecutor(AgentExecutor):
         )
         self._running[turn.task_id] = handler_context
         try:
-            try:
-                with turn.stage("handler"):
-                    result = await self._within_deadline(
-                        skill,
-                        skill.skill.handler(call.message, handler_context),
-                        handler_context,
-                        budget.close,
-                        turn,
-                    )
-            except Exception:
-                if budget.refusal is not None:  # a limit passed fails the task, whatever came next
-                    raise budget.refusal from None
-                raise
+            result = await self._run_handler(
+                skill,
+                skill.skill.handler(call.message, handler_context),
+                handler_context,
+                budget,
+                turn,
+            )
             if not replies.replied:
                 await replies.complete(returned_parts(result))
         except InputRequired as asked:
@@ -674,6 +662,23 @@ class SkillExecutor(AgentExecutor):
                 state,
                 extra=_fields(turn.task_id, skill.skill_id),
             )
+
+    async def _run_handler(
+        self,
+        skill: RegisteredSkill | RegisteredBaseSkill,
+        handler: Any,
+        context: SkillContext | BaseSkillContext,
+        budget: OutputBudget,
+        turn: _Turn,
+    ) -> Any:
+        """The handler's result by its deadline; a passed output limit wins over what came next."""
+        try:
+            with turn.stage("handler"):
+                return await self._within_deadline(skill, handler, context, budget.close, turn)
+        except Exception:
+            if budget.refusal is not None:  # a limit passed fails the task, whatever came next
+                raise budget.refusal from None
+            raise
 
     async def _within_deadline(
         self,

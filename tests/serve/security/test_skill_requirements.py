@@ -10,6 +10,7 @@ import httpx
 import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
+from helpers.scoped_tokens import ScopedTokens
 
 from skillrack import BaseSkill, Caller, hookimpl
 from skillrack.host.config import Config, ConfigError, load_config
@@ -26,21 +27,6 @@ ARGS = {
     "condition": {"metric": "utilization", "operator": "gte", "threshold": 80, "unit": "percent"},
 }
 SKILL = "evaluate_resource_condition"
-
-
-class ScopedTokens:
-    """Scheme ``scoped``: ``X-Scopes: a b`` authenticates with those scopes granted."""
-
-    @hookimpl
-    def authenticate(self, request: RequestCredentials) -> Caller | None:
-        value = request.headers.get("x-scopes")
-        if value is None:
-            return None
-        return Caller("svc", authenticated=True, schemes={"scoped": tuple(value.split())})
-
-    @hookimpl
-    def security_schemes(self) -> dict[str, Any]:
-        return {"scoped": {"apiKeySecurityScheme": {"location": "header", "name": "X-Scopes"}}}
 
 
 class PlainKeys:
