@@ -384,6 +384,14 @@ async def test_the_body_guards_refusals_apply(
         "code": "input_invalid",
         "pointer": "/message/parts/0/data/arguments/n",
     }, info
+    nan = _request(_invocation(agent, "echo", {}))
+    nan.message.parts[0].data.struct_value.fields["arguments"].struct_value.fields[
+        "n"
+    ].number_value = float("nan")
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await stub.SendMessage(nan, metadata=_metadata())
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert _info(caught.value)["metadata"] == {"code": "input_invalid"}
     many = _request(_invocation(agent, "echo", {}), parts=17)
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await stub.SendMessage(many, metadata=_metadata())
