@@ -57,6 +57,8 @@ class Issuer:
         #: opaque token -> its introspection answer
         self.opaque: dict[str, dict[str, Any]] = {}
         self.hits: Counter[str] = Counter()
+        #: Members replacing the discovery document's own (a misconfigured or hostile issuer).
+        self.discovery_overrides: dict[str, Any] = {}
         self._server: contextlib.ExitStack | None = None
 
     # -- keys and tokens -------------------------------------------------------------------
@@ -119,6 +121,7 @@ class Issuer:
                     "token_endpoint": self.base + TOKEN,
                     "introspection_endpoint": self.base + INTROSPECT,
                     "grant_types_supported": ["client_credentials"],
+                    **self.discovery_overrides,
                 },
                 headers=cache,
             )

@@ -256,3 +256,36 @@ def test_the_card_scheme(issuer: Issuer) -> None:
             "scopes": {"network:write": "change interfaces"},
         }
     }
+
+
+@pytest.mark.parametrize(
+    "override",
+    [{"issuer": "https://idp.example.net/realms/test"}, {"jwks_uri": "http://127.0.0.1:1/certs"}],
+    ids=["another-issuer", "jwks-on-another-origin"],
+)
+def test_a_discovery_document_is_trusted_only_for_its_own_issuer(
+    issuer: Issuer, override: dict[str, Any]
+) -> None:
+    issuer.discovery_overrides = override
+    assert refused(plugin_for(issuer), issuer.token())
+    assert issuer.hits[CERTS] == 0  # no key set was fetched from where it pointed
+
+
+def test_the_authorization_code_flow_on_the_card(issuer: Issuer) -> None:
+    scheme = plugin_for(
+        issuer,
+        card_scheme="oauth2",
+        flow="authorization_code",
+        token_url="https://idp.example.net/token",
+        authorization_url="https://idp.example.net/auth",
+    ).security_schemes()["oauth2"]["oauth2SecurityScheme"]
+    assert scheme["flows"] == {
+        "authorizationCode": {
+            "authorizationUrl": "https://idp.example.net/auth",
+            "tokenUrl": "https://idp.example.net/token",
+            "scopes": {},
+            "pkceRequired": True,
+        }
+    }
+    with pytest.raises(ConfigError, match="authorization_url is required"):
+        plugin_for(issuer, card_scheme="oauth2", flow="authorization_code", token_url="https://i/t")
