@@ -322,7 +322,9 @@ def describe_results(skillrack: Server, skill_ids: list[str]) -> dict[str, Any]:
                 },
             },
         )
-        out[skill_id] = answer["result"]["task"]["artifacts"][0]["parts"][0]["data"]
+        task = answer["result"]["task"]
+        if task.get("artifacts"):  # a base-A2A skill (no interface) has nothing to describe
+            out[skill_id] = task["artifacts"][0]["parts"][0]["data"]
     return out
 
 
