@@ -35,7 +35,6 @@ from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.certificates import Issued, TestCA
-from helpers.oidc_issuer import AUDIENCE, TOKEN, running_issuer
 from helpers.served_process import PLUGIN_MODULE, serving
 
 from skillrack.client.skill_client import SkillClient
@@ -444,55 +443,3 @@ def test_grpc_requires_and_maps_the_certificate(pki: Pki, required: ServedAgent)
 def test_grpc_optional_asks_for_no_certificate(pki: Pki, optional: ServedAgent) -> None:
     """gRPC's Python server can only require certificates: under "optional" it asks for none."""
     assert _grpc_echo(pki, optional, pki.observer) == grpc.StatusCode.UNAUTHENTICATED
-
-
-def test_skillrack_call_with_certificate_and_oauth(tmp_path: Path, pki: Pki) -> None:
-    """Issue 20's "done when": one agent requiring mTLS and an OAuth 2.0 token with a scope."""
-    workdir = tmp_path / "both"
-    workdir.mkdir()
-    (workdir / "policy.toml").write_text('[[rule]]\neffect = "allow"\nskills = ["echo"]\n')
-    (workdir / "secret").write_text("writer-secret\n")
-    with running_issuer() as issuer:
-        issuer.client("writer", "writer-secret", ("network:write",))
-        config = workdir / "skillrack.toml"
-        config.write_text(
-            f"""
-[plugins]
-builtin = ["{PLUGIN_MODULE}"]
-
-[server]
-ssl_client_ca = "{pki.ca.bundle}"
-
-[plugins.policy]
-file = "policy.toml"
-
-[plugins.oidc]
-issuer = "{issuer.issuer}"
-audience = "{AUDIENCE}"
-allow_loopback = true
-
-[[plugins.mtls.map]]
-spiffe_id = "{OBSERVER_SPIFFE}"
-identity = "observer"
-
-[skills.echo]
-security = [{{ mtls = [], oidc = ["network:write"] }}]   # both at once
-"""
-        )
-        tls_args = ("--ssl-certfile", str(pki.server.cert), "--ssl-keyfile", str(pki.server.key))
-        tls = pki.ca.client_context(pki.observer)
-        with serving(workdir, config=config, args=tls_args, tls=tls) as agent:
-            cert = ("--client-cert", str(pki.observer.cert), "--client-key", str(pki.observer.key))
-            oauth = (
-                *("--oauth-token-url", issuer.base + TOKEN, "--oauth-client-id", "writer"),
-                *("--oauth-client-secret-file", str(workdir / "secret")),
-                *("--oauth-scope", "network:write"),
-            )
-            bundle = ("--ca-bundle", str(pki.ca.bundle))
-            both = _call(agent, *cert, *oauth, *bundle)
-            only_cert = _call(agent, *cert, *bundle)
-    assert both.returncode == 0, both.stdout + both.stderr
-    assert json.loads(both.stdout)["result"] == {"echo": "hi"}
-    assert only_cert.returncode == 1, only_cert.stdout + only_cert.stderr
-    refused = json.loads(only_cert.stdout)["error"]["message"]
-    assert "requires mtls and oidc" in refused and "nothing was sent" in refused
