@@ -133,7 +133,6 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 task_id=bindparam("b_id"), owner=bindparam("b_owner"), version=bindparam("b_new")
             )
             .on_conflict_do_nothing(index_elements=[versions.c.task_id])
-            .returning(versions.c.task_id)
         )
         self._swap_version = (
             update(versions)
@@ -145,7 +144,6 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 )
             )
             .values(version=bindparam("b_new"))
-            .returning(versions.c.task_id)
         )
         self._append_events = insert(events)
         # PostgreSQL: wake the replicas streaming these tasks when the transaction commits.
@@ -314,7 +312,8 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             }
             if pending.base == 0:
                 del parameters["b_base"]
-            if (await connection.execute(swap, parameters)).first() is None:
+            # The row count, not RETURNING: SQLite before 3.35 has no RETURNING.
+            if (await connection.execute(swap, parameters)).rowcount == 0:
                 lost.add(key)
                 continue
             try:
