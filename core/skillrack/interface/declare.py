@@ -173,6 +173,11 @@ class Skill:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     examples_path: tuple[str, str] | None = None
     timeout: float | None = None
+    #: Security requirements beyond authentication the vendor asks for: alternatives (one
+    #: suffices) of ``{scheme name: [scopes]}``, or a scheme name alone; the operator's
+    #: ``[skills.<id>] security`` replaces them (:mod:`skillrack.serve.security.requirements`).
+    #: Not part of the Skill Interface Document.
+    security: Sequence[Mapping[str, Sequence[str]] | str] = ()
 
 
 def timeout_problem(timeout: object) -> str | None:
@@ -230,6 +235,11 @@ class BaseSkill:
     authority: Authority = field(default_factory=Authority)
     cancellable: bool = False
     timeout: float | None = None
+    #: Security requirements beyond authentication the vendor asks for: alternatives (one
+    #: suffices) of ``{scheme name: [scopes]}``, or a scheme name alone; the operator's
+    #: ``[skills.<id>] security`` replaces them (:mod:`skillrack.serve.security.requirements`).
+    #: Not part of the Skill Interface Document.
+    security: Sequence[Mapping[str, Sequence[str]] | str] = ()
 
 
 def base_skill_problem(skill: BaseSkill) -> str | None:

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
+from helpers.builders import SkillsPlugin, simple_skill
 from helpers.scoped_tokens import ScopedTokens
 
 from skillrack import BaseSkill, Caller, hookimpl
@@ -20,6 +21,7 @@ from skillrack.ops.spec import build_spec
 from skillrack.ops.spec_evidence import Evidence
 from skillrack.serve.card import CardEndpoint, build_card
 from skillrack.serve.security.authn import RequestCredentials
+from skillrack.serve.security.requirements import skill_requirements
 from skillrack.testing.serve import CARD_PATH, error_of, invoke, skill_request
 
 ARGS = {
@@ -164,3 +166,30 @@ def test_a_base_skill_may_have_requirements_too(tmp_path: Path) -> None:
     card = build_card(registry, config, "http://127.0.0.1:1")
     entry = next(s for s in card.skills if s.id == "help")
     assert list(entry.security_requirements[0].schemes["scoped"].list) == ["ops"]
+
+
+def _declaring(security: Any) -> Registry:
+    declared = simple_skill("declared", security=security)
+    extra = [("vendor", SkillsPlugin(declared)), ("allow", AllowAll())]
+    extra += [("scoped", ScopedTokens()), ("plain", PlainKeys())]
+    return build_registry(load_plugins(use_entry_points=False, extra=extra))
+
+
+def test_a_skill_may_declare_its_requirements_and_the_operator_replaces_them(
+    tmp_path: Path,
+) -> None:
+    registry = _declaring([{"scoped": ["network:write"]}])
+    config = Config(base_dir=tmp_path)
+    requirements = skill_requirements(config, registry)
+    assert requirements.of("declared") == ({"scoped": ("network:write",)},)
+    card = build_card(registry, config, "http://127.0.0.1:1")
+    entry = next(s for s in card.skills if s.id == "declared")
+    assert list(entry.security_requirements[0].schemes["scoped"].list) == ["network:write"]
+    reader = Caller("svc", authenticated=True, schemes={"scoped": ("network:read",)})
+    assert not requirements.allows("declared", reader)
+    replaced = Config(base_dir=tmp_path, skill_security={"declared": ({"plain": ()},)})
+    assert skill_requirements(replaced, registry).of("declared") == ({"plain": ()},)
+    with pytest.raises(ConfigError, match="of plugin 'vendor' declares security that names "):
+        skill_requirements(config, _declaring(["mtls"]))
+    with pytest.raises(ConfigError, match="security must be a list of scheme names"):
+        skill_requirements(config, _declaring([{"scoped": "network:write"}]))

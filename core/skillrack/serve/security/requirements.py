@@ -69,10 +69,21 @@ class SkillRequirements:
         by_skill: Mapping[str, tuple[SecurityRequirement, ...]],
         skills: Iterable[str],
         schemes: Iterable[str],
+        declared_by: Mapping[str, str] | None = None,
     ) -> SkillRequirements:
-        """The requirements, refused (``ConfigError``) when they name an unknown skill or scheme."""
+        """The requirements, refused (``ConfigError``) when they name an unknown skill or scheme.
+
+        ``declared_by`` names the plugin of each requirement a skill declared
+        itself (the others come from ``[skills]``), for the refusal's wording.
+        """
         served, offered = set(skills), sorted(schemes)
         for skill_id, alternatives in by_skill.items():
+            plugin = (declared_by or {}).get(skill_id)
+            where = (
+                f"skill {skill_id!r} of plugin {plugin!r} declares security that"
+                if plugin
+                else f"skills.{skill_id}.security"
+            )
             if skill_id not in served:
                 raise ConfigError(
                     f"[skills.{skill_id}]: this agent serves no skill {skill_id!r} "
@@ -81,10 +92,15 @@ class SkillRequirements:
             for requirement in alternatives:
                 for scheme in requirement:
                     if scheme not in offered:
+                        fix = (
+                            f"set [skills.{skill_id}] security to schemes you offer"
+                            if plugin
+                            else "enable its plugin or fix the name"
+                        )
                         raise ConfigError(
-                            f"skills.{skill_id}.security names scheme {scheme!r}, which no "
-                            f"installed authentication plugin offers (offered: "
-                            f"{', '.join(offered) or 'none'}); enable its plugin or fix the name"
+                            f"{where} names scheme {scheme!r}, which no installed "
+                            f"authentication plugin offers (offered: "
+                            f"{', '.join(offered) or 'none'}); {fix}"
                         )
         return cls(dict(by_skill))
 
@@ -105,9 +121,45 @@ class SkillRequirements:
 
 
 def skill_requirements(config: Config, registry: Registry) -> SkillRequirements:
-    """``config``'s ``[skills]`` requirements, checked against the composed agent."""
-    if not config.skill_security:
+    """What skills declare (``Skill.security``), replaced per skill by ``config``'s ``[skills]``.
+
+    Checked against the composed agent: an unknown skill or scheme stops start-up.
+    """
+    declared: dict[str, tuple[SecurityRequirement, ...]] = {}
+    declared_by: dict[str, str] = {}
+    owned = [(s.skill_id, s.plugin, s.skill.security) for s in registry]
+    owned += [(i, b.plugin, b.skill.security) for i, b in registry.base_skills.items()]
+    for skill_id, plugin, security in owned:
+        if security and skill_id not in config.skill_security:
+            declared[skill_id] = _declared(security, skill_id, plugin)
+            declared_by[skill_id] = plugin
+    merged = {**declared, **config.skill_security}
+    if not merged:
         return SkillRequirements()
     schemes = security_schemes(registry.manager) if registry.manager is not None else {}
     served = [*(s.skill_id for s in registry), *registry.base_skills]  # base-A2A skills too
-    return SkillRequirements.checked(config.skill_security, served, schemes)
+    return SkillRequirements.checked(merged, served, schemes, declared_by)
+
+
+def _declared(security: Any, skill_id: str, plugin: str) -> tuple[SecurityRequirement, ...]:
+    """A skill's own ``security`` in the configuration's form; ``ConfigError`` if malformed."""
+    found: list[SecurityRequirement] = []
+    for alternative in security if not isinstance(security, str | Mapping) else [security]:
+        if isinstance(alternative, str) and alternative:
+            found.append({alternative: ()})
+            continue
+        if (
+            isinstance(alternative, Mapping)
+            and alternative
+            and all(
+                isinstance(k, str) and not isinstance(v, str) and all(isinstance(x, str) for x in v)
+                for k, v in alternative.items()
+            )
+        ):
+            found.append({k: tuple(v) for k, v in alternative.items()})
+            continue
+        raise ConfigError(
+            f"skill {skill_id!r} of plugin {plugin!r}: security must be a list of scheme names "
+            'or {scheme: [scopes]} tables, e.g. [{"oidc": ["network:write"]}]'
+        )
+    return tuple(found)
