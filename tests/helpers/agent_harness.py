@@ -37,7 +37,7 @@ def running_agent(
     """Serve ``registry`` over HTTP in a background thread; yield its base URL.
 
     ``port``: a given one (a restart that must publish the same card), else a free one.
-    ``app_options`` go to ``create_app`` (``task_store``, ``push_config_store``, ...).
+    ``app_options`` go to ``create_app`` (``task_store``, ``push_config_store``, ``lean``, ...).
     """
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"

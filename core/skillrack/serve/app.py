@@ -18,6 +18,7 @@ factory ``skillrack serve --workers N`` gives uvicorn.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from a2a.compat.v0_3.versions import is_legacy_version
-from a2a.server.cluster.task_store import StoredTask
+from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
+from a2a.server.cluster.task_store import StoredTask, VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.request_handlers import DefaultRequestHandler
@@ -42,10 +44,17 @@ from a2a.types import (
     CancelTaskRequest,
     Message,
     SendMessageRequest,
+    SubscribeToTaskRequest,
     Task,
     TaskPushNotificationConfig,
 )
-from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotCancelableError
+from a2a.utils.errors import (
+    InternalError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    UnsupportedOperationError,
+)
+from a2a.utils.task import apply_history_length, validate_history_length
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -66,6 +75,7 @@ from skillrack.host.compose import compose_host
 from skillrack.host.config import Config, ConfigError, PeerAddresses, PeerTls, load_config
 from skillrack.host.registry import Registry
 from skillrack.protocol.signing import JWKS_PATH
+from skillrack.serve.blocking import TERMINAL, BlockingTurn, lacks_required_field
 from skillrack.serve.call_context import bind_call
 from skillrack.serve.card import (
     CARD_PATH,
@@ -83,6 +93,7 @@ from skillrack.serve.executor import (
     SkillExecutor,
     skill_of,
 )
+from skillrack.serve.jsonrpc import jsonrpc_routes
 from skillrack.serve.limits_store import open_limits
 from skillrack.serve.metrics import Metrics, multiprocess_dir
 from skillrack.serve.metrics_endpoint import METRICS_PATH, counted_card, metrics_route
@@ -162,11 +173,18 @@ class ContextBuilder(DefaultServerCallContextBuilder):
 
 
 class SkillrackRequestHandler(DefaultRequestHandler):
-    """Refuses CancelTask for non-cancellable skills before a2a-sdk touches the task.
+    """a2a-sdk's request handler, with skillrack's checks and its blocking path.
 
-    a2a-sdk cancels the executor and marks the task FAILED even when the
-    executor refuses to cancel; refusing here leaves the task running to its
-    normal end, as A2A's TaskNotCancelableError promises.
+    CancelTask is refused for non-cancellable skills before a2a-sdk touches
+    the task: a2a-sdk cancels the executor and marks the task FAILED even when
+    the executor refuses to cancel; refusing here leaves the task running to
+    its normal end, as A2A's TaskNotCancelableError promises.
+
+    A blocking SendMessage that starts a task runs on the blocking path
+    (:mod:`skillrack.serve.blocking`) when nothing else needs a2a-sdk's event
+    machinery: no push sender, no cluster store, no push config in the
+    request, not ``returnImmediately``, no required field missing.  Every
+    other request takes a2a-sdk's path, as before.
     """
 
     def __init__(
@@ -174,11 +192,25 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         *args: Any,
         registry: Registry,
         push_check: PushUrlCheck | None = None,
+        blocking: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self._registry = registry
         self._push_check = push_check
+        self._blocking = (
+            blocking
+            and kwargs.get("push_sender") is None
+            and kwargs.get("event_stream") is None
+            and not kwargs.get("validate_input_modes", False)
+            and not isinstance(self.task_store, VersionedTaskStore)
+        )
+        # a2a-sdk's own default when none is given.
+        self._context_builder: RequestContextBuilder = kwargs.get(
+            "request_context_builder"
+        ) or SimpleRequestContextBuilder(should_populate_referred_tasks=False, task_store=None)
+        #: The blocking turns running now, by task id.
+        self._turns: dict[str, BlockingTurn] = {}
 
     async def _check_push_config(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -226,7 +258,24 @@ class SkillrackRequestHandler(DefaultRequestHandler):
                 base is not None and not base.skill.cancellable
             ):
                 raise TaskNotCancelableError(message=f"skill {skill_id!r} is not cancellable")
+            turn = self._turns.get(params.id)
+            if turn is not None:  # running on the blocking path: cancelled there
+                return await self._cancel_blocking(turn, context)
         result: Task | None = await super().on_cancel_task(params, context)
+        return result
+
+    @staticmethod
+    async def _cancel_blocking(turn: BlockingTurn, context: ServerCallContext) -> Task:
+        """What a2a-sdk's cancel of a task it runs answers: the task, CANCELED."""
+        current = turn.events.task
+        if current is not None and current.status.state in TERMINAL:
+            raise TaskNotCancelableError
+        try:
+            result = await turn.cancel(context)
+        except UnsupportedOperationError as exc:
+            raise TaskNotCancelableError from exc
+        if not isinstance(result, Task):  # as a2a-sdk's _cancel_local
+            raise InternalError(message="Cancellation returned a message instead of a task.")
         return result
 
     async def _continue_context(
@@ -246,10 +295,65 @@ class SkillrackRequestHandler(DefaultRequestHandler):
             if task is not None:
                 message.context_id = task.context_id
 
+    async def _after_blocking_turn(self, task_id: str) -> None:
+        """A request about a task still running on the blocking path waits for its end."""
+        turn = self._turns.get(task_id) if task_id else None
+        if turn is not None:
+            await asyncio.wait({turn.done})
+
+    def _takes_blocking_path(self, params: SendMessageRequest) -> bool:
+        configuration = params.configuration
+        return (
+            self._blocking
+            and not params.message.task_id
+            and not configuration.return_immediately
+            and not configuration.HasField("task_push_notification_config")
+            and not lacks_required_field(params)
+        )
+
+    async def _send_blocking(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> Task | Message:
+        """Run the turn on the blocking path (:mod:`skillrack.serve.blocking`); its final Task."""
+        validate_history_length(params.configuration)
+        request = await self._context_builder.build(
+            params=params,
+            task_id=None,
+            context_id=params.message.context_id or None,
+            task=None,
+            context=context,
+        )
+        task_id = request.task_id
+        assert task_id is not None
+        store = self.task_store
+        assert isinstance(store, TaskStore)  # a cluster store never takes the blocking path
+        turn = BlockingTurn(self.agent_executor, request, context, store.save)
+        self._turns[task_id] = turn
+        run = turn.start()
+
+        def finished(run: asyncio.Task[Task | Message]) -> None:
+            self._turns.pop(task_id, None)
+            if not run.cancelled():
+                run.exception()  # retrieved even when the caller has gone
+
+        run.add_done_callback(finished)
+        # Shielded: a caller that goes away does not stop the task, as on a2a-sdk's path.
+        result = await asyncio.shield(run)
+        if isinstance(result, Message):  # a direct reply, returned as a2a-sdk returns it
+            return result
+        # A copy, as a2a-sdk answers with a copy of its task: upb lays a copied map (a Data
+        # Part's members) out anew, and the answer must list them in the same order.
+        answer = Task()
+        answer.CopyFrom(result)
+        return apply_history_length(answer, params.configuration)
+
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
+        if self._takes_blocking_path(params):
+            return await self._send_blocking(params, context)
         await self._check_push_config(params, context)
+        await self._after_blocking_turn(params.message.task_id)
         await self._continue_context(params, context)
         result: Message | Task = await super().on_message_send(params, context)
         await self._publish_pending()
@@ -259,6 +363,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         await self._check_push_config(params, context)
+        await self._after_blocking_turn(params.message.task_id)
         await self._continue_context(params, context)
         first = True
         async for event in super().on_message_send_stream(params, context):
@@ -276,6 +381,13 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         """
         if isinstance(self.task_store, ClusterTaskStore):
             await self.task_store.commit()
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        await self._after_blocking_turn(params.id)
+        async for event in super().on_subscribe_to_task(params, context):
+            yield event
 
 
 async def _json_http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -424,6 +536,7 @@ def create_app(
     push_config_store: PushNotificationConfigStore | None = None,
     tls: TlsFiles | None = None,
     workers: int = 1,
+    lean: bool = True,
 ) -> Starlette:
     """The composed agent as an ASGI app.
 
@@ -441,6 +554,9 @@ def create_app(
     that port of ``listen_host`` (:mod:`skillrack.serve.grpc_binding`), over
     the same request handler, with ``tls`` (the HTTPS files) when given;
     ``workers`` processes share that port.
+    ``lean=False`` answers every SendMessage through a2a-sdk's own event path and
+    JSON-RPC dispatcher (:mod:`skillrack.serve.blocking`, :mod:`skillrack.serve.jsonrpc`):
+    the wire answer is the same, which the tests hold by comparing the two.
     """
     manager = registry.manager
     assert manager is not None, "a registry built from plugins carries its manager"
@@ -526,6 +642,7 @@ def create_app(
         push_config_store=push_store if push_delivery else None,
         push_sender=push_delivery,
         push_check=push_check,
+        blocking=lean,
     )
     builder = ContextBuilder()
     # Failed authentications per address, counted by the HTTP middleware and gRPC alike.
@@ -565,7 +682,7 @@ def create_app(
     # [server] a2a_0_3: a2a-sdk's 0.3 layer, the 0.3 JSON-RPC methods at the same endpoint
     # (message/send, ...) and the 0.3 HTTP+JSON routes under /v1, both into this handler.
     legacy = config.server.a2a_0_3
-    routes += create_jsonrpc_routes(
+    routes += (jsonrpc_routes if lean else create_jsonrpc_routes)(
         handler, rpc_url=JSONRPC_PATH, context_builder=builder, enable_v0_3_compat=legacy
     )
     # Last: see the module docstring.

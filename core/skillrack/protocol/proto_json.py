@@ -1,0 +1,190 @@
+"""protobuf messages to JSON-ready dicts, exactly as ``json_format.MessageToDict`` writes them.
+
+a2a-sdk answers every SendMessage by converting the final Task with
+``json_format.MessageToDict``: pure Python that looks up each field's kind,
+name and converter on every call.  The Task of one invocation (history,
+two Artifacts, Data Parts of a few dozen members) costs about 6% of a
+request that way.  :func:`message_to_dict` writes the same dict (same keys,
+same order, same values) from a plan built once per message type: for each
+field, its JSON name and the converter for its kind.
+
+What it knows is what the A2A types use: regular messages, maps, repeated
+fields, enums, strings, bytes (base64), booleans, integers (64-bit ones as
+strings), floating point, and the well-known types ``Struct``, ``Value``,
+``ListValue`` and ``Timestamp``.  Any other well-known type, an extension,
+an enum number without a name, or a value json_format refuses (a NaN or an
+infinity in a ``Value``) is converted by ``json_format`` itself, for that
+message, so the output and the errors stay json_format's.
+``tests/protocol/test_proto_json.py`` holds the two equal.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+Converter = Callable[[Any], Any]
+
+
+class _Unsupported(Exception):
+    """Raised inside a conversion: json_format converts this message instead."""
+
+
+def message_to_dict(message: Message) -> Any:
+    """``json_format.MessageToDict(message)`` with its default options, faster."""
+    try:
+        return _convert(message)
+    except _Unsupported:
+        return json_format.MessageToDict(message)
+
+
+_PLANS: dict[str, Callable[[Message], Any]] = {}
+
+_STRUCT = "google.protobuf.Struct"
+_VALUE = "google.protobuf.Value"
+_LIST_VALUE = "google.protobuf.ListValue"
+_TIMESTAMP = "google.protobuf.Timestamp"
+_NULL_VALUE = "google.protobuf.NullValue"
+
+
+def _convert(message: Message) -> Any:
+    descriptor = message.DESCRIPTOR
+    plan = _PLANS.get(descriptor.full_name)
+    if plan is None:
+        plan = _PLANS[descriptor.full_name] = _plan(descriptor)
+    return plan(message)
+
+
+def _plan(descriptor: Any) -> Callable[[Message], Any]:
+    """How one message type converts: a well-known type's own form, or field by field."""
+    name = descriptor.full_name
+    if name == _STRUCT:
+        return _struct
+    if name == _VALUE:
+        return _value
+    if name == _LIST_VALUE:
+        return _list_value
+    if name == _TIMESTAMP:
+        return _timestamp
+    if name.startswith("google.protobuf."):  # Any, Duration, wrappers, FieldMask, ...
+        return _unsupported
+    fields: dict[str, tuple[str, Converter, int]] = {}
+
+    def regular(message: Message) -> dict[str, Any]:
+        js: dict[str, Any] = {}
+        for field, value in message.ListFields():
+            entry = fields.get(field.full_name)
+            if entry is None:
+                if field.is_extension:
+                    raise _Unsupported
+                entry = fields[field.full_name] = _field_plan(field)
+            json_name, convert, shape = entry
+            if shape == _SINGLE:
+                js[json_name] = convert(value)
+            elif shape == _REPEATED:
+                js[json_name] = [convert(item) for item in value]
+            else:  # a map: json_format writes every key as a string
+                js[json_name] = {_map_key(key): convert(value[key]) for key in value}
+        return js
+
+    return regular
+
+
+_SINGLE, _REPEATED, _MAP = 0, 1, 2
+
+
+def _field_plan(field: FieldDescriptor) -> tuple[str, Converter, int]:
+    message_type = field.message_type
+    if message_type is not None and message_type.GetOptions().map_entry:
+        return field.json_name, _converter(message_type.fields_by_name["value"]), _MAP
+    shape = _REPEATED if field.is_repeated else _SINGLE
+    return field.json_name, _converter(field), shape
+
+
+def _map_key(key: Any) -> str:
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)
+
+
+def _converter(field: FieldDescriptor) -> Converter:
+    """The converter of one value of ``field`` (json_format's ``_FieldToJsonObject``)."""
+    cpp = field.cpp_type
+    if cpp == FieldDescriptor.CPPTYPE_MESSAGE:
+        return _convert
+    if cpp == FieldDescriptor.CPPTYPE_ENUM:
+        enum = field.enum_type
+        assert enum is not None
+        if enum.full_name == _NULL_VALUE:
+            return lambda value: None
+        names = {number: value.name for number, value in enum.values_by_number.items()}
+        if any(value.GetOptions().ListFields() for value in enum.values):
+            return _unsupported  # a json_name option on an enum value: json_format's own
+        return lambda value: names[value] if value in names else _unsupported(value)
+    if cpp == FieldDescriptor.CPPTYPE_STRING:
+        if field.type == FieldDescriptor.TYPE_BYTES:
+            return _bytes
+        return _same
+    if cpp == FieldDescriptor.CPPTYPE_BOOL:
+        return bool
+    if cpp in (FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64):
+        return str
+    if cpp in (FieldDescriptor.CPPTYPE_DOUBLE, FieldDescriptor.CPPTYPE_FLOAT):
+        return _finite_double if cpp == FieldDescriptor.CPPTYPE_DOUBLE else _unsupported
+    return _same  # int32, uint32
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _bytes(value: bytes) -> str:
+    return base64.b64encode(value).decode("utf-8")
+
+
+def _finite_double(value: float) -> float:
+    if math.isfinite(value):
+        return value
+    raise _Unsupported  # "Infinity", "-Infinity", "NaN": json_format's spelling
+
+
+def _unsupported(value: Any) -> Any:
+    raise _Unsupported
+
+
+def _timestamp(message: Any) -> str:
+    text: str = message.ToJsonString()
+    return text
+
+
+def _struct(message: Any) -> dict[str, Any]:
+    fields = message.fields
+    return {key: _value(fields[key]) for key in fields}
+
+
+def _list_value(message: Any) -> list[Any]:
+    return [_value(value) for value in message.values]
+
+
+def _value(message: Any) -> Any:
+    which = message.WhichOneof("kind")
+    if which == "string_value":
+        return message.string_value
+    if which == "number_value":
+        number = message.number_value
+        if math.isfinite(number):
+            return number
+        raise _Unsupported  # json_format refuses it, with its own error
+    if which == "struct_value":
+        return _struct(message.struct_value)
+    if which == "list_value":
+        return _list_value(message.list_value)
+    if which == "bool_value":
+        return bool(message.bool_value)
+    return None  # null_value, or no kind at all

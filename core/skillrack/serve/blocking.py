@@ -1,0 +1,328 @@
+"""A blocking SendMessage that starts a task, run without a2a-sdk's event machinery.
+
+For every SendMessage, a2a-sdk's ``DefaultRequestHandler`` starts an
+``ActiveTask``: a producer task that runs the executor, a consumer task that
+applies each event to the Task and saves it, two event queues with their
+dispatch tasks, and a subscription the request waits on.  For the five events
+of an invocation that is about 20 asyncio tasks, 30 queue operations and five
+saves of the whole Task, only to return the last of them.  A caller that waits
+for the answer (not ``returnImmediately``, not streaming) of a new task
+(no ``taskId``) needs none of it: :class:`BlockingTurn` runs the executor in
+one asyncio task, applies its events to one Task as a2a-sdk's ``TaskManager``
+would (the same status, history, metadata and artifact rules; a2a-sdk's own
+``append_artifact_to_task``), saves it when it starts (so ``GetTask``,
+``ListTasks`` and the console see it) and once more when it ends, and returns
+it.  The final Task, and so the answer, is the one a2a-sdk's path returns.
+
+What the request handler (:mod:`skillrack.serve.app`) keeps on a2a-sdk's path:
+streaming, follow-ups to an existing task, ``returnImmediately``, a push
+config in the request, a push sender or a cluster store (other processes
+follow the events), and any request a2a-sdk would refuse for a missing
+required field (:func:`lacks_required_field` finds them, a2a-sdk writes the
+error).  While a blocking turn runs, a CancelTask for its task cancels it here,
+as a2a-sdk cancels its own (the executor's ``cancel``, then the run); a
+SubscribeToTask or a follow-up Message waits for it to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from functools import cache
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.events.event_queue import Event
+from a2a.server.tasks.task_manager import append_artifact_to_task
+from a2a.types import (
+    Message,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import InternalError, InvalidAgentResponseError, InvalidParamsError
+from a2a.utils.proto_utils import validate_proto_required_fields
+from google.api.field_behavior_pb2 import (  # type: ignore[import-untyped]
+    REQUIRED,
+    field_behavior,
+)
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message as ProtoMessage
+
+#: Where a blocking SendMessage returns (a2a-sdk's terminal and interrupted states).
+SETTLED = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+        TaskState.TASK_STATE_AUTH_REQUIRED,
+    }
+)
+TERMINAL = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+
+Save = Callable[[Task], Awaitable[None]]
+
+
+class TaskEvents(EventQueue):
+    """The executor's event queue on the blocking path: each event applied to one Task.
+
+    The rules are a2a-sdk's ``TaskManager.save_task_event``: the first Task
+    is the task; a status update moves the previous status message to the
+    history, merges its metadata and replaces the status; an artifact update
+    goes through ``append_artifact_to_task``.  Ids are checked as a2a-sdk
+    checks them.  ``started`` is called with the task when it is created.
+    A Message as the first event is the whole answer (a base skill's direct
+    reply), and any event after it is refused, as a2a-sdk refuses it.
+    """
+
+    def __init__(self, task_id: str, context_id: str, started: Save) -> None:
+        self.task_id = task_id
+        self.context_id = context_id
+        self.task: Task | None = None
+        self.message: Message | None = None
+        self._started = started
+
+    async def enqueue_event(self, event: Event) -> None:
+        if self.message is not None:
+            if isinstance(event, Message):
+                raise InvalidAgentResponseError("Multiple Message objects received.")
+            raise InvalidAgentResponseError(
+                f"Received {type(event).__name__} in message mode. Use Task with "
+                "TaskStatusUpdateEvent and TaskArtifactUpdateEvent instead."
+            )
+        if isinstance(event, Task):
+            if event.id != self.task_id:
+                raise InternalError(message="Task ID mismatch in agent response")
+            if self.task is None:
+                self._check_context(event.context_id)
+                self.task = event
+                await self._started(event)
+            return  # a2a-sdk ignores a second Task ("already exists")
+        if isinstance(event, Message):
+            if self.task is not None:
+                raise InvalidAgentResponseError(
+                    "Received Message object in task mode. Use TaskStatusUpdateEvent or "
+                    "TaskArtifactUpdateEvent instead."
+                )
+            self.message = event
+            return
+        if not isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent):
+            raise InternalError(message=f"unexpected event {type(event).__name__}")
+        task = self.task
+        if task is None:
+            raise InvalidAgentResponseError(
+                f"Agent should enqueue Task before {type(event).__name__} event"
+            )
+        if event.task_id != self.task_id:
+            raise InvalidParamsError(
+                message=f"Task in event doesn't match TaskManager {self.task_id} : {event.task_id}"
+            )
+        self._check_context(event.context_id)
+        if isinstance(event, TaskStatusUpdateEvent):
+            if task.status.HasField("message"):
+                task.history.append(task.status.message)
+            if event.metadata:
+                task.metadata.MergeFrom(event.metadata)
+            task.status.CopyFrom(event.status)
+        else:
+            append_artifact_to_task(task, event)
+
+    def _check_context(self, context_id: str) -> None:
+        if context_id != self.context_id:
+            raise InvalidParamsError(
+                message=f"Context in event doesn't match TaskManager {self.context_id} : "
+                f"{context_id}"
+            )
+
+
+class BlockingTurn:
+    """One executor run for a blocking SendMessage, and what others may do meanwhile."""
+
+    def __init__(
+        self,
+        executor: AgentExecutor,
+        request: RequestContext,
+        call: ServerCallContext,
+        save: Callable[[Task, ServerCallContext], Awaitable[None]],
+    ) -> None:
+        assert request.task_id is not None and request.context_id is not None
+        self.executor = executor
+        self.request = request
+        self.call = call
+        self._save = save
+        self.events = TaskEvents(request.task_id, request.context_id, self._first_save)
+        self.cancel_requested = False
+        #: The executor's ``cancel`` raised: the task ends FAILED, as a2a-sdk ends it.
+        self.cancel_failed = False
+        #: True while ``execute`` runs: a cancellation then lands inside it.
+        self.executing = False
+        self._run: asyncio.Task[Task | Message] | None = None
+
+    async def _first_save(self, task: Task) -> None:
+        await self._save(task, self.call)
+
+    def start(self) -> asyncio.Task[Task | Message]:
+        """Run the executor in an asyncio task of its own (it outlives a dropped request)."""
+        self._run = asyncio.ensure_future(self._drive())
+        return self._run
+
+    @property
+    def done(self) -> asyncio.Task[Task | Message]:
+        assert self._run is not None
+        return self._run
+
+    async def _drive(self) -> Task | Message:
+        events = self.events
+        self.executing = True
+        try:
+            await self.executor.execute(self.request, events)
+        except asyncio.CancelledError:
+            if not self.cancel_requested:
+                raise
+        except Exception:
+            task = events.task
+            if task is not None and task.status.state not in TERMINAL:
+                _end(task, TaskState.TASK_STATE_FAILED, stamped=True)
+                await self._save(task, self.call)
+            raise
+        finally:
+            self.executing = False
+        task = events.task
+        if task is None:
+            if events.message is not None:  # a direct reply: no task, nothing stored
+                return events.message
+            raise InvalidAgentResponseError("the agent ended without a task")
+        if self.cancel_failed and task.status.state not in TERMINAL:
+            _end(task, TaskState.TASK_STATE_FAILED, stamped=False)
+        elif self.cancel_requested and task.status.state not in TERMINAL:
+            task.status.state = TaskState.TASK_STATE_CANCELED
+        await self._save(task, self.call)
+        return task
+
+    async def cancel(self, call: ServerCallContext) -> Task | Message:
+        """a2a-sdk's cancel of a running task: the executor's ``cancel``, then the run's end."""
+        task = self.events.task
+        run = self.done
+        if run.done():
+            return await asyncio.shield(run)
+        self.cancel_requested = True
+        context = RequestContext(
+            call_context=call,
+            task_id=self.events.task_id,
+            context_id=task.context_id if task is not None else None,
+            task=task,
+        )
+        try:
+            await self.executor.cancel(context, self.events)
+        except Exception:
+            self.cancel_failed = True
+            raise
+        finally:
+            if self.executing:
+                run.cancel()
+        return await asyncio.shield(run)
+
+
+def _end(task: Task, state: int, *, stamped: bool) -> None:
+    """A status update to ``state`` applied as a2a-sdk applies the one it writes on a failure."""
+    if task.status.HasField("message"):
+        task.history.append(task.status.message)
+    task.status.Clear()
+    task.status.state = state  # type: ignore[assignment]
+    if stamped:
+        task.status.timestamp.GetCurrentTime()
+
+
+# -- the required-field check, without walking Data Parts ------------------------------------
+
+
+def lacks_required_field(message: ProtoMessage) -> bool:
+    """Whether a2a-sdk's ``validate_proto_required_fields`` would refuse ``message``.
+
+    a2a-sdk walks every field of the request, the ``Struct`` and ``Value``
+    messages of each Data Part included (about 90 calls for one invocation);
+    none of those can hold a REQUIRED field.  This walk visits only the fields
+    that are REQUIRED or can lead to one, with a2a-sdk's rule of what missing
+    means.  When it finds one, a2a-sdk's own check runs and writes the error.
+    """
+    return _violates(message)
+
+
+def _violates(message: ProtoMessage) -> bool:
+    for field, required, nested in _plan(message.DESCRIPTOR):
+        value = getattr(message, field.name)
+        if required:
+            if field.is_repeated:
+                if not value:
+                    return True
+            elif field.has_presence:
+                if not message.HasField(field.name):
+                    return True
+            elif value == field.default_value:
+                return True
+        if nested:
+            if not field.is_repeated:
+                if message.HasField(field.name) and _violates(value):
+                    return True
+            elif _is_map(field):
+                if any(isinstance(v, ProtoMessage) and _violates(v) for v in value.values()):
+                    return True
+            elif any(_violates(item) for item in value):
+                return True
+    return False
+
+
+def _is_map(field: FieldDescriptor) -> bool:
+    return field.message_type is not None and bool(field.message_type.GetOptions().map_entry)
+
+
+@cache
+def _plan(descriptor: Descriptor) -> tuple[tuple[FieldDescriptor, bool, bool], ...]:
+    """The fields of ``descriptor`` worth visiting: (field, REQUIRED?, may hold REQUIRED?)."""
+    plan = []
+    for field in descriptor.fields:
+        required = REQUIRED in field.GetOptions().Extensions[field_behavior]
+        nested = field.type == FieldDescriptor.TYPE_MESSAGE and _holds_required(
+            _target(field), frozenset()
+        )
+        if required or nested:
+            plan.append((field, required, nested))
+    return tuple(plan)
+
+
+def _target(field: FieldDescriptor) -> Descriptor:
+    message_type = field.message_type
+    assert message_type is not None
+    if message_type.GetOptions().map_entry:
+        value_type = message_type.fields_by_name["value"].message_type
+        return value_type if value_type is not None else message_type
+    return message_type
+
+
+def _holds_required(descriptor: Descriptor, seen: frozenset[str]) -> bool:
+    if descriptor.full_name in seen:
+        return False
+    seen = seen | {descriptor.full_name}
+    for field in descriptor.fields:
+        if REQUIRED in field.GetOptions().Extensions[field_behavior]:
+            return True
+        if field.type == FieldDescriptor.TYPE_MESSAGE and _holds_required(_target(field), seen):
+            return True
+    return False
+
+
+def require_fields(message: ProtoMessage) -> None:
+    """a2a-sdk's required-field check, run only when :func:`lacks_required_field` finds a gap."""
+    if lacks_required_field(message):
+        validate_proto_required_fields(message)

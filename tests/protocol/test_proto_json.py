@@ -1,0 +1,98 @@
+"""proto_json writes exactly what json_format.MessageToDict writes, or lets json_format do it."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from a2a.types import (
+    AgentCard,
+    Artifact,
+    Message,
+    Part,
+    Role,
+    SendMessageResponse,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatus,
+)
+from google.protobuf import json_format, struct_pb2
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skillrack.protocol.proto_json import message_to_dict
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.integers(-(2**53), 2**53)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def part_of(value: Any, kind: int) -> Part:
+    if kind == 0:
+        part = Part(media_type="application/json")
+        part.data.CopyFrom(json_format.ParseDict(value, struct_pb2.Value()))
+        return part
+    if kind == 1:
+        return Part(text=json.dumps(value), filename="a.txt")
+    if kind == 2:
+        return Part(raw=json.dumps(value).encode(), media_type="application/octet-stream")
+    return Part(url="https://example.com/x")
+
+
+@st.composite
+def tasks(draw: st.DrawFn) -> Task:
+    parts = [part_of(draw(JSON), draw(st.integers(0, 3))) for _ in range(draw(st.integers(0, 3)))]
+    message = Message(message_id="m", role=Role.ROLE_USER, parts=parts, extensions=["urn:x"])
+    task = Task(
+        id="t",
+        context_id="c",
+        status=TaskStatus(state=draw(st.sampled_from(list(TaskState.values())))),
+        history=[message] * draw(st.integers(0, 2)),
+        artifacts=[Artifact(artifact_id="a", name="n", parts=parts)],
+    )
+    if draw(st.booleans()):
+        task.status.timestamp.FromNanoseconds(draw(st.integers(0, 2**62)))
+        task.status.message.CopyFrom(message)
+    metadata = draw(st.dictionaries(st.text(max_size=5), JSON, max_size=3))
+    if metadata:
+        task.metadata.update(metadata)
+    return task
+
+
+@settings(max_examples=200, deadline=None)
+@given(tasks())
+def test_the_same_dict_in_the_same_order(task: Task) -> None:
+    for message in (task, SendMessageResponse(task=task)):
+        ours, theirs = message_to_dict(message), json_format.MessageToDict(message)
+        assert json.dumps(ours) == json.dumps(theirs)
+
+
+def test_other_messages_too() -> None:
+    card = AgentCard(name="a", version="1")
+    card.capabilities.streaming = False
+    config = TaskPushNotificationConfig(url="https://h/", task_id="t")
+    for message in (card, config, Task(), SendMessageResponse(task=Task())):
+        theirs = json_format.MessageToDict(message)
+        assert json.dumps(message_to_dict(message)) == json.dumps(theirs)
+
+
+@pytest.mark.parametrize("number", [math.inf, -math.inf, math.nan])
+def test_what_json_format_refuses_it_refuses_the_same_way(number: float) -> None:
+    task = Task(id="t", artifacts=[Artifact(artifact_id="a", parts=[Part()])])
+    task.artifacts[0].parts[0].data.number_value = number
+    with pytest.raises(json_format.SerializeToJsonError) as theirs:
+        json_format.MessageToDict(task)
+    with pytest.raises(json_format.SerializeToJsonError) as ours:
+        message_to_dict(task)
+    assert str(ours.value) == str(theirs.value)
