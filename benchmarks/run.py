@@ -570,6 +570,33 @@ def main() -> int:
     return 0
 
 
+#: Issue 19's targets that a comparison above measures: (comparison title, target, stretch).
+ISSUE_19_TARGETS = {
+    "invoke, tracing off on both sides": ("1. invocation, like for like (tracing off)", 1.3, 2.0),
+    "describe_skill": ("2. describe_skill", 2.0, None),
+}
+
+
+def print_targets(report: dict[str, Any]) -> None:
+    """Each issue 19 target beside the figure measured for it in this run."""
+    rows = [c for c in report.get("comparisons", []) if c["title"] in ISSUE_19_TARGETS]
+    if not rows:
+        return
+    print()
+    print("| issue 19 target | measured: req/s ratio (CPU ratio) | target | verdict |")
+    print("|---|---|---|---|")
+    for c in rows:
+        name, target, stretch = ISSUE_19_TARGETS[c["title"]]
+        ratio = c["ratio_median"]
+        verdict = "met" if ratio >= target else "NOT met"
+        if stretch is not None:
+            verdict += f", stretch {stretch:g}x {'met' if ratio >= stretch else 'not met'}"
+        print(
+            f"| {name}: {c['a']} / {c['b']} | {ratio:.2f} ({c['cpu_ratio']:.2f}) "
+            f"| >= {target:g}x | {verdict} |"
+        )
+
+
 def side(c: dict[str, Any], x: str) -> str:
     rps, p50, p99, cpu = (c[f"{x}_{key}"] for key in ("rps", "p50_ms", "p99_ms", "cpu_ms"))
     return f"{fmt(rps)}, {p50:.2f}/{p99:.2f}, {cpu:.2f}"
@@ -640,6 +667,7 @@ def print_report(report: dict[str, Any]) -> None:
             print(
                 f"| {r['plugins']} | {r['skills']} | {r['seconds']:.2f} | {r['ms_per_skill']:.1f} |"
             )
+    print_targets(report)
     for note in report["notes"]:
         print(f"note: {note}")
 

@@ -315,7 +315,7 @@ def test_a_subscription_to_a_blocking_call_waits_for_its_end(
         "message": {
             "messageId": "slow-two",
             "role": "ROLE_USER",
-            "parts": [{"data": request_for(registry, "slow_cancellable", {"seconds": 0.5})}],
+            "parts": [{"data": request_for(registry, "slow_cancellable", {"seconds": 3})}],
             "extensions": [EXTENSION_URI],
         }
     }
