@@ -42,6 +42,7 @@ from a2a.types import (
     TaskState,
     TaskStatusUpdateEvent,
 )
+from a2a.utils import telemetry
 from a2a.utils.errors import InternalError, InvalidAgentResponseError, InvalidParamsError
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.api.field_behavior_pb2 import (  # type: ignore[import-untyped]
@@ -72,6 +73,14 @@ TERMINAL = frozenset(
 )
 
 Save = Callable[[Task], Awaitable[None]]
+
+#: a2a-sdk's ``append_artifact_to_task``; without its tracing decorator when a2a-sdk's
+#: instrumentation is off (the decorator would start a no-op span for each artifact).
+_append_artifact: Callable[[Task, TaskArtifactUpdateEvent], None] = (
+    append_artifact_to_task
+    if telemetry.otel_installed and telemetry.otel_enabled
+    else getattr(append_artifact_to_task, "__wrapped__", append_artifact_to_task)
+)
 
 
 class TaskEvents(EventQueue):
@@ -136,7 +145,7 @@ class TaskEvents(EventQueue):
                 task.metadata.MergeFrom(event.metadata)
             task.status.CopyFrom(event.status)
         else:
-            append_artifact_to_task(task, event)
+            _append_artifact(task, event)
 
     def _check_context(self, context_id: str) -> None:
         if context_id != self.context_id:

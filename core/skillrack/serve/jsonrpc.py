@@ -6,16 +6,24 @@ SendMessage or GetTask answer with :func:`skillrack.protocol.proto_json.message_
 (the dict ``json_format.MessageToDict`` writes, from a plan built once)
 instead of ``json_format``'s per-call descriptor walk.  Parsing, the version
 check, errors, streaming and the JSON-RPC envelope are a2a-sdk's.
+
+When a2a-sdk's OpenTelemetry instrumentation is off
+(``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``, which ``skillrack serve``
+sets when no exporter is configured), its tracing decorator still wraps the
+request method and starts a no-op span for every request; the route then
+calls the method it wraps, a2a-sdk's own ``handle_requests``, directly.
 """
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import ServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import GetTaskRequest, SendMessageRequest, Task
+from a2a.utils import telemetry
 from a2a.utils.errors import TaskNotFoundError
 from starlette.routing import BaseRoute, Route
 
@@ -55,4 +63,8 @@ def jsonrpc_routes(
         context_builder=context_builder,
         enable_v0_3_compat=enable_v0_3_compat,
     )
-    return [Route(path=rpc_url, endpoint=dispatcher.handle_requests, methods=["POST"])]
+    endpoint: Any = dispatcher.handle_requests
+    untraced = getattr(JsonRpcDispatcher.handle_requests, "__wrapped__", None)
+    if untraced is not None and not (telemetry.otel_installed and telemetry.otel_enabled):
+        endpoint = types.MethodType(untraced, dispatcher)  # a method: Starlette passes a Request
+    return [Route(path=rpc_url, endpoint=endpoint, methods=["POST"])]
