@@ -85,7 +85,7 @@ def test_in_progress_saves_are_written_with_the_settled_one(pg_url: str, tmp_pat
 
 def test_a_cancel_through_another_replica_is_never_overwritten(pg_url: str, tmp_path: Path) -> None:
     async def scenario(a: ClusterTaskStore, b: ClusterTaskStore) -> Any:
-        a._write_behind_s = 60  # only the commits the test makes
+        a._behind.delay = 60  # only the commits the test makes
         task = Task(id="00000000-0000-4000-8000-000000000002", context_id="c")
         step = _step(task, TaskState.TASK_STATE_WORKING)
         version = await a.save(task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT)

@@ -66,15 +66,11 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import class_mapper
 
-from skillrack.protocol.states import INTERRUPTED, TERMINAL
 from skillrack.serve.stores.notified_events import CHANNEL
+from skillrack.serve.stores.write_behind import SETTLED_STATES, WRITE_BEHIND_S, WriteBehind
 
 logger = logging.getLogger(__name__)
 
-#: States a client may act on: a save of one commits before it returns.
-SETTLED_STATES = TERMINAL | INTERRUPTED
-#: How long an in-progress save may wait in memory before it is committed.
-WRITE_BEHIND_S = 0.1
 #: Task ids just generated and not yet saved, remembered to answer their lookups.
 NEW_IDS_KEPT = 4096
 
@@ -102,7 +98,6 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
     ) -> None:
         super().__init__(engine, owner_resolver=owner_resolver)
         self._engine = engine
-        self._write_behind_s = write_behind_s
         self._pending: dict[tuple[str, str], _Pending] = {}
         #: The saves the commit under way is writing.
         self._writing: dict[tuple[str, str], _Pending] = {}
@@ -110,9 +105,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         self._conflicted: set[tuple[str, str]] = set()
         self._new_ids: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._commit_lock = asyncio.Lock()
-        self._timer: asyncio.TimerHandle | None = None
-        self._background: set[asyncio.Task[None]] = set()
-        self._closed = False
+        self._behind = WriteBehind(self.commit, lambda: len(self._pending), write_behind_s)
         tasks: Table = class_mapper(self._db.task_model).local_table  # type: ignore[assignment]
         versions: Table = class_mapper(self._version_model).local_table  # type: ignore[assignment]
         events: Table = class_mapper(self._event_model).local_table  # type: ignore[assignment]
@@ -223,39 +216,17 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         if event is not None:
             pending.events.append((version, to_stream_response(event).SerializeToString()))
         if task.status.state not in SETTLED_STATES:
-            self._arm_timer()
+            self._behind.arm()
             return TaskVersion(version)
         try:
             await self.commit()
         except BaseException:
-            self._arm_timer()
+            self._behind.arm()
             raise
         if key in self._conflicted:
             self._conflicted.discard(key)
             raise ConcurrentTaskModificationError(task.id)
         return TaskVersion(version)
-
-    def _arm_timer(self) -> None:
-        if self._timer is None and self._pending and not self._closed:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self._write_behind_s, self._commit_in_background)
-
-    def _commit_in_background(self) -> None:
-        self._timer = None
-        background = asyncio.get_running_loop().create_task(self._commit_logged())
-        self._background.add(background)
-        background.add_done_callback(self._background.discard)
-
-    async def _commit_logged(self) -> None:
-        try:
-            await self.commit()
-        except Exception as exc:  # kept pending; the next commit retries them
-            logger.warning(
-                "task store: %d task saves not yet written (%s); will retry",
-                len(self._pending),
-                type(exc).__name__,
-            )
-            self._arm_timer()
 
     async def commit(self) -> None:
         """Write every pending save in one transaction (a no-op when none is pending).
@@ -347,12 +318,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
 
     async def aclose(self) -> None:
         """Commit what is pending; called before the engine is disposed."""
-        self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        await self._behind.close()
         await self.commit()
 
     # -- reading ------------------------------------------------------------------------------

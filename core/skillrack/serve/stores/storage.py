@@ -110,8 +110,9 @@ from skillrack.host.config import parse_store as parse_store
 from skillrack.protocol.states import TERMINAL
 from skillrack.serve.stores import published
 from skillrack.serve.stores.bounded_memory import BoundedMemoryTaskStore
-from skillrack.serve.stores.cluster import SETTLED_STATES, WRITE_BEHIND_S, ClusterTaskStore
+from skillrack.serve.stores.cluster import ClusterTaskStore
 from skillrack.serve.stores.notified_events import NotifiedEventStream
+from skillrack.serve.stores.write_behind import SETTLED_STATES, WRITE_BEHIND_S, WriteBehind
 
 logger = logging.getLogger(__name__)
 
@@ -254,11 +255,7 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         self._writing: dict[tuple[str, str], _Kept] = {}
         #: One commit at a time, so commits land in the order their saves were made.
         self._commit_lock = asyncio.Lock()
-        self._write_behind_s = write_behind_s
-        self._timer: asyncio.TimerHandle | None = None
-        self._background: set[asyncio.Task[None]] = set()
-        #: Set by ``aclose``: nothing is scheduled after it.
-        self._closed = False
+        self._behind = WriteBehind(self.commit, lambda: len(self._pending), write_behind_s)
         #: Tasks being deleted: a read racing the delete is not remembered.
         self._deleting: set[tuple[str, str]] = set()
         mapper = class_mapper(self.task_model)
@@ -310,11 +307,6 @@ class SingleProcessTaskStore(DatabaseTaskStore):
 
     # -- saving and committing ----------------------------------------------------------------
 
-    def _arm_timer(self) -> None:
-        if self._timer is None and self._pending and not self._closed:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(self._write_behind_s, self._commit_in_background)
-
     async def save(self, task: Task, context: ServerCallContext) -> None:
         owner = self.owner_resolver(context)
         key = (owner, task.id)
@@ -335,32 +327,15 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         self._pending[key] = kept
         if task.status.state not in SETTLED_STATES:
             self._show(key, kept)
-            self._arm_timer()
+            self._behind.arm()
             return
         try:
             await self.commit()
         except BaseException:
-            self._arm_timer()  # retried in the background as well as by the next commit
+            self._behind.arm()  # retried in the background as well as by the next commit
             raise
         if kept.dropped:
             raise ValueError(f"task {task.id} could not be converted for the task store")
-
-    def _commit_in_background(self) -> None:
-        self._timer = None
-        background = asyncio.get_running_loop().create_task(self._commit_logged())
-        self._background.add(background)
-        background.add_done_callback(self._background.discard)
-
-    async def _commit_logged(self) -> None:
-        try:
-            await self.commit()
-        except Exception as exc:  # kept pending; the next commit retries them
-            logger.warning(
-                "task store: %d task saves not yet written (%s); will retry",
-                len(self._pending),
-                type(exc).__name__,
-            )
-            self._arm_timer()
 
     def _rows(self, batch: dict[tuple[str, str], _Kept]) -> list[dict[str, Any]]:
         """The batch's database rows; a state that cannot be converted is dropped and logged.
@@ -420,12 +395,7 @@ class SingleProcessTaskStore(DatabaseTaskStore):
 
     async def aclose(self) -> None:
         """Commit what is pending; called before the engine is disposed."""
-        self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+        await self._behind.close()
         await self.commit()
 
     # -- reading ------------------------------------------------------------------------------
