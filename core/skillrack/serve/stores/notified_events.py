@@ -64,6 +64,10 @@ class NotifiedEventStream(DatabaseTaskEventStream):
         async with self._listen_lock:
             if self._listener is not None and not self._listener.is_closed():
                 return
+            if self._connection is not None:  # the database dropped it: give its slot back
+                with contextlib.suppress(Exception):
+                    await self._connection.close()
+                self._connection = None
             try:
                 connection = await self._engine.connect()
                 raw = await connection.get_raw_connection()
