@@ -26,7 +26,9 @@ from typing import Any
 
 import httpx
 import pytest
-from a2a.types import Message, Part, Role, SendMessageRequest
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import Message, Part, Role, SendMessageRequest, Task, TaskState
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.proto_utils import validate_proto_required_fields
 from google.protobuf import json_format
@@ -38,7 +40,7 @@ from skillrack import BaseSkill, BaseSkillContext, DataPart, IncomingMessage, Te
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.serve.blocking import lacks_required_field
-from skillrack.testing.serve import HEADERS, rpc, skill_request
+from skillrack.testing.serve import HEADERS, rpc, skill_request, stream
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z")
@@ -262,7 +264,6 @@ def running_task(base: str, skill: str) -> str:
         listed = rpc(base, "ListTasks", {"pageSize": 100})["result"].get("tasks", [])
         for task in listed:
             if task["metadata"].get("skillrack_skill") == skill and task["status"]["state"] in (
-                "TASK_STATE_SUBMITTED",
                 "TASK_STATE_WORKING",
             ):
                 return str(task["id"])
@@ -307,34 +308,105 @@ def test_cancel_of_a_blocking_call_as_a2a_sdk_cancels(
     assert [comparable(x) for x in ours] == [comparable(x) for x in theirs]
 
 
-def test_a_subscription_to_a_blocking_call_waits_for_its_end(
-    agents: tuple[str, str], registry: Registry
-) -> None:
-    lean, _ = agents
+def slow_call(base: str, registry: Registry, seconds: float) -> tuple[threading.Thread, str]:
+    """A blocking SendMessage of a slow skill, running: its caller's thread and the task id."""
     params = {
         "message": {
-            "messageId": "slow-two",
+            "messageId": "slow-three",
             "role": "ROLE_USER",
-            "parts": [{"data": request_for(registry, "slow_cancellable", {"seconds": 3})}],
+            "parts": [{"data": request_for(registry, "slow_cancellable", {"seconds": seconds})}],
             "extensions": [EXTENSION_URI],
         }
     }
-    answered: list[httpx.Response] = []
-    caller = threading.Thread(target=lambda: answered.append(post(lean, "JSONRPC", params)))
+    caller = threading.Thread(target=lambda: post(base, "JSONRPC", params))
     caller.start()
-    task_id = running_task(lean, "slow_cancellable")
+    return caller, running_task(base, "slow_cancellable")
+
+
+def fetched(base: str, binding: str, task_id: str) -> bytes:
+    if binding == "JSONRPC":
+        body = {"jsonrpc": "2.0", "id": "g", "method": "GetTask", "params": {"id": task_id}}
+        return httpx.post(base + "/", json=body, headers=HEADERS, timeout=30).content
+    return httpx.get(f"{base}/tasks/{task_id}", headers=HEADERS, timeout=30).content
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_a_blocking_call_is_seen_working_while_its_handler_runs(
+    agents: tuple[str, str], registry: Registry, binding: str
+) -> None:
+    answers = []
+    for base in agents:
+        caller, task_id = slow_call(base, registry, 1.5)
+        listed = rpc(base, "ListTasks", {"pageSize": 100})["result"]["tasks"]
+        (task,) = [t for t in listed if t["id"] == task_id]
+        assert task["status"]["state"] == "TASK_STATE_WORKING"
+        answers.append(fetched(base, binding, task_id))
+        caller.join(timeout=30)
+    ours, theirs = answers
+    body = json.loads(ours)
+    task = body["result"] if binding == "JSONRPC" else body
+    assert task["status"]["state"] == "TASK_STATE_WORKING"
+    assert comparable(ours) == comparable(theirs)
+
+
+def subscribed(base: str, registry: Registry) -> list[tuple[int, bytes]]:
+    """Every event of a SubscribeToTask made while a blocking call runs, comparable."""
+    caller, task_id = slow_call(base, registry, 1.5)
+    events = list(stream(base, "SubscribeToTask", {"id": task_id}))
+    caller.join(timeout=30)
+    return [comparable(json.dumps(event).encode()) for event in events]
+
+
+def test_a_subscription_to_a_blocking_call_streams_its_remaining_events(
+    agents: tuple[str, str], registry: Registry
+) -> None:
+    lean, sdk = agents
+    ours, theirs = subscribed(lean, registry), subscribed(sdk, registry)
+    assert ours == theirs
+    first, last = json.loads(ours[0][1]), json.loads(ours[-1][1])
+    assert first["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    assert last["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert any("artifactUpdate" in json.loads(event) for _, event in ours)
+
+
+def test_a_subscription_after_a_blocking_call_ended_is_refused_as_a2a_sdk_refuses(
+    agents: tuple[str, str], registry: Registry
+) -> None:
+    lean, _ = agents
+    caller, task_id = slow_call(lean, registry, 0.5)
+    caller.join(timeout=30)
     subscribed = httpx.post(
         lean + "/",
         json={"jsonrpc": "2.0", "id": "s", "method": "SubscribeToTask", "params": {"id": task_id}},
         headers={**HEADERS, "Accept": "text/event-stream"},
         timeout=30,
     )
-    caller.join(timeout=30)
-    # The task had ended by then: a2a-sdk's answer for a terminal task, not a stream that hangs.
-    assert answered and answered[0].json()["result"]["task"]["status"]["state"] == (
-        "TASK_STATE_COMPLETED"
-    )
     assert "terminal state" in subscribed.text
+
+
+class CountingStore(InMemoryTaskStore):
+    """a2a-sdk's in-memory store, counting the saves of each task and the states saved."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved: dict[str, list[str]] = {}
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        self.saved.setdefault(task.id, []).append(TaskState.Name(task.status.state))
+        await super().save(task, context)
+
+
+def test_a_plain_invocation_is_saved_twice(registry: Registry) -> None:
+    """Once WORKING (when the handler starts), once at the end; the Task event alone is not."""
+    store = CountingStore()
+    with running_agent(registry, task_store=store) as lean:
+        params = cases(registry)["completed with a record"]
+        task = post(lean, "JSONRPC", params).json()["result"]["task"]
+        progressive = post(lean, "JSONRPC", cases(registry)["progress and records"])
+    assert store.saved[task["id"]] == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+    # Artifacts (records, progressive results) wait for the end: no save of their own.
+    states = store.saved[progressive.json()["result"]["task"]["id"]]
+    assert states == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
 
 
 # -- the required-field check ------------------------------------------------------------------

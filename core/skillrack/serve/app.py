@@ -385,6 +385,20 @@ class SkillrackRequestHandler(DefaultRequestHandler):
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
+        turn = self._turns.get(params.id)
+        if turn is not None and await self.task_store.get(params.id, context) is not None:
+            # Running on the blocking path (the store lookup: the caller may see the task):
+            # the task as it is, then its events until the run ends, as a2a-sdk streams them.
+            tapped = turn.tap()
+            if tapped is not None:
+                snapshot, queue = tapped
+                try:
+                    yield snapshot
+                    while (event := await queue.get()) is not None:
+                        yield event
+                finally:
+                    turn.untap(queue)
+                return
         await self._after_blocking_turn(params.id)
         async for event in super().on_subscribe_to_task(params, context):
             yield event

@@ -10,9 +10,12 @@ for the answer (not ``returnImmediately``, not streaming) of a new task
 (no ``taskId``) needs none of it: :class:`BlockingTurn` runs the executor in
 one asyncio task, applies its events to one Task as a2a-sdk's ``TaskManager``
 would (the same status, history, metadata and artifact rules; a2a-sdk's own
-``append_artifact_to_task``), saves it when it starts (so ``GetTask``,
-``ListTasks`` and the console see it) and once more when it ends, and returns
-it.  The final Task, and so the answer, is the one a2a-sdk's path returns.
+``append_artifact_to_task``), saves it when its status moves on before the
+end (so ``GetTask``, ``ListTasks`` and the console see it WORKING while the
+handler runs, with each progress message, as a2a-sdk's path shows it) and
+once more when it ends, and returns it: two saves for a plain invocation
+(WORKING, then the end), not one per event.  The final Task, and so the
+answer, is the one a2a-sdk's path returns.
 
 What the request handler (:mod:`skillrack.serve.app`) keeps on a2a-sdk's path:
 streaming, follow-ups to an existing task, ``returnImmediately``, a push
@@ -21,7 +24,9 @@ follow the events), and any request a2a-sdk would refuse for a missing
 required field (:func:`lacks_required_field` finds them, a2a-sdk writes the
 error).  While a blocking turn runs, a CancelTask for its task cancels it here,
 as a2a-sdk cancels its own (the executor's ``cancel``, then the run); a
-SubscribeToTask or a follow-up Message waits for it to end.
+SubscribeToTask gets what a2a-sdk's would: the task as it is, then each event
+that follows until the run ends (:meth:`BlockingTurn.tap`: a queue fed only
+while someone subscribed); a follow-up Message waits for it to end.
 """
 
 from __future__ import annotations
@@ -93,14 +98,28 @@ class TaskEvents(EventQueue):
     checks them.  ``started`` is called with the task when it is created.
     A Message as the first event is the whole answer (a base skill's direct
     reply), and any event after it is refused, as a2a-sdk refuses it.
+
+    ``save`` is called when others must see the task as it is: after a
+    status update that does not settle the turn (WORKING, a progress
+    message), and after the first artifact of a task not saved yet.  The
+    Task event itself is not saved: the executor's next event (WORKING,
+    before the handler starts) would overwrite it at once; the turn's end
+    saves a settled task.  Each status or artifact update also goes to the
+    ``taps`` (SubscribeToTask's queues), when there are any.
     """
 
-    def __init__(self, task_id: str, context_id: str, started: Save) -> None:
+    def __init__(self, task_id: str, context_id: str, save: Save) -> None:
         self.task_id = task_id
         self.context_id = context_id
         self.task: Task | None = None
         self.message: Message | None = None
-        self._started = started
+        self._save = save
+        #: Whether the store has the task yet.
+        self.saved = False
+        #: SubscribeToTask's queues; ``None`` ends each when the run has ended.
+        self.taps: list[asyncio.Queue[Event | None]] = []
+        #: The run has ended: nothing more will be fed to a tap.
+        self.closed = False
 
     async def enqueue_event(self, event: Event) -> None:
         if self.message is not None:
@@ -116,7 +135,6 @@ class TaskEvents(EventQueue):
             if self.task is None:
                 self._check_context(event.context_id)
                 self.task = event
-                await self._started(event)
             return  # a2a-sdk ignores a second Task ("already exists")
         if isinstance(event, Message):
             if self.task is not None:
@@ -144,8 +162,23 @@ class TaskEvents(EventQueue):
             if event.metadata:
                 task.metadata.MergeFrom(event.metadata)
             task.status.CopyFrom(event.status)
+            if task.status.state not in SETTLED:
+                self.saved = True
+                await self._save(task)
         else:
             _append_artifact(task, event)
+            if not self.saved:
+                self.saved = True
+                await self._save(task)
+        for tap in self.taps:
+            tap.put_nowait(event)
+
+    def close(self) -> None:
+        """The run has ended: each subscriber's stream ends after what it was given."""
+        self.closed = True
+        for tap in self.taps:
+            tap.put_nowait(None)
+        self.taps.clear()
 
     def _check_context(self, context_id: str) -> None:
         if context_id != self.context_id:
@@ -170,7 +203,7 @@ class BlockingTurn:
         self.request = request
         self.call = call
         self._save = save
-        self.events = TaskEvents(request.task_id, request.context_id, self._first_save)
+        self.events = TaskEvents(request.task_id, request.context_id, self._save_now)
         self.cancel_requested = False
         #: The executor's ``cancel`` raised: the task ends FAILED, as a2a-sdk ends it.
         self.cancel_failed = False
@@ -178,8 +211,31 @@ class BlockingTurn:
         self.executing = False
         self._run: asyncio.Task[Task | Message] | None = None
 
-    async def _first_save(self, task: Task) -> None:
+    async def _save_now(self, task: Task) -> None:
         await self._save(task, self.call)
+
+    def tap(self) -> tuple[Task, asyncio.Queue[Event | None]] | None:
+        """A subscriber's start: a copy of the task as it is, and a queue of what follows.
+
+        ``None`` when there is nothing to follow live: no task yet (or a
+        direct reply), a task already in a terminal state, or the run over.
+        The copy and the queue are taken in one step, so no event falls
+        between them.
+        """
+        events = self.events
+        task = events.task
+        if events.closed or task is None or task.status.state in TERMINAL:
+            return None
+        snapshot = Task()
+        snapshot.CopyFrom(task)
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        events.taps.append(queue)
+        return snapshot, queue
+
+    def untap(self, queue: asyncio.Queue[Event | None]) -> None:
+        """A subscriber that went away is fed no more."""
+        if queue in self.events.taps:
+            self.events.taps.remove(queue)
 
     def start(self) -> asyncio.Task[Task | Message]:
         """Run the executor in an asyncio task of its own (it outlives a dropped request)."""
@@ -192,6 +248,12 @@ class BlockingTurn:
         return self._run
 
     async def _drive(self) -> Task | Message:
+        try:
+            return await self._execute()
+        finally:
+            self.events.close()
+
+    async def _execute(self) -> Task | Message:
         events = self.events
         self.executing = True
         try:
