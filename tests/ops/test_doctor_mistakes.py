@@ -146,3 +146,20 @@ def test_first_party_plugins_are_named_by_module_not_repr(
     (tmp_path / "policy.toml").write_text(POLICY + "authenticated = false\n")
     _, out = doctor(tmp_path, '[plugins.policy]\nfile = "policy.toml"\n', capsys)
     assert "module skillrack_plugins.policy_file" in out and " object at 0x" not in out
+
+
+@pytest.mark.parametrize("plugin", ["api_keys", "jwt", "oidc", "mtls"])
+def test_without_a_registry_any_first_party_authenticator_counts(
+    tmp_path: Path, plugin: str
+) -> None:
+    """The fallback list (no plugin registry) knows every first-party authenticator."""
+    from skillrack.host.config import load_config
+    from skillrack.ops.doctor import Diagnosis
+    from skillrack.ops.doctor_checks import check_policy_reachable
+
+    (tmp_path / "policy.toml").write_text(POLICY)
+    path = tmp_path / "skillrack.toml"
+    path.write_text(f'[plugins.policy]\nfile = "policy.toml"\n[plugins.{plugin}]\n')
+    diagnosis = Diagnosis("test")
+    check_policy_reachable(diagnosis, load_config(path), None)
+    assert not [f for f in diagnosis.findings if "no authentication plugin" in f.message]

@@ -210,7 +210,7 @@ def check_policy_reachable(
     policy = config.first_party["policy"].get("file")
     allows = [r for r in rules if r.effect == "allow"]
     if authenticators is None:
-        authenticators = [n for n in ("api_keys", "jwt", "oidc") if n in config.first_party]
+        authenticators = [n for n in ("api_keys", "jwt", "oidc", "mtls") if n in config.first_party]
     if not authenticators:
         if allows and all(r.authenticated for r in allows):
             diagnosis.add(
@@ -218,7 +218,8 @@ def check_policy_reachable(
                 FAIL,
                 f"{policy}: every allow rule needs an authenticated caller, but no "
                 "authentication plugin is configured, so every call is denied; add "
-                "[plugins.api_keys] (skillrack keys new), [plugins.jwt] or [plugins.oidc], or put "
+                "[plugins.api_keys] (skillrack keys new), [plugins.jwt], [plugins.oidc] or "
+                "[plugins.mtls], or put "
                 "`authenticated = false` in a rule meant for anonymous callers",
                 "policy",
             )
