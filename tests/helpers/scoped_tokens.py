@@ -12,14 +12,16 @@ from skillrack import Caller, RequestCredentials, hookimpl
 
 
 class ScopedTokens:
-    """Scheme ``scoped``: ``X-Scopes: a b`` authenticates with those scopes granted."""
+    """Scheme ``scoped``: ``X-Scopes: a b`` grants those scopes, in tenant ``X-Scopes-Tenant``."""
 
     @hookimpl
     def authenticate(self, request: RequestCredentials) -> Caller | None:
         value = request.headers.get("x-scopes")
         if value is None:
             return None
-        return Caller("svc", authenticated=True, schemes={"scoped": tuple(value.split())})
+        tenant = request.headers.get("x-scopes-tenant", "")
+        scopes = tuple(value.split())
+        return Caller("svc", tenant=tenant, authenticated=True, schemes={"scoped": scopes})
 
     @hookimpl
     def security_schemes(self) -> dict[str, Any]:

@@ -66,6 +66,7 @@ file = "policy.toml"
 [[plugins.mtls.map]]
 spiffe_id = "{SPIFFE}"
 identity = "observer"
+tenant = "acme-corp"  # the issuer's tenant claim: both credentials name one tenant
 roles = ["operator"]
 
 [plugins.oidc]

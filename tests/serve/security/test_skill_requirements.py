@@ -193,3 +193,20 @@ def test_a_skill_may_declare_its_requirements_and_the_operator_replaces_them(
         skill_requirements(config, _declaring(["mtls"]))
     with pytest.raises(ConfigError, match="security must be a list of scheme names"):
         skill_requirements(config, _declaring([{"scoped": "network:write"}]))
+
+
+@pytest.mark.asyncio
+async def test_a_scope_granted_in_another_tenant_meets_nothing() -> None:
+    """Two credentials naming different tenants: only the first caller's tenant counts."""
+    from skillrack.serve.security.authn import authenticate
+
+    manager = _registry().manager
+    assert manager is not None
+    headers = {"x-plain": "1", "x-scopes": "network:write"}
+    same = await authenticate(manager, RequestCredentials(headers=headers))
+    assert same.caller is not None and same.caller.schemes.get("scoped") == ("network:write",)
+    other = {**headers, "x-scopes-tenant": "other"}
+    crossed = await authenticate(manager, RequestCredentials(headers=other))
+    # pluggy asks the last registered plugin first: ``plain``'s caller (tenant "") is it.
+    assert crossed.caller is not None and crossed.caller.identity == "person"
+    assert crossed.caller.schemes == {"plain": ()}

@@ -106,7 +106,8 @@ async def authenticate(
     scheme some plugin accepted a credential for (a client certificate and a
     bearer token on one request meet two), each plugin's own ``schemes`` or,
     when it sets none, the names ``schemes_of`` (:func:`schemes_by_plugin`)
-    gives for it.
+    gives for it.  Only credentials naming the same tenant as the first
+    caller's count: a token granted in another tenant meets nothing here.
     """
     if not manager.hook.authenticate.get_hookimpls():
         return Authentication(ANONYMOUS)
@@ -135,6 +136,11 @@ async def authenticate(
             continue
         if isinstance(answer.result, Caller):
             found = found or answer.result
+            if answer.result.tenant != found.tenant:
+                # A credential for another tenant lends no scope here: the call
+                # runs in the first caller's tenant, so only what was granted
+                # in that tenant may meet a skill's requirements.
+                continue
             granted = answer.result.schemes or dict.fromkeys(schemes_of.get(answer.plugin, ()), ())
             for scheme, scopes in granted.items():
                 met.setdefault(scheme, set()).update(scopes)
