@@ -30,6 +30,7 @@ from helpers.a2a_0_3 import CLIENT, a2a_0_3_python
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, DenyForbidden, TestSkills
 from helpers.builders import registry_of
+from helpers.example_vendor import example_vendor_env
 from helpers.header_callers import HeaderCallers, caller_header
 from helpers.served_process import probe_request, serving, write_config
 from helpers.signed_agent import signed_config
@@ -298,7 +299,8 @@ def test_a_base_skill_answers_a_0_3_text_message(tmp_path: Path) -> None:
     config = tmp_path / "skillrack.toml"
     config.write_text("[server]\na2a_0_3 = true\n")
     args = ["--config", str(config), "--store", "memory"]
-    with subprocess_agent(tmp_path, plugins="skillrack-example-vendor", args=args) as agent:
+    env = example_vendor_env(tmp_path / "site")  # tox's core env holds only the host
+    with subprocess_agent(tmp_path, env=env, args=args) as agent:
         params = {
             "message": {
                 "kind": "message",

@@ -20,6 +20,7 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.types import AgentCard, Message, Part, Role, SendMessageRequest
 from a2a.utils.constants import TransportProtocol
 from google.protobuf import json_format
+from helpers.example_vendor import example_vendor_env
 
 from skillrack.testing.serve import CARD_PATH, free_port, subprocess_agent
 
@@ -30,7 +31,8 @@ BINDINGS = [TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON, TransportPro
 def card(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentCard]:
     workdir: Path = tmp_path_factory.mktemp("base-sdk")
     args = ["--grpc-port", str(free_port()), "--store", f"sqlite:///{workdir / 'tasks.db'}"]
-    with subprocess_agent(workdir, plugins="skillrack-example-vendor", args=args) as agent:
+    env = example_vendor_env(workdir / "site")  # tox's core env holds only the host
+    with subprocess_agent(workdir, env=env, args=args) as agent:
         value = httpx.get(agent.url + CARD_PATH, timeout=10).json()
         yield json_format.ParseDict(value, AgentCard(), ignore_unknown_fields=True)
 

@@ -16,6 +16,7 @@ compared sorted, and the answers' lengths must still be equal to the byte.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -457,3 +458,56 @@ def test_required_fields_of_a_built_message() -> None:
         message=Message(message_id="m", role=Role.ROLE_USER, parts=[Part()])
     )
     assert lacks_required_field(request) == sdk_refuses(request)
+
+
+class HeldFinalSave(InMemoryTaskStore):
+    """Copies the task before its save of INPUT_REQUIRED, as a database store serialises it,
+    and holds that save until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.ids: list[str] = []
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        self.ids.append(task.id)
+        if task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            copy = Task()
+            copy.CopyFrom(task)
+            self.entered.set()
+            await asyncio.to_thread(self.release.wait, 30)
+            task = copy
+        await super().save(task, context)
+
+
+def test_a_cancel_during_the_final_save_is_stored() -> None:
+    """A cancel that arrives while the turn's last save is under way ends the stored task too."""
+    store = HeldFinalSave()
+    asking = BaseSkill(id="chat", name="Chat", description="c", handler=asks, cancellable=True)
+    registry = registry_of([("allow", AllowAll()), ("base", SkillsPlugin(asking))])
+    with running_agent(registry, task_store=store) as lean:
+        answers: list[httpx.Response] = []
+        params = plain([{"text": "hi"}], skill="chat")
+        caller = threading.Thread(target=lambda: answers.append(post(lean, "JSONRPC", params)))
+        caller.start()
+        assert store.entered.wait(30)
+        task_id = store.ids[0]  # the WORKING save came first
+        body = {"jsonrpc": "2.0", "id": "c", "method": "CancelTask", "params": {"id": task_id}}
+        cancelled: list[httpx.Response] = []
+        canceller = threading.Thread(
+            target=lambda: cancelled.append(
+                httpx.post(lean + "/", json=body, headers=HEADERS, timeout=30)
+            )
+        )
+        canceller.start()
+        time.sleep(0.3)  # the cancel is in flight while the save is held
+        store.release.set()
+        caller.join(30)
+        canceller.join(30)
+        answer = cancelled[0].json()
+        assert "result" in answer, answer
+        answer = answer["result"]
+        stored = json.loads(fetched(lean, "JSONRPC", task_id))["result"]
+    assert answer["status"]["state"] == "TASK_STATE_CANCELED"
+    assert stored["status"]["state"] == "TASK_STATE_CANCELED"

@@ -259,8 +259,13 @@ class SkillrackRequestHandler(DefaultRequestHandler):
             ):
                 raise TaskNotCancelableError(message=f"skill {skill_id!r} is not cancellable")
             turn = self._turns.get(params.id)
-            if turn is not None:  # running on the blocking path: cancelled there
+            if turn is not None and turn.executing:  # running on the blocking path
                 return await self._cancel_blocking(turn, context)
+            if turn is not None:
+                # The executor has returned and its last save is under way: a cancel
+                # now would change the answer but not the stored task.  Wait for the
+                # save, then cancel the stored task as a2a-sdk does.
+                await asyncio.wait({turn.done})
         result: Task | None = await super().on_cancel_task(params, context)
         return result
 
