@@ -700,6 +700,39 @@ def test_against_a_missing_or_malformed_manifest(tree: Tree, tmp_path: Path) -> 
 # -- bundle and verify ---------------------------------------------------------------------------
 
 
+def test_bundle_lists_base_skills_and_verifies(
+    tree: Tree, tmp_path: Path, key: ec.EllipticCurvePrivateKey
+) -> None:
+    schema_only = write_bundle(check(tree), tmp_path / "old", key=key).manifest
+    assert "base_skills" not in schema_only  # a bundle without base skills is unchanged
+    tree.replace(
+        "SKILLS = [PING]",
+        "import skillrack\nSKILLS = [PING, skillrack.BaseSkill(id='help', name='Help', "
+        "description='Free text.', handler=handler, output_modes=('text/markdown',), "
+        "cancellable=True)]",
+    )
+    out = tmp_path / "new"
+    write_bundle(check(tree), out, key=key)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["skills"] == schema_only["skills"]  # entries and digests as before
+    assert manifest["base_skills"] == [
+        {
+            "skill_id": "help",
+            "name": "Help",
+            "description": "Free text.",
+            "input_modes": ["text/plain"],
+            "output_modes": ["text/markdown"],
+            "cancellable": True,
+        }
+    ]
+    for directory in (tmp_path / "old", out):
+        report = verify_bundle(directory, public(key))
+        assert report.passed and report.signature == "valid", report.problems
+    manifest["base_skills"].append(dict(manifest["base_skills"][0], skill_id="ping"))
+    with pytest.raises(ManifestError, match="'ping' appears twice"):
+        check_manifest(manifest)
+
+
 @pytest.fixture
 def key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
@@ -883,6 +916,7 @@ def test_cli_check_json_shape(tree: Tree, capsys: pytest.CaptureFixture[str]) ->
         "problems",
         "schemas",
         "skills",
+        "base_skills",
         "against",
         "strict",
     }
@@ -980,6 +1014,7 @@ def test_cli_bundle_and_verify(
         "distribution": {"name": "acme-release-skills", "version": "1.2.0"},
         "schemas": 3,
         "skills": 1,
+        "base_skills": 0,
         "signature": "valid",
         "kid": "acme-2026",
         "problems": [],

@@ -164,7 +164,7 @@ def build_manifest(report: ReleaseReport) -> tuple[dict[str, Any], dict[str, Any
                 "file": file,
             }
         )
-    manifest = {
+    manifest: dict[str, Any] = {
         "manifest_version": MANIFEST_VERSION,
         "interface_version": INTERFACE_VERSION,
         "distribution": {"name": report.target.name, "version": report.target.version},
@@ -178,6 +178,11 @@ def build_manifest(report: ReleaseReport) -> tuple[dict[str, Any], dict[str, Any
             for s in sorted(report.skills, key=lambda s: s.skill_id)
         ],
     }
+    if report.base_skills:  # absent otherwise: a schema-only bundle's manifest is unchanged
+        manifest["base_skills"] = [
+            {key: value for key, value in b.to_json().items() if key != "plugin"}
+            for b in sorted(report.base_skills, key=lambda b: b.skill_id)
+        ]
     return manifest, files
 
 
@@ -213,6 +218,7 @@ class WrittenBundle:
             "kid": self.kid,
             "schemas": len(self.manifest["schemas"]),
             "skills": len(self.manifest["skills"]),
+            "base_skills": len(self.manifest.get("base_skills", [])),
         }
 
 
@@ -287,6 +293,7 @@ class VerifyReport:
             "distribution": manifest.get("distribution"),
             "schemas": len(manifest.get("schemas", [])),
             "skills": len(manifest.get("skills", [])),
+            "base_skills": len(manifest.get("base_skills", [])),
             "signature": self.signature,
             "kid": self.kid,
             "problems": [p.to_json() for p in self.problems],

@@ -131,6 +131,35 @@ class SkillEntry:
 
 
 @dataclass(frozen=True)
+class BaseSkillEntry:
+    """One base-A2A skill that passed its declaration check.
+
+    It has no Skill Interface Document, so no version or digest: the bundle
+    manifest lists what a caller can read of it on the card, so a release's
+    reader sees every skill the distribution serves, not only the governed ones.
+    """
+
+    plugin: str
+    skill_id: str
+    name: str
+    description: str
+    input_modes: list[str]
+    output_modes: list[str]
+    cancellable: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plugin": self.plugin,
+            "skill_id": self.skill_id,
+            "name": self.name,
+            "description": self.description,
+            "input_modes": self.input_modes,
+            "output_modes": self.output_modes,
+            "cancellable": self.cancellable,
+        }
+
+
+@dataclass(frozen=True)
 class ClassResult:
     klass: ProblemClass
     status: ClassStatus
@@ -156,6 +185,7 @@ class ReleaseReport:
     classes: list[ClassResult] = field(default_factory=list)
     schemas: list[SchemaEntry] = field(default_factory=list)
     skills: list[SkillEntry] = field(default_factory=list)
+    base_skills: list[BaseSkillEntry] = field(default_factory=list)
     against: str | None = None
     strict: bool = False
 
@@ -185,6 +215,7 @@ class ReleaseReport:
             "problems": [p.to_json() for p in self.problems],
             "schemas": [s.to_json() for s in self.schemas],
             "skills": [s.to_json() for s in self.skills],
+            "base_skills": [b.to_json() for b in self.base_skills],
             "against": self.against,
             "strict": self.strict,
         }
@@ -516,7 +547,18 @@ class _Run:
                 "declaration", "error", "base_skill", problem, plugin=plugin, skill_id=str(skill.id)
             )
             return
-        self._claim_id(plugin, skill.id, owners)
+        if self._claim_id(plugin, skill.id, owners):
+            self.report.base_skills.append(
+                BaseSkillEntry(
+                    plugin,
+                    skill.id,
+                    str(skill.name),
+                    str(skill.description),
+                    list(skill.input_modes),
+                    list(skill.output_modes),
+                    bool(skill.cancellable),
+                )
+            )
 
     def _claim_id(self, plugin: str, skill_id: str, owners: dict[str, str]) -> bool:
         """Record ``plugin`` as the owner of ``skill_id``; False (a problem) when taken."""

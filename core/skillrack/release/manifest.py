@@ -8,8 +8,14 @@ bundle manifest.  skillrack's is a JSON object::
       "interface_version": "1.0",
       "distribution": {"name": "acme-skills", "version": "1.4.0"},
       "schemas": [{"schema_uri", "version", "dialect", "digest", "file"}, ...],
-      "skills": [{"skill_id", "skill_version", "interface_digest"}, ...]
+      "skills": [{"skill_id", "skill_version", "interface_digest"}, ...],
+      "base_skills": [{"skill_id", "name", "description", "input_modes",
+                       "output_modes", "cancellable"}, ...]
     }
+
+``base_skills`` (base-A2A skills, which have no interface and so no digest) is
+optional and written only when the distribution registers some: a manifest
+without it, as every bundle before it, still verifies.
 
 ``file`` is relative to the manifest (``schemas/<name>.json``); ``digest`` is
 the draft's schema digest (SHA-256 of the JCS form of the schema value), so a
@@ -37,6 +43,11 @@ MANIFEST_VERSION: Final = "1.0"
 
 _VERSION = "^(0|[1-9][0-9]*)\\.(0|[1-9][0-9]*)$"
 _DIGEST = "^sha256:[0-9a-f]{64}$"
+_MODES: Final[dict[str, Any]] = {
+    "type": "array",
+    "minItems": 1,
+    "items": {"type": "string", "minLength": 1},
+}
 
 #: The manifest's shape.  ``file`` can only name a plain file in ``schemas/``,
 #: so a manifest can never make a verifier read outside the bundle.
@@ -87,6 +98,29 @@ MANIFEST_SCHEMA: Final[dict[str, Any]] = {
                 },
             },
         },
+        "base_skills": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": [
+                    "skill_id",
+                    "name",
+                    "description",
+                    "input_modes",
+                    "output_modes",
+                    "cancellable",
+                ],
+                "additionalProperties": False,
+                "properties": {
+                    "skill_id": {"type": "string", "minLength": 1},
+                    "name": {"type": "string"},
+                    "description": {"type": "string"},
+                    "input_modes": _MODES,
+                    "output_modes": _MODES,
+                    "cancellable": {"type": "boolean"},
+                },
+            },
+        },
     },
 }
 
@@ -121,10 +155,16 @@ def check_manifest(value: Any) -> None:
                     f"schemas/{index} repeats {seen[key]} {key[1]!r}", f"/schemas/{index}"
                 )
             seen[key] = "file" if key[0] == "file" else f"schema {key[0]}"
-    skill_ids = [entry["skill_id"] for entry in value["skills"]]
-    for index, skill_id in enumerate(skill_ids):
-        if skill_id in skill_ids[:index]:
-            raise ManifestError(f"skill {skill_id!r} appears twice", f"/skills/{index}")
+    # One id space: a base skill's id is as public a name as a schema skill's.
+    listed = [
+        (f"/{member}/{index}", entry["skill_id"])
+        for member in ("skills", "base_skills")
+        for index, entry in enumerate(value.get(member, []))
+    ]
+    skill_ids = [skill_id for _, skill_id in listed]
+    for position, (pointer, skill_id) in enumerate(listed):
+        if skill_id in skill_ids[:position]:
+            raise ManifestError(f"skill {skill_id!r} appears twice", pointer)
 
 
 def read_manifest(path: Path) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.header_callers import HeaderCallers, caller_header
 from helpers.served_process import digests
 
-from skillrack import Authority, DomainSchema, SupportingRecord
+from skillrack import Authority, BaseSkill, DomainSchema, SupportingRecord
 from skillrack.host.config import Config, ServerSettings
 from skillrack.serve.console import CONSOLE_PATH
 from skillrack.serve.console.csrf import COOKIE, FIELD
@@ -82,6 +82,15 @@ SKILLS = SkillsPlugin(
         examples=('{"device": "r1", "secret": "example-only", "mode": "soft"}',),
     ),
     simple_skill("echo", handler=echo),
+    BaseSkill(
+        id="chat_help",
+        name="Chat help",
+        description="Answers <i>free</i> text.",
+        handler=echo,
+        output_modes=("text/plain", "text/markdown"),
+        authority=Authority("execute", approval_may_be_required=True),
+        cancellable=True,
+    ),
     # Refused at assembly: the Overview names its plugin, rule and pointer.
     simple_skill(
         "broken",
@@ -209,6 +218,18 @@ def test_skill_page_shows_schema_trees_examples_and_the_raw_document(
     assert raw.json()["interface_digest"] == digests(url)["rotate_credential"]
     assert raw.json()["interface"]["skill_id"] == "rotate_credential"
     assert page(url, "/skills/nope", OPERATOR_A).status_code == 404
+
+
+def test_skills_page_lists_base_skills_in_their_own_section(agent: tuple[str, Path]) -> None:
+    url, _ = agent
+    html = page(url, "/skills", OPERATOR_A).text
+    schema_table, base = html.split('id="base-skills"')
+    assert "chat_help" not in schema_table and "rotate_credential" not in base
+    assert "<td>chat_help<br>" in base and "Chat help" in base  # no link: it has no page
+    assert "Answers &lt;i&gt;free&lt;/i&gt; text." in base  # escaped, never markup
+    assert "in: text/plain" in base and "out: text/plain, text/markdown" in base
+    assert "cancellable" in base and "execute" in base and "approval may be required" in base
+    assert "<details" not in base and "sha256:" not in base  # no schema tree, no digest
 
 
 def test_pages_need_the_operator_role(agent: tuple[str, Path]) -> None:

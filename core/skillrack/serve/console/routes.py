@@ -213,7 +213,11 @@ class Console:
         if (refused := self._refusal(request)) is not None:
             return refused
         return self._render(
-            request, "skills.html", page="skills", skills=list(self.sources.registry)
+            request,
+            "skills.html",
+            page="skills",
+            skills=list(self.sources.registry),
+            base_skills=list(self.sources.registry.base_skills.values()),
         )
 
     async def skill(self, request: Request) -> Response:
