@@ -134,6 +134,20 @@ def test_an_allowed_origin_must_be_an_origin(capsys: pytest.CaptureFixture[str])
     assert "--allow-origin" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("seconds", ["inf", "Infinity", "-inf", "nan", "-1", "0", "soon"])
+def test_a_timeout_must_be_finite_and_positive(
+    capsys: pytest.CaptureFixture[str], seconds: str
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        cli.main(["call", "http://127.0.0.1:1", SKILL, "--args", "{}", f"--timeout={seconds}"])
+    assert info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == (
+        f"skillrack call: error: argument --timeout: {seconds!r} "
+        "is not a positive number of seconds"
+    ), last
+
+
 @pytest.fixture(scope="module")
 def refusing_card(agent: tuple[str, CredentialCounter]) -> Iterator[str]:
     """An agent whose card is open and valid but which answers every message 401."""

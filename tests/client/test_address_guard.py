@@ -20,6 +20,7 @@ from helpers.builders import registry_of
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.client.address_guard import (
+    MAX_TRANSPORTS,
     AddressGuard,
     AddressKind,
     AddressPolicy,
@@ -364,3 +365,59 @@ async def test_a_whole_call_through_the_guard_on_both_bindings(binding: str, mod
             outcome = await client.call(url, "evaluate_resource_condition", arguments, mode=mode)
     assert outcome.state == "TASK_STATE_COMPLETED"
     assert len(calls) >= 3 and set(calls) == {"127.0.0.1"}  # card, describe, call: all vetted
+
+
+# The transports a guard keeps: bounded, the idle least recently used one closed ----------------
+
+
+class Recorded(httpx.AsyncHTTPTransport):
+    """The connecting transport, remembering whether the guard closed it."""
+
+    def __init__(self, made: list[Recorded], **options: Any) -> None:
+        super().__init__(**options)
+        self.closed = False
+        made.append(self)
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await super().aclose()
+
+
+def refusing_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports nothing listens on (bound together, then released)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+async def test_kept_transports_are_bounded_and_a_busy_one_is_not_closed() -> None:
+    """More origins than the bound: the idle least recently used are closed, never a busy one."""
+    made: list[Recorded] = []
+    bound = MAX_TRANSPORTS
+    guard = AddressGuard(
+        AddressPolicy(allow_loopback=True), transport=lambda **tls: Recorded(made, **tls)
+    )
+    *ports, last = refusing_ports(bound + 7)
+    registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
+    with running_agent(registry) as url:
+        async with httpx.AsyncClient(transport=guard) as client:
+            async with client.stream("GET", url + "/.well-known/agent-card.json") as held:
+                assert held.status_code == 200  # its body is still unread: the transport is busy
+                for port in ports:
+                    with pytest.raises(httpx.ConnectError):
+                        await client.get(f"http://127.0.0.1:{port}/")
+                    assert sum(not t.closed for t in made) <= bound
+                assert len(made) == bound + 7 and sum(not t.closed for t in made) == bound
+                assert not made[0].closed  # least recently used, but in use
+                assert (await held.aread()).startswith(b"{")
+            # Idle again and least recently used: the next new origin closes it.
+            assert not made[0].closed
+            with pytest.raises(httpx.ConnectError):
+                await client.get(f"http://127.0.0.1:{last}/")
+            assert made[0].closed and sum(not t.closed for t in made) == bound
+    assert all(t.closed for t in made)  # closing the client closed the guard and every pool

@@ -26,6 +26,7 @@ client code beyond :mod:`skillrack.client.readbounds` (``--help`` stays fast).
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -55,7 +56,7 @@ def _seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         value = 0.0
-    if not value > 0:
+    if not (value > 0 and math.isfinite(value)):  # inf would wait forever; nan compares false
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
     return value
 

@@ -44,7 +44,8 @@ import enum
 import ipaddress
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -66,6 +67,13 @@ METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
     ipaddress.ip_address(a)
     for a in ("169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200")
 )
+#: Origins one guard keeps a connecting transport (a connection pool) for.  Callers may
+#: choose origins (a push notification's webhook is any ``host:port``) and a guard may
+#: live as long as the process, so the pools are bounded: past this many, the least
+#: recently used idle one is closed; a busy one (a request or body still in flight) is
+#: closed once it is idle again.
+MAX_TRANSPORTS = 64
+
 #: Names of metadata services, refused before they are even resolved.
 METADATA_NAMES = frozenset({"metadata.google.internal"})
 
@@ -210,13 +218,17 @@ class AddressGuard(httpx.AsyncBaseTransport):
         transport: Callable[..., httpx.AsyncBaseTransport] = httpx.AsyncHTTPTransport,
         resolve: Resolver = resolve_once,
         tls: Mapping[Origin, ssl.SSLContext] | None = None,
+        max_transports: int = MAX_TRANSPORTS,
     ) -> None:
         self.policy = policy or AddressPolicy()
         self.origins = dict(origins or {})
         self.tls = dict(tls or {})
         self._make_transport = transport
         self._resolve = resolve
-        self._transports: dict[Origin, httpx.AsyncBaseTransport] = {}
+        self.max_transports = max_transports
+        # Least recently used first; ``_busy`` counts each one's requests and open bodies.
+        self._transports: OrderedDict[Origin, httpx.AsyncBaseTransport] = OrderedDict()
+        self._busy: dict[httpx.AsyncBaseTransport, int] = {}
 
     @classmethod
     def for_destinations(
@@ -287,7 +299,6 @@ class AddressGuard(httpx.AsyncBaseTransport):
         except httpx.RequestError as exc:
             exc.request = request
             raise
-        host = request.url.host
         origin = Origin.of(request.url)
         inner = self._transports.get(origin)
         if inner is None:
@@ -295,6 +306,22 @@ class AddressGuard(httpx.AsyncBaseTransport):
             inner = self._transports[origin] = (
                 self._make_transport() if context is None else self._make_transport(verify=context)
             )
+        self._transports.move_to_end(origin)
+        # Taken before the first await below, so no eviction can close it under this request.
+        self._busy[inner] = self._busy.get(inner, 0) + 1
+        try:
+            await self._evict()
+            response = await self._send(inner, request, addresses)
+        except BaseException:
+            await self._release(inner)
+            raise
+        response.stream = _Released(response.stream, lambda: self._release(inner))
+        return response
+
+    async def _send(
+        self, inner: httpx.AsyncBaseTransport, request: httpx.Request, addresses: list[str]
+    ) -> httpx.Response:
+        host = request.url.host
         extensions = dict(request.extensions)
         if request.url.scheme == "https":
             extensions["sni_hostname"] = host  # TLS name and certificate check: the original
@@ -315,10 +342,50 @@ class AddressGuard(httpx.AsyncBaseTransport):
                     raise
         raise AssertionError("unreachable: vet() returns at least one address")
 
-    async def aclose(self) -> None:
-        transports, self._transports = list(self._transports.values()), {}
-        for transport in transports:
+    async def _release(self, inner: httpx.AsyncBaseTransport) -> None:
+        """One request on ``inner`` is over (its body closed); close what is now evictable."""
+        left = self._busy.pop(inner) - 1
+        if left:
+            self._busy[inner] = left
+        elif inner not in self._transports.values():
+            await inner.aclose()  # evicted (or the guard closed) while it was busy
+        await self._evict()
+
+    async def _evict(self) -> None:
+        """Close the least recently used idle transports until at most ``max_transports`` stay."""
+        excess = len(self._transports) - self.max_transports
+        idle = [o for o, t in self._transports.items() if t not in self._busy][: max(excess, 0)]
+        # Dropped from the map before any await: nothing can pick them up again meanwhile.
+        closing = [self._transports.pop(origin) for origin in idle]
+        for transport in closing:
             await transport.aclose()
+
+    async def aclose(self) -> None:
+        transports = list(self._transports.values())
+        self._transports = OrderedDict()
+        for transport in transports:
+            if transport not in self._busy:  # a busy one closes when its last body does
+                await transport.aclose()
+
+
+class _Released(httpx.AsyncByteStream):
+    """A response body that tells the guard when it is closed: its transport is idle again."""
+
+    def __init__(self, stream: Any, release: Callable[[], Awaitable[None]]) -> None:
+        self._stream = stream
+        self._release: Callable[[], Awaitable[None]] | None = release
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._stream:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._stream.aclose()
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                await release()
 
 
 def _refused(
