@@ -82,6 +82,8 @@ def _configure(workdir: Path, server: str) -> Path:
     config.write_text(
         f'[plugins]\nbuiltin = ["{PLUGIN_MODULE}"]\n\n[server]\n{server}\n'
         f'[plugins.api_keys]\nfile = "{keys}"\n\n[plugins.policy]\nfile = "{policy}"\n'
+        # A per-skill requirement no API key meets (keys grant no scopes): refused alike.
+        '\n[skills.ask]\nsecurity = [{ apiKey = ["network:write"] }]\n'
     )
     return config
 
@@ -213,6 +215,7 @@ CASES = {
     "success": (lambda a: _invocation(a, "echo", {"text": "same everywhere"})),
     "input_invalid": (lambda a: _invocation(a, "echo", {"text": 5})),
     "authorization_refused": (lambda a: _invocation(a, "crash", {})),
+    "requirement_unmet": (lambda a: _invocation(a, "ask", {})),
 }
 
 
@@ -231,6 +234,7 @@ async def test_the_same_task_on_every_binding(
         "success": ("TASK_STATE_COMPLETED", None),
         "input_invalid": ("TASK_STATE_REJECTED", "input_invalid"),
         "authorization_refused": ("TASK_STATE_REJECTED", "authorization_failed"),
+        "requirement_unmet": ("TASK_STATE_REJECTED", "authorization_failed"),
     }[case]
     assert task["status"]["state"] == expected[0], task
     if expected[1] is None:
@@ -242,6 +246,8 @@ async def test_the_same_task_on_every_binding(
         [part] = task["status"]["message"]["parts"]
         assert part["data"]["error"]["code"] == expected[1], task
         assert "artifacts" not in task, task
+    if case == "requirement_unmet":
+        assert "requires apiKey (scopes network:write)" in part["data"]["error"]["message"]
     if case == "input_invalid":
         [detail] = part["data"]["error"]["details"]
         assert detail["instance_path"] == "/text" and detail["keyword"] == "type", detail
