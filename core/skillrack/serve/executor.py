@@ -87,7 +87,12 @@ from skillrack.serve.outputs import OutputBudget, OutputLimits, Outputs, check_s
 from skillrack.serve.replay import replay, user_messages
 from skillrack.serve.security.approval_gate import seek_approval
 from skillrack.serve.security.approvals import Approvals
-from skillrack.serve.security.authz import SKILL_SCOPE, authorize, authorize_skill
+from skillrack.serve.security.authz import (
+    SKILL_SCOPE,
+    AuthorizationRequest,
+    authorize,
+    authorize_skill,
+)
 from skillrack.serve.security.requirements import SkillRequirements, describe
 from skillrack.serve.traces import OFF, TurnTrace
 from skillrack.serve.traces import turn as traced_turn
@@ -364,18 +369,32 @@ class SkillExecutor(AgentExecutor):
             return None
         skill = select_skill(self.registry, request)
         turn.trace.skill(skill)
-        self._check_requirements(skill.skill_id, turn)
-        with turn.stage("authorization", "skill", final=False):
-            verdict = await authorize_skill(
-                self.manager,
-                skill_authorization_request(skill, turn.caller),
-                has_details=has_details(skill),
-            )
-            if not verdict.allowed:  # before validation: a refused caller learns no field details
-                turn.observed.denied("skill")
-                self._refuse(skill.skill_id, verdict.opinions, turn, "the skill")
+        # Before validation: a refused caller learns no field details.
+        await self._authorize_skill(
+            skill.skill_id,
+            skill_authorization_request(skill, turn.caller),
+            has_details(skill),
+            turn,
+        )
         with turn.stage("validation"):
             invocation = check_invocation(self.registry, request, turn.caller, answers)
+        return await self._admit_call(invocation, turn)
+
+    async def _authorize_skill(
+        self, skill_id: str, request: AuthorizationRequest, details: bool, turn: _Turn
+    ) -> None:
+        """The skill's security requirements, then the skill-scope authorization decision."""
+        self._check_requirements(skill_id, turn)
+        with turn.stage("authorization", "skill", final=False):
+            verdict = await authorize_skill(self.manager, request, has_details=details)
+            if not verdict.allowed:
+                turn.observed.denied("skill")
+                self._refuse(skill_id, verdict.opinions, turn, "the skill")
+
+    async def _admit_call(
+        self, invocation: Invocation, turn: _Turn
+    ) -> tuple[Invocation, Slot] | None:
+        """The call's authorization, its approval and a concurrency slot (any skill kind)."""
         with turn.stage("authorization", "call"):  # observes both decisions' time, once
             await self._authorize(invocation, turn)
         with turn.trace.stage("approval"):
@@ -441,28 +460,10 @@ class SkillExecutor(AgentExecutor):
     async def _admit_base(self, call: BaseCall, turn: _Turn) -> tuple[Invocation, Slot] | None:
         """The same stages as a schema skill's call, without arguments to validate."""
         skill = call.skill
-        self._check_requirements(skill.skill_id, turn)
-        with turn.stage("authorization", "skill", final=False):
-            verdict = await authorize_skill(
-                self.manager,
-                base_authorization_request(skill, turn.caller, SKILL_SCOPE),
-                has_details=False,
-            )
-            if not verdict.allowed:
-                turn.observed.denied("skill")
-                self._refuse(skill.skill_id, verdict.opinions, turn, "the skill")
+        scoped = base_authorization_request(skill, turn.caller, SKILL_SCOPE)
+        await self._authorize_skill(skill.skill_id, scoped, False, turn)
         invocation = Invocation(skill, base_authorization_request(skill, turn.caller), base=call)
-        with turn.stage("authorization", "call"):  # observes both decisions' time, once
-            await self._authorize(invocation, turn)
-        with turn.trace.stage("approval"):
-            approved = await self._approve(invocation, turn)
-        if not approved:
-            return None
-        try:
-            return invocation, await self.limiter.acquire(turn.caller, turn.client_host)
-        except ConditionError:
-            self.metrics.limit_refused("concurrency")
-            raise
+        return await self._admit_call(invocation, turn)
 
     async def _describe_skill(self, request: SkillRequest, turn: _Turn) -> None:
         skill_id = request.arguments["skill_id"]
