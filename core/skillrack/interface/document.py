@@ -11,12 +11,17 @@ that passes is digested, once, and kept immutable with its compiled validators.
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from skillrack.errors import ConditionError, ErrorCode
-from skillrack.interface.canonical import CanonicalizationError, canonical_bytes, digest_of
+from skillrack.interface.canonical import (
+    DIGEST_PREFIX,
+    CanonicalizationError,
+    canonical_bytes,
+)
 from skillrack.interface.declare import (
     Authority,
     DomainSchema,
@@ -87,10 +92,10 @@ def verify_document(document: Any, limits: Limits = DEFAULT_LIMITS) -> VerifiedI
     schema.  The interface digest is computed last, over the exact value given.
     """
     try:
-        size = len(canonical_bytes(document))
+        encoded = canonical_bytes(document)
     except CanonicalizationError as exc:
         raise _invalid("not_json", "", f"the document has no JCS form: {exc}") from exc
-    if size > limits.max_document_bytes:
+    if len(encoded) > limits.max_document_bytes:
         raise _invalid(
             "document_too_large",
             "",
@@ -169,7 +174,8 @@ def verify_document(document: Any, limits: Limits = DEFAULT_LIMITS) -> VerifiedI
     records = {kind: compiled[kind] for kind in kinds}
     return VerifiedInterface(
         document=document,
-        interface_digest=digest_of(document),
+        # The JCS bytes measured above: nothing here changes the document.
+        interface_digest=DIGEST_PREFIX + hashlib.sha256(encoded).hexdigest(),
         input=compiled["input"],
         output=compiled["output"],
         records=records,

@@ -44,6 +44,7 @@ from skillrack.interface.compile_clock import CompileClock, clocked_meta_validat
 from skillrack.interface.deferred_formats import register_deferred_checkers
 from skillrack.interface.formats import bounded_checkers
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits, json_depth
+from skillrack.interface.meta_check import passes_meta_schema
 from skillrack.interface.patterns import check_pattern
 from skillrack.interface.pointers import escape, to_pointer
 from skillrack.interface.schemaerror import InlineSchemaError, limit_exceeded, refuse
@@ -369,7 +370,12 @@ def compile_inline_schema(
     root_uri = root_base(private)
     locations = walk(private, root_uri, dialect, tick)
 
-    if verdict not in META_VERDICTS:
+    checker = _format_checker(validator_class)
+    if verdict in META_VERDICTS:
+        pass
+    elif passes_meta_schema(private, len(encoded), validator_class, checker):
+        tick()  # the compiled check (``skillrack.interface.meta_check``) said valid
+    else:
         try:
             with running(clock):
                 _check_meta_schema(validator_class, private, dialect)

@@ -122,25 +122,31 @@ class Location:
     slot: str  # the keyword whose value holds this schema ("" for the root)
 
 
+#: The slots with their pointer prefixes, escaped once, in the order :func:`children` visits them.
+_ONE_SLOTS: Final = tuple((keyword, "/" + escape(keyword)) for keyword in _ONE)
+_LIST_SLOTS: Final = tuple((keyword, "/" + escape(keyword) + "/") for keyword in _LIST)
+_MAP_SLOTS: Final = tuple((keyword, "/" + escape(keyword) + "/") for keyword in _MAP)
+
+
 def children(node: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
     """(keyword, pointer suffix, subschema) for every subschema slot of ``node``.
 
     Only well-shaped slots are followed: the meta-schema check reports the
     malformed ones, and the walk must not crash before it gets the chance.
     """
-    for keyword in _ONE:
+    for keyword, suffix in _ONE_SLOTS:
         if keyword in node:
-            yield keyword, "/" + escape(keyword), node[keyword]
-    for keyword in _LIST:
+            yield keyword, suffix, node[keyword]
+    for keyword, prefix in _LIST_SLOTS:
         value = node.get(keyword)
         if isinstance(value, list):
             for index, item in enumerate(value):
-                yield keyword, f"/{escape(keyword)}/{index}", item
-    for keyword in _MAP:
+                yield keyword, f"{prefix}{index}", item
+    for keyword, prefix in _MAP_SLOTS:
         value = node.get(keyword)
         if isinstance(value, dict):
             for name, item in value.items():
-                yield keyword, f"/{escape(keyword)}/{escape(name)}", item
+                yield keyword, prefix + escape(name), item
 
 
 def _never() -> None:

@@ -457,8 +457,19 @@ class _FastCompiler:
             if (sub_check := self.node(sub)) is not _always
         )
 
+        table = dict(pairs)
+        declared = len(table)
+
         def check(v: Any) -> bool:
             if not isinstance(v, dict):
+                return True
+            # Whichever side is shorter: a schema's few members against a
+            # meta-schema's fifty declared keywords, or the other way round.
+            if len(v) < declared:
+                for name, item in v.items():
+                    sub = table.get(name)
+                    if sub is not None and not sub(item):
+                        return False
                 return True
             for name, sub in pairs:  # noqa: SIM110 (a loop: no generator per call)
                 if name in v and not sub(v[name]):
@@ -700,6 +711,26 @@ def compile_validity_check(validator: Any) -> Check | None:
         return None
 
 
+class _FastSlot:
+    """A compiled schema's validity check, built once, on first use.
+
+    Two threads may both build it the first time; both get an equivalent
+    predicate and one of them is kept, so no lock is needed.
+    """
+
+    __slots__ = ("_built", "_check")
+
+    def __init__(self) -> None:
+        self._built = False
+        self._check: Check | None = None
+
+    def get(self, validator: Any) -> Check | None:
+        if not self._built:
+            self._check = None if validator is None else compile_validity_check(validator)
+            self._built = True
+        return self._check
+
+
 @dataclass(frozen=True, eq=False)
 class CompiledSchema:
     """A schema that passed every inline rule, with the validator built from it.
@@ -715,13 +746,19 @@ class CompiledSchema:
     limits: Limits = DEFAULT_LIMITS
     _validator: Any = field(default=None, repr=False)
     _runtime: _Runtime = field(default_factory=lambda: _Runtime({}, {}), repr=False)
-    #: A validity check equivalent to "jsonschema reports no error", for the
-    #: keywords :class:`_FastCompiler` knows; None when the schema uses others.
-    _fast: Callable[[Any], bool] | None = field(default=None, init=False, repr=False)
+    #: Where the compiled validity check is kept once built (shared by :meth:`given_as`).
+    _fast_slot: _FastSlot = field(default_factory=lambda: _FastSlot(), init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        if self._validator is not None:
-            object.__setattr__(self, "_fast", compile_validity_check(self._validator))
+    @property
+    def _fast(self) -> Callable[[Any], bool] | None:
+        """A validity check equivalent to "jsonschema reports no error", or None.
+
+        None when the schema uses keywords :class:`_FastCompiler` does not
+        know.  Built on first use, not at compilation: an agent with hundreds
+        of skills starts without building a predicate for each of their
+        schemas, and a schema no request uses never gets one.
+        """
+        return self._fast_slot.get(self._validator)
 
     def given_as(self, schema: Any) -> CompiledSchema:
         """This compiled schema under another ``schema`` value of the same JCS form.
