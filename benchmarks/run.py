@@ -1,6 +1,6 @@
 """skillrack against bare a2a-sdk, measured side by side in one run.
 
-    python benchmarks/run.py            # the full run (about 10 minutes)
+    python benchmarks/run.py            # the full run (about 20 minutes)
     python benchmarks/run.py --quick    # a couple of minutes, fewer and shorter rounds
 
 Every server is a process of its own (uvicorn on 127.0.0.1, a free port, log
@@ -25,6 +25,12 @@ The servers:
   through a2a-sdk's own card route;
 * ``skillrack-sqlite``: ``skillrack serve`` with its durable default store,
   and with ``--workers 2`` on it, when those options exist.
+
+After the servers, the run measures what issue 19 names besides requests:
+RSS over 10,000 tasks (the memory store unbounded, bounded at 1,000 tasks,
+and SQLite), assembly of 500 skills (``assembly.py``) and the scale-out table
+(``scaleout.py``: SQLite, PostgreSQL, two replicas, ``--workers 2``); the
+last table prints every issue 19 target beside its figure.
 
 a2a-sdk wraps its request path in OpenTelemetry decorators when OpenTelemetry
 is importable (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED``, read at import).
@@ -68,6 +74,11 @@ CONFIG = """\
 rate_per_minute = 1000000000
 max_concurrent_tasks = 1000000
 """
+
+
+#: The memory store with a bound reached early in the memory part (issue 19 item 6).
+MEMORY_BOUND = 1_000
+BOUNDED_CONFIG = CONFIG + f"memory_max_tasks = {MEMORY_BOUND}\n"
 
 
 def free_port() -> int:
@@ -385,7 +396,7 @@ def main() -> int:
         "--skip",
         default="",
         help="comma-separated parts to skip: invoke,describe,card,otel,durable,concurrency,"
-        "workers,memory,inprocess",
+        "workers,memory,inprocess,assembly,scaleout",
     )
     args = parser.parse_args()
     instances = args.instances or (2 if args.quick else 4)
@@ -403,6 +414,7 @@ def main() -> int:
     options = serve_options()
     workdir = Path(tempfile.mkdtemp(prefix="skillrack-bench-"))
     (workdir / "bench.toml").write_text(CONFIG)
+    (workdir / "bounded.toml").write_text(BOUNDED_CONFIG)
     env = {
         **os.environ,
         "SKILLRACK_LOAD_PLUGINS": EXAMPLE_PLUGIN,
@@ -411,12 +423,12 @@ def main() -> int:
     env.pop("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", None)  # each side at its own default
     untraced_env = {**env, "OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": "false"}
 
-    def skillrack(name: str, *extra: str) -> Server:
+    def skillrack(name: str, *extra: str, config: str = "bench.toml") -> Server:
         argv = [PYTHON, "-m", "skillrack", "serve", "--host", "127.0.0.1", "--port", "{port}"]
-        argv += ["--log-level", "warning", "--config", "bench.toml", *extra]
-        directory = workdir / name.replace("#", "-")
+        argv += ["--log-level", "warning", "--config", config, *extra]
+        directory = workdir / name.replace("#", "-").replace(" ", "-")
         directory.mkdir()
-        shutil.copy(workdir / "bench.toml", directory / "bench.toml")
+        shutil.copy(workdir / config, directory / config)
         return Server(name, argv, directory, env)
 
     def bare(name: str, environment: dict[str, str]) -> Server:
@@ -536,11 +548,13 @@ def main() -> int:
 
         if "memory" not in skip:
             memory: dict[str, Any] = {}
-            stores = [("memory", memory_store)]
+            stores = [("memory", memory_store, "bench.toml")]
             if "--store" in options:
-                stores.append(("sqlite (default)", ()))
-            for name, extra in stores:
-                server = start([skillrack(f"rss-{name.split()[0]}", *extra)])[0]
+                bounded = f"memory, memory_max_tasks = {MEMORY_BOUND:,}"
+                stores.append((bounded, memory_store, "bounded.toml"))
+                stores.append(("sqlite (default)", (), "bench.toml"))
+            for index, (name, extra, config) in enumerate(stores):
+                server = start([skillrack(f"rss-{index}", *extra, config=config)])[0]
                 server.wait_ready()
                 memory[name] = growth = memory_growth(load, server, settings.memory_tasks)
                 print(
@@ -558,6 +572,22 @@ def main() -> int:
             report["inprocess"] = json.loads(
                 subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout
             )
+
+        if "assembly" not in skip:  # issue 19 item 5, beside jsonschema's own checks
+            print("  assembly of 500 skills, shared and distinct schemas ...", flush=True)
+            out = workdir / "assembly.json"
+            argv = [PYTHON, str(HERE / "assembly.py"), "--json", str(out)]
+            argv += ["--rounds", "1" if settings.quick else "3"]
+            subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
+            report["assembly"] = json.loads(out.read_text())
+
+        if "scaleout" not in skip:  # issue 19 items 3, 4 and 7: scaleout.py's own table
+            print("  scale-out: memory, SQLite, PostgreSQL, replicas, --workers 2 ...", flush=True)
+            out = workdir / "scaleout.json"
+            argv = [PYTHON, str(HERE / "scaleout.py"), "--json", str(out)]
+            argv += ["--quick"] if settings.quick else []
+            subprocess.run(argv, check=True, env=env)
+            report["scaleout"] = json.loads(out.read_text())
     finally:
         for server in running:
             server.stop()
@@ -576,25 +606,76 @@ ISSUE_19_TARGETS = {
     "describe_skill": ("2. describe_skill", 2.0, None),
 }
 
+#: Issue 19 item 6: RSS growth per task, past the bound (memory) or the first 2,000 tasks.
+FLAT_KB_PER_TASK = 0.5
 
-def print_targets(report: dict[str, Any]) -> None:
-    """Each issue 19 target beside the figure measured for it in this run."""
-    rows = [c for c in report.get("comparisons", []) if c["title"] in ISSUE_19_TARGETS]
-    if not rows:
-        return
-    print()
-    print("| issue 19 target | measured: req/s ratio (CPU ratio) | target | verdict |")
-    print("|---|---|---|---|")
-    for c in rows:
+
+def growth_after(samples: list[list[float]], done: float) -> float | None:
+    """kB of RSS per task from the first sample at ``done`` tasks or more to the last."""
+    later = [sample for sample in samples if sample[0] >= done]
+    if len(later) < 2 or later[-1][0] == later[0][0]:
+        return None
+    return (later[-1][1] - later[0][1]) * 1024 / (later[-1][0] - later[0][0])
+
+
+def target_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(target, measured, bound, verdict) for every issue 19 target this run measured."""
+    rows: list[tuple[str, str, str, str]] = []
+    for c in report.get("comparisons", []):
+        if c["title"] not in ISSUE_19_TARGETS:
+            continue
         name, target, stretch = ISSUE_19_TARGETS[c["title"]]
         ratio = c["ratio_median"]
         verdict = "met" if ratio >= target else "NOT met"
         if stretch is not None:
             verdict += f", stretch {stretch:g}x {'met' if ratio >= stretch else 'not met'}"
-        print(
-            f"| {name}: {c['a']} / {c['b']} | {ratio:.2f} ({c['cpu_ratio']:.2f}) "
-            f"| >= {target:g}x | {verdict} |"
-        )
+        measured = f"{c['a']} / {c['b']}: {ratio:.2f} req/s ({c['cpu_ratio']:.2f} CPU)"
+        rows.append((name, measured, f">= {target:g}x", verdict))
+    scaleout = report.get("scaleout")
+    for t in scaleout["targets"] if scaleout else []:
+        counts = ", ".join(f"{r:.2f}" for r in t["ratios"])
+        sign = "<=" if t["at_most"] else ">="
+        rows.append(
+            (f"{t['item']}. {t['name']}", f"{t['ratio']:.2f}x (1/8/32 clients: {counts})",
+             f"{sign} {t['target']:g}x", "met" if t["met"] else "NOT met")
+        )  # fmt: skip
+    assembly = report.get("assembly")
+    if assembly:
+        for variant in ("shared", "distinct"):
+            figures = assembly[variant]
+            seconds = figures["skillrack"]["cpu_s"] * 500 / assembly["skills"]
+            rows.append(
+                (f"5. assembly of 500 skills, {variant} schema values", f"{seconds:.2f} s CPU "
+                 f"({figures['cpu_ratio']:.2f} of jsonschema's own checks)", "< 2 s",
+                 "met" if seconds < 2 else "NOT met")
+            )  # fmt: skip
+    for name, m in report.get("memory", {}).items():
+        if name == "memory":
+            continue  # its bound (10,000) is reached only at the end of the run
+        start = 2 * MEMORY_BOUND if "max_tasks" in name else 2_000
+        growth = growth_after(m["samples"], start)
+        if growth is not None:
+            rows.append(
+                (f"6. RSS flat over {m['tasks']:,} tasks: {name}",
+                 f"{growth:.2f} kB per task after {start:,} tasks "
+                 f"({m['rss_start_mb']:.0f} -> {m['rss_end_mb']:.0f} MB)",
+                 f"<= {FLAT_KB_PER_TASK:g} kB", "met" if growth <= FLAT_KB_PER_TASK else "NOT met")
+            )  # fmt: skip
+    if scaleout:
+        rows.append(("7. scale-out benchmark (scaleout.py)", "run above", "-", "met"))
+    return rows
+
+
+def print_targets(report: dict[str, Any]) -> None:
+    """Each issue 19 target beside the figure measured for it in this run."""
+    rows = target_rows(report)
+    if not rows:
+        return
+    print()
+    print("| issue 19 target | measured | target | verdict |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 def side(c: dict[str, Any], x: str) -> str:
