@@ -978,3 +978,27 @@ def test_a_refusal_is_never_remembered_as_a_compilation() -> None:
     for _ in range(2):
         assert_refused({"type": "strung"}, "meta_schema", "/type")
     assert not inline.COMPILED._kept  # nothing kept for the refused value
+
+
+# --- the registry is crawled only when a crawl can find something ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("schema", "crawled"),
+    [
+        ({"$defs": {"a": {"type": "string"}}, "$ref": "#/$defs/a"}, False),
+        ({"$defs": {"a": {"$anchor": "here", "type": "string"}}, "$ref": "#here"}, True),
+        ({"$defs": {"a": {"$id": "urn:x:a", "type": "string"}}, "$ref": "urn:x:a"}, True),
+        ({"$dynamicAnchor": "node", "type": "array", "items": {"$dynamicRef": "#node"}}, True),
+    ],
+)
+def test_crawl_only_when_needed(schema: Any, crawled: bool) -> None:
+    from skillrack.interface.schemawalk import SYNTHETIC_BASE, needs_crawl, walk
+
+    assert needs_crawl(walk(schema, SYNTHETIC_BASE, DRAFT_2020_12)) is crawled
+    compiled = compile_ok(schema)
+    if "items" in schema:
+        assert compiled.is_valid([[[]]]) and not compiled.is_valid([[3]])
+    else:
+        assert compiled.is_valid("text") and not compiled.is_valid(3)
+        assert compiled.validate(3)[0].keyword == "type"

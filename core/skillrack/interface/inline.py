@@ -53,6 +53,7 @@ from skillrack.interface.schemawalk import (
     RefusingRetriever,
     check_ids,
     check_reference_graph,
+    needs_crawl,
     reference_edges,
     root_base,
     schema_registry,
@@ -387,7 +388,8 @@ def compile_inline_schema(
     _check_patterns(locations, tick)
     resources = check_ids(locations, root_uri, tick)
     retriever = RefusingRetriever()
-    registry = schema_registry(root_uri, private, retriever)
+    crawl = needs_crawl(locations)
+    registry = schema_registry(root_uri, private, retriever, crawl=crawl)
     tick()
     edges = reference_edges(locations, registry, retriever, resources, tick)
 
@@ -395,7 +397,7 @@ def compile_inline_schema(
 
     runtime_root, runtime = desugar_booleans(private, locations)
     if runtime_root is not private:  # a boolean root: its object form is a new resource
-        registry = schema_registry(root_uri, runtime_root, retriever)
+        registry = schema_registry(root_uri, runtime_root, retriever, crawl=crawl)
     # Otherwise the registry built for the checks serves: desugaring rewrote the
     # very objects it holds, in place, and added no $id or anchor.
     validator = validator_class(

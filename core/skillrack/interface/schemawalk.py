@@ -14,8 +14,7 @@ in which order, is :mod:`skillrack.interface.inline`'s job.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 import referencing.exceptions
@@ -85,14 +84,35 @@ def offline_registry(retriever: RefusingRetriever) -> Registry[Any]:
     return registry
 
 
-def schema_registry(root_uri: str, schema: Any, retriever: RefusingRetriever) -> Registry[Any]:
-    """An offline registry holding ``schema`` at ``root_uri`` and its embedded resources."""
-    registry: Registry[Any] = (
-        offline_registry(retriever)
-        .with_resource(root_uri, DRAFT202012.create_resource(schema))
-        .crawl()
+def schema_registry(
+    root_uri: str, schema: Any, retriever: RefusingRetriever, *, crawl: bool = True
+) -> Registry[Any]:
+    """An offline registry holding ``schema`` at ``root_uri`` and its embedded resources.
+
+    ``crawl=False`` when :func:`needs_crawl` says the schema has nothing to
+    find: every reference then resolves from the root resource by pointer,
+    and ``referencing`` still crawls by itself before it reports a URI or
+    an anchor unknown, so no lookup can answer differently.
+    """
+    registry: Registry[Any] = offline_registry(retriever).with_resource(
+        root_uri, DRAFT202012.create_resource(schema)
     )
-    return registry
+    return registry.crawl() if crawl else registry
+
+
+def needs_crawl(locations: list[Location]) -> bool:
+    """Whether a crawl would find anything: an embedded ``$id``, ``$anchor`` or ``$dynamicAnchor``.
+
+    The walk visits exactly the subresource keywords ``referencing`` crawls
+    (see the keyword lists above), so its locations are what a crawl would see.
+    """
+    for location in locations:
+        node = location.node
+        if isinstance(node, dict) and (
+            (location.pointer and "$id" in node) or "$anchor" in node or "$dynamicAnchor" in node
+        ):
+            return True
+    return False
 
 
 def root_base(schema: Any) -> str:
@@ -112,9 +132,13 @@ def _same_dialect(declared: object, dialect: str) -> bool:
     return isinstance(declared, str) and declared.removesuffix("#") == dialect.removesuffix("#")
 
 
-@dataclass(frozen=True)
-class Location:
-    """One place where the walk found a schema: its pointer, value and base URI."""
+class Location(NamedTuple):
+    """One place where the walk found a schema: its pointer, value and base URI.
+
+    A named tuple rather than a frozen dataclass: the walk makes one per
+    subschema of every schema compiled, and a tuple is several times
+    cheaper to build.
+    """
 
     pointer: str
     node: Any  # dict or bool
