@@ -91,6 +91,7 @@ def test_largest_safe_integer_is_accepted() -> None:
         ('{"a": Infinity}', "Infinity"),
         ('{"a": 1e400}', "NaN and infinities"),
         ('{"a": 1, "a": 2}', "duplicate"),
+        ('{"b": {"x": 1, "y": 2, "x": 3}}', "duplicate object member 'x'"),
         ('{"a": 9007199254740993}', "integer"),
         ('"\\ud800"', "cannot be canonicalized"),
         ("{", "not JSON"),

@@ -106,11 +106,13 @@ def _refuse_constant(name: str) -> Any:
 
 
 def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, val in pairs:
-        if key in obj:
-            raise CanonicalizationError(f"duplicate object member {key!r} (I-JSON forbids it)")
-        obj[key] = val
+    obj = dict(pairs)  # built in C; fewer members than pairs means a name repeats
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise CanonicalizationError(f"duplicate object member {key!r} (I-JSON forbids it)")
+            seen.add(key)
     return obj
 
 
