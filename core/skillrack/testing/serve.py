@@ -44,7 +44,10 @@ from skillrack.protocol.messages import EXTENSION_URI
 CARD_PATH = "/.well-known/agent-card.json"
 #: The headers of an A2A 1.0 request that activates the schema-interface extension.
 HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": EXTENSION_URI}
-START_TIMEOUT_S = 30.0
+#: How long ``wait_ready`` waits for a start by default.  Generous: a failed start
+#: is reported as soon as the process exits, and a CI machine running tests in
+#: parallel can take well over 30 s to start ``serve --workers 2``.
+START_TIMEOUT_S = 120.0
 #: The first words of the line ``skillrack serve`` prints once it serves.
 BANNER = "skillrack serving at"
 
