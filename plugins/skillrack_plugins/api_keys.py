@@ -63,6 +63,7 @@ from skillrack import (
     RequestCredentials,
     hookimpl,
 )
+from skillrack_plugins._settings import refuse_unknown
 
 NAME = "api-keys"
 AUTH = "api_key"
@@ -155,11 +156,7 @@ class ApiKeys:
 
 def create(settings: Mapping[str, Any], base_dir: Path) -> ApiKeys:
     """Validate ``settings``, load the keys, and return the plugin object."""
-    unknown = set(settings) - _SETTINGS
-    if unknown:
-        raise ConfigError(
-            f"unknown key api_keys.{sorted(unknown)[0]} (known: {', '.join(sorted(_SETTINGS))})"
-        )
+    refuse_unknown("api_keys", settings, _SETTINGS)
     header = settings.get("header", DEFAULT_HEADER)
     if not isinstance(header, str) or not _HEADER_NAME.fullmatch(header):
         raise ConfigError("api_keys.header must be an HTTP header name")

@@ -44,6 +44,7 @@ from typing import Any
 import jwt
 
 from skillrack import AuthenticationFailed, Caller, ConfigError, RequestCredentials, hookimpl
+from skillrack_plugins._settings import refuse_unknown
 from skillrack_plugins.jose_keys import (
     DEFAULT_ALGORITHMS,
     KeyTable,
@@ -159,11 +160,7 @@ class JwtBearer:
 
 def create(settings: Mapping[str, Any], base_dir: Path) -> JwtBearer:
     """Validate ``settings``, load the JWKS, and return the plugin object."""
-    unknown = set(settings) - _SETTINGS
-    if unknown:
-        raise ConfigError(
-            f"unknown key jwt_bearer.{sorted(unknown)[0]} (known: {', '.join(sorted(_SETTINGS))})"
-        )
+    refuse_unknown("jwt_bearer", settings, _SETTINGS)
     for required in ("jwks", "issuer", "audience"):
         if required not in settings:
             raise ConfigError(f"jwt_bearer.{required} is required")

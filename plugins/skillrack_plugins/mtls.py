@@ -65,6 +65,7 @@ from skillrack import (
     RequestCredentials,
     hookimpl,
 )
+from skillrack_plugins._settings import refuse_unknown
 
 NAME = "mtls"
 AUTH = "mtls"
@@ -152,11 +153,7 @@ class MutualTls:
 
 def create(settings: Mapping[str, Any], base_dir: Path) -> MutualTls:
     """Validate ``settings`` and return the plugin object (``base_dir`` is unused)."""
-    unknown = set(settings) - _SETTINGS
-    if unknown:
-        raise ConfigError(
-            f"unknown key mtls.{sorted(unknown)[0]} (known: {', '.join(sorted(_SETTINGS))})"
-        )
+    refuse_unknown("mtls", settings, _SETTINGS)
     scheme = settings.get("scheme", DEFAULT_SCHEME)
     if not isinstance(scheme, str) or not _SCHEME_NAME.fullmatch(scheme):
         raise ConfigError("mtls.scheme must be a name of letters, digits, '_', '.' or '-'")

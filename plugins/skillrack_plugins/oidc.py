@@ -92,6 +92,7 @@ from skillrack import (
     RequestCredentials,
     hookimpl,
 )
+from skillrack_plugins._settings import refuse_unknown
 from skillrack_plugins.introspection import Introspection
 from skillrack_plugins.issuer_documents import CachedDocument, CachePolicy, DocumentUnavailable
 from skillrack_plugins.jose_keys import (
@@ -424,11 +425,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> OidcBearer:
 
     Nothing is fetched here: the first token fetches the issuer's documents.
     """
-    unknown = set(settings) - _SETTINGS
-    if unknown:
-        raise ConfigError(
-            f"unknown key oidc.{sorted(unknown)[0]} (known: {', '.join(sorted(_SETTINGS))})"
-        )
+    refuse_unknown("oidc", settings, _SETTINGS)
     for required in ("issuer", "audience"):
         if required not in settings:
             raise ConfigError(f"oidc.{required} is required")
@@ -601,12 +598,7 @@ def _introspection(value: Any, base_dir: Path, allow_loopback: bool) -> dict[str
         return None
     if not isinstance(value, dict):
         raise ConfigError("[plugins.oidc.introspection] must be a table")
-    unknown = set(value) - _INTROSPECTION
-    if unknown:
-        raise ConfigError(
-            f"unknown key oidc.introspection.{sorted(unknown)[0]} "
-            f"(known: {', '.join(sorted(_INTROSPECTION))})"
-        )
+    refuse_unknown("oidc.introspection", value, _INTROSPECTION)
     client_id = value.get("client_id")
     if not isinstance(client_id, str) or not client_id:
         raise ConfigError("oidc.introspection.client_id is required (the agent's own client)")

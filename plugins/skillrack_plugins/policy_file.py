@@ -86,6 +86,7 @@ from pathlib import Path
 from typing import Any
 
 from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl
+from skillrack_plugins._settings import refuse_unknown
 from skillrack_plugins.rules import Effects, Rule, normalize_resource, parse_rule
 
 __all__ = ["PolicyFile", "Rule", "create", "normalize_resource", "parse_policy"]
@@ -236,9 +237,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> PolicyFile:
     """The policy plugin for ``settings`` (``file``: the policy path, relative to ``base_dir``)."""
     if not isinstance(settings, Mapping):
         raise ConfigError("[plugins.policy] must be a table with setting 'file'")
-    unknown = sorted(set(settings) - _SETTINGS_KEYS)
-    if unknown:
-        raise ConfigError(f"[plugins.policy]: unknown setting '{unknown[0]}' (known: file)")
+    refuse_unknown("policy", settings, _SETTINGS_KEYS)
     file = settings.get("file")
     if file is None:
         raise ConfigError("[plugins.policy]: setting 'file' is required (path of the TOML policy)")

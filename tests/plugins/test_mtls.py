@@ -119,7 +119,7 @@ def test_card_scheme() -> None:
     [
         ({}, "mtls.map must list"),
         ({"map": []}, "mtls.map must list"),
-        ({"map": [{"dns": "*"}], "other": 1}, "unknown key mtls.other"),
+        ({"map": [{"dns": "*"}], "other": 1}, "unknown key plugins.mtls.other"),
         ({"map": [{"identity": "x"}]}, "exactly one of"),
         ({"map": [{"dns": "a", "uri": "b"}]}, "exactly one of"),
         ({"map": [{"dns": "a", "colour": "b"}]}, "unknown field 'colour'"),

@@ -222,7 +222,7 @@ def test_opaque_tokens_are_introspected_with_a_bounded_cache(
         ({"allow_loopback": False}, "must be an https URL"),
         ({"algorithms": ["HS256"]}, "needs a shared secret"),
         ({"algorithms": ["none"]}, "'none' is never accepted"),
-        ({"colour": "blue"}, "unknown key oidc.colour"),
+        ({"colour": "blue"}, "unknown key plugins.oidc.colour"),
         ({"card_scheme": "oauth2"}, "oidc.token_url is required"),
         ({"token_url": "https://idp/t"}, 'only with card_scheme = "oauth2"'),
         ({"introspection": {"client_id": "c"}}, "one of client_secret_file"),

@@ -425,7 +425,10 @@ def test_missing_file_at_startup(tmp_path: Path) -> None:
         ({}, "'file'"),
         ({"file": 3}, "'file'"),
         ({"file": ""}, "'file'"),
-        ({"file": "p.toml", "reload": True}, "'reload'"),
+        (
+            {"file": "p.toml", "reload": True},
+            r"unknown key plugins\.policy\.reload \(known: file\)",
+        ),
     ],
 )
 def test_bad_settings(tmp_path: Path, settings: dict[str, Any], expected: str) -> None:
