@@ -44,7 +44,7 @@ from typing import Any
 import jwt
 
 from skillrack import AuthenticationFailed, Caller, ConfigError, RequestCredentials, hookimpl
-from skillrack_plugins._settings import refuse_unknown
+from skillrack_plugins._settings import audience_setting, refuse_unknown
 from skillrack_plugins.jose_keys import (
     DEFAULT_ALGORITHMS,
     KeyTable,
@@ -167,13 +167,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> JwtBearer:
     issuer = settings["issuer"]
     if not isinstance(issuer, str) or not issuer:
         raise ConfigError("jwt_bearer.issuer must be a non-empty string")
-    audience = settings["audience"]
-    if isinstance(audience, list):
-        if not audience or not all(isinstance(a, str) and a for a in audience):
-            raise ConfigError("jwt_bearer.audience must be a string or a list of strings")
-        audience = list(audience)
-    elif not isinstance(audience, str) or not audience:
-        raise ConfigError("jwt_bearer.audience must be a string or a list of strings")
+    audience = audience_setting("jwt_bearer", settings["audience"])
     try:
         algorithms = allowed_algorithms(
             settings.get("algorithms", list(DEFAULT_ALGORITHMS)), "jwt_bearer.algorithms"

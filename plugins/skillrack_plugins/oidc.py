@@ -92,7 +92,7 @@ from skillrack import (
     RequestCredentials,
     hookimpl,
 )
-from skillrack_plugins._settings import refuse_unknown
+from skillrack_plugins._settings import audience_setting, refuse_unknown
 from skillrack_plugins.introspection import Introspection
 from skillrack_plugins.issuer_documents import CachedDocument, CachePolicy, DocumentUnavailable
 from skillrack_plugins.jose_keys import (
@@ -432,13 +432,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> OidcBearer:
     allow_loopback = _flag(settings, "allow_loopback")
     allow_private = _flag(settings, "allow_private")
     issuer = _url(settings["issuer"], "oidc.issuer", allow_loopback)  # compared exactly
-    audience = settings["audience"]
-    if isinstance(audience, list):
-        if not audience or not all(isinstance(a, str) and a for a in audience):
-            raise ConfigError("oidc.audience must be a string or a list of strings")
-        audience = list(audience)
-    elif not isinstance(audience, str) or not audience:
-        raise ConfigError("oidc.audience must be a string or a list of strings")
+    audience = audience_setting("oidc", settings["audience"])
     try:
         algorithms = allowed_algorithms(
             settings.get("algorithms", list(DEFAULT_ALGORITHMS)), "oidc.algorithms", hmac=False

@@ -1,4 +1,4 @@
-"""Every first-party plugin refuses a key it does not know, in one wording.
+"""First-party plugins read their common settings alike: unknown keys, an audience.
 
 A misspelt setting must stop the start, not silently keep a default, and the
 line must say which key, under which plugin, and which keys exist.
@@ -47,4 +47,18 @@ def test_oidc_introspection_table_too(tmp_path: Path) -> None:
     with pytest.raises(
         ConfigError, match=r"unknown key plugins\.oidc\.introspection\.colour \(known: "
     ):
+        create(settings, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "value", ["", [], [""], ["a", 3], 3, None, {"aud": "x"}], ids=lambda v: repr(v)
+)
+@pytest.mark.parametrize("module", ["jwt_bearer", "oidc"])
+def test_an_audience_must_be_a_string_or_strings(module: str, value: Any, tmp_path: Path) -> None:
+    """Both bearer-token plugins read ``audience`` alike."""
+    create = importlib.import_module(f"skillrack_plugins.{module}").create
+    settings = {"jwks": "keys.json", "issuer": "https://127.0.0.1:1/", "audience": value}
+    if module == "oidc":
+        del settings["jwks"]
+    with pytest.raises(ConfigError, match=rf"^{module}\.audience must be a string or a list"):
         create(settings, tmp_path)
