@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ def jsonschema_says(schema: Any) -> bool:
 
 def compiled_says(schema: Any) -> bool:
     size = len(json.dumps(schema))
-    return meta_check.passes_meta_schema(schema, size, VALIDATOR_CLASS, CHECKER)
+    return meta_check.passes_meta_schema(schema, size, VALIDATOR_CLASS, CHECKER, 0.5)
 
 
 def test_the_static_meta_schema_compiles() -> None:
@@ -204,3 +205,14 @@ def test_a_pattern_out_of_time_is_not_a_pass(monkeypatch: pytest.MonkeyPatch) ->
         assert not compiled_says({"$anchor": "fine"})
     finally:
         meta_check._predicate.cache_clear()
+
+
+def test_patterns_share_a_time_budget() -> None:
+    """A schema full of patterns cannot hold the compiled check past its budget."""
+    schema = {"allOf": [{"pattern": f"^a{n}(b|c)*$"} for n in range(2000)]}
+    size = len(json.dumps(schema))
+    assert size < meta_check.FAST_CHECK_BYTES
+    started = time.perf_counter()
+    verdict = meta_check.passes_meta_schema(schema, size, VALIDATOR_CLASS, CHECKER, 0.01)
+    assert time.perf_counter() - started < 1.0
+    assert not verdict  # out of budget: jsonschema decides, never a pass

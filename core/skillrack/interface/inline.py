@@ -374,7 +374,9 @@ def compile_inline_schema(
     checker = _format_checker(validator_class)
     if verdict in META_VERDICTS:
         pass
-    elif passes_meta_schema(private, len(encoded), validator_class, checker):
+    elif passes_meta_schema(
+        private, len(encoded), validator_class, checker, min(0.5, limits.max_compile_seconds / 4)
+    ):
         tick()  # the compiled check (``skillrack.interface.meta_check``) said valid
     else:
         try:
