@@ -23,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -38,8 +39,10 @@ from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import SkillsPlugin, registry_of
 
 from skillrack import BaseSkill, BaseSkillContext, DataPart, IncomingMessage, TextPart
+from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.serve.app import with_store
 from skillrack.serve.blocking import lacks_required_field
 from skillrack.testing.serve import HEADERS, rpc, skill_request, stream
 
@@ -78,9 +81,29 @@ def registry() -> Registry:
     return registry_of([("tests", TestSkills()), ("allow", AllowAll()), ("base", BASE_SKILLS)])
 
 
-@pytest.fixture(scope="module")
-def agents(registry: Registry) -> Iterator[tuple[str, str]]:
-    with running_agent(registry) as lean, running_agent(registry, lean=False) as sdk:
+def cluster_config(directory: Path) -> Config:
+    """A SQLite file of its own in ``directory``, run in cluster mode (as ``--workers`` runs it)."""
+    return with_store(Config(base_dir=directory), "sqlite:///tasks.db")
+
+
+@pytest.fixture(scope="module", params=["one process", "cluster mode"])
+def agents(
+    registry: Registry, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
+    """The blocking path and a2a-sdk's path, each on a store of its own.
+
+    In cluster mode (a ClusterTaskStore on SQLite, with a2a-sdk's event stream)
+    both must answer the same too: the blocking path is taken there as well.
+    """
+    if request.param == "one process":
+        with running_agent(registry) as lean, running_agent(registry, lean=False) as sdk:
+            yield lean, sdk
+        return
+    configs = [cluster_config(tmp_path_factory.mktemp(name)) for name in ("lean", "sdk")]
+    with (
+        running_agent(registry, configs[0], cluster=True) as lean,
+        running_agent(registry, configs[1], cluster=True, lean=False) as sdk,
+    ):
         yield lean, sdk
 
 

@@ -75,7 +75,14 @@ from skillrack.host.compose import compose_host
 from skillrack.host.config import Config, ConfigError, PeerAddresses, PeerTls, load_config
 from skillrack.host.registry import Registry
 from skillrack.protocol.signing import JWKS_PATH
-from skillrack.serve.blocking import TERMINAL, BlockingTurn, lacks_required_field
+from skillrack.serve.blocking import (
+    SETTLED,
+    TERMINAL,
+    BlockingTurn,
+    Saves,
+    VersionedSaves,
+    lacks_required_field,
+)
 from skillrack.serve.call_context import bind_call
 from skillrack.serve.card import (
     CARD_PATH,
@@ -182,7 +189,8 @@ class SkillrackRequestHandler(DefaultRequestHandler):
 
     A blocking SendMessage that starts a task runs on the blocking path
     (:mod:`skillrack.serve.blocking`) when nothing else needs a2a-sdk's event
-    machinery: no push sender, no cluster store, no push config in the
+    machinery: no push sender, no versioned store but skillrack's cluster
+    store (whose event log it keeps as a2a-sdk would), no push config in the
     request, not ``returnImmediately``, no required field missing.  Every
     other request takes a2a-sdk's path, as before.
     """
@@ -198,12 +206,15 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         super().__init__(*args, **kwargs)
         self._registry = registry
         self._push_check = push_check
+        store = self.task_store
+        plain = kwargs.get("event_stream") is None and not isinstance(store, VersionedTaskStore)
         self._blocking = (
             blocking
             and kwargs.get("push_sender") is None
-            and kwargs.get("event_stream") is None
             and not kwargs.get("validate_input_modes", False)
-            and not isinstance(self.task_store, VersionedTaskStore)
+            # Cluster mode: only skillrack's store, whose saves of every event cost no
+            # transaction of their own (skillrack.serve.blocking, VersionedSaves).
+            and (plain or isinstance(store, ClusterTaskStore))
         )
         # a2a-sdk's own default when none is given.
         self._context_builder: RequestContextBuilder = kwargs.get(
@@ -331,8 +342,15 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         task_id = request.task_id
         assert task_id is not None
         store = self.task_store
-        assert isinstance(store, TaskStore)  # a cluster store never takes the blocking path
-        turn = BlockingTurn(self.agent_executor, request, context, store.save)
+        saves = (
+            VersionedSaves(store, context)
+            if isinstance(store, ClusterTaskStore)
+            else Saves(store, context)
+            if isinstance(store, TaskStore)
+            else None
+        )
+        assert saves is not None  # no other versioned store takes the blocking path
+        turn = BlockingTurn(self.agent_executor, request, context, saves)
         self._turns[task_id] = turn
         run = turn.start()
 
@@ -346,6 +364,8 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         result = await asyncio.shield(run)
         if isinstance(result, Message):  # a direct reply, returned as a2a-sdk returns it
             return result
+        if result.status.state not in SETTLED:  # a settled state is committed already
+            await self._publish_pending()
         # A copy, as a2a-sdk answers with a copy of its task: upb lays a copied map (a Data
         # Part's members) out anew, and the answer must list them in the same order.
         answer = Task()

@@ -17,28 +17,42 @@ once more when it ends, and returns it: two saves for a plain invocation
 (WORKING, then the end), not one per event.  The final Task, and so the
 answer, is the one a2a-sdk's path returns.
 
+In cluster mode (:class:`~skillrack.serve.stores.cluster.ClusterTaskStore`,
+``--workers``, PostgreSQL) other replicas follow a task through the store's
+event log, so :class:`VersionedSaves` saves every event a2a-sdk's consumer
+would save, in order, with the same versions (the store keeps in-progress
+saves in memory and commits a settled one before it returns, so this costs
+no extra transaction).  A CancelTask through another replica writes
+CANCELED there; this replica learns of it as a2a-sdk's does, when its next
+save is refused (``ConcurrentTaskModificationError``): the run is stopped
+and the caller gets the stored, cancelled task (see :class:`TaskEvents`).
+
 What the request handler (:mod:`skillrack.serve.app`) keeps on a2a-sdk's path:
 streaming, follow-ups to an existing task, ``returnImmediately``, a push
-config in the request, a push sender or a cluster store (other processes
-follow the events), and any request a2a-sdk would refuse for a missing
-required field (:func:`lacks_required_field` finds them, a2a-sdk writes the
-error).  While a blocking turn runs, a CancelTask for its task cancels it here,
-as a2a-sdk cancels its own (the executor's ``cancel``, then the run); a
-SubscribeToTask gets what a2a-sdk's would: the task as it is, then each event
-that follows until the run ends (:meth:`BlockingTurn.tap`: a queue fed only
-while someone subscribed); a follow-up Message waits for it to end.
+config in the request, a push sender, a versioned store other than
+skillrack's cluster store, and any request a2a-sdk would refuse for a
+missing required field (:func:`lacks_required_field` finds them, a2a-sdk
+writes the error).  While a blocking turn runs, a CancelTask for its task
+through this process cancels it here, as a2a-sdk cancels its own (the
+executor's ``cancel``, then the run); a SubscribeToTask through this process
+gets what a2a-sdk's would: the task as it is, then each event that follows
+until the run ends (:meth:`BlockingTurn.tap`: a queue fed only while
+someone subscribed), and through another replica a2a-sdk's replay of the
+event log; a follow-up Message waits for it to end.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from functools import cache
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.cluster import ConcurrentTaskModificationError, TaskVersion, VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.events.event_queue import Event
+from a2a.server.tasks import TaskStore
 from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types import (
     Message,
@@ -77,7 +91,60 @@ TERMINAL = frozenset(
     }
 )
 
-Save = Callable[[Task], Awaitable[None]]
+
+class Saves:
+    """Where a blocking turn saves its task: a plain ``TaskStore``, the whole task at a time.
+
+    ``every_event`` is False: :class:`TaskEvents` saves only when others must
+    see the task as it is (see there); the events themselves are not kept.
+    """
+
+    every_event = False
+
+    def __init__(self, store: TaskStore, call: ServerCallContext) -> None:
+        self._store = store
+        self._call = call
+
+    async def save(self, task: Task, event: Event | None) -> None:
+        await self._store.save(task, self._call)
+
+    async def reload(self, task_id: str) -> Task | None:
+        """The task as stored, after a save was refused (a plain store never refuses one)."""
+        raise AssertionError("a plain task store never refuses a save")
+
+
+class VersionedSaves(Saves):
+    """Saves to a versioned store in cluster mode: every event, with the version it makes.
+
+    Other replicas stream a task they do not run from the store's event log
+    (a2a-sdk's ``TaskEventStream``), so each event a2a-sdk's ``TaskManager``
+    would save is saved, in the same order and with the same versions: the
+    Task (version 1), then one version per status or artifact update.  A
+    save refused with ``ConcurrentTaskModificationError`` means another
+    replica wrote the task (a CancelTask through it); :class:`TaskEvents`
+    then reloads it, as a2a-sdk's consumer does.
+    """
+
+    every_event = True
+
+    def __init__(self, store: VersionedTaskStore, call: ServerCallContext) -> None:
+        self._versioned = store
+        self._call = call
+        self.version = TaskVersion.MISSING
+
+    async def save(self, task: Task, event: Event | None) -> None:
+        self.version = await self._versioned.save(
+            task, event=event, prev=None, prev_version=self.version, context=self._call
+        )
+
+    async def reload(self, task_id: str) -> Task | None:
+        stored = await self._versioned.get(task_id, self._call)
+        if stored is None:
+            self.version = TaskVersion.MISSING
+            return None
+        self.version = stored.version
+        return stored.task
+
 
 #: a2a-sdk's ``append_artifact_to_task``; without its tracing decorator when a2a-sdk's
 #: instrumentation is off (the decorator would start a no-op span for each artifact).
@@ -95,33 +162,55 @@ class TaskEvents(EventQueue):
     is the task; a status update moves the previous status message to the
     history, merges its metadata and replaces the status; an artifact update
     goes through ``append_artifact_to_task``.  Ids are checked as a2a-sdk
-    checks them.  ``started`` is called with the task when it is created.
-    A Message as the first event is the whole answer (a base skill's direct
-    reply), and any event after it is refused, as a2a-sdk refuses it.
+    checks them.  A Message as the first event is the whole answer (a base
+    skill's direct reply), and any event after it is refused, as a2a-sdk
+    refuses it.
 
-    ``save`` is called when others must see the task as it is: after a
-    status update that does not settle the turn (WORKING, a progress
-    message), and after the first artifact of a task not saved yet.  The
-    Task event itself is not saved: the executor's next event (WORKING,
-    before the handler starts) would overwrite it at once; the turn's end
-    saves a settled task.  Each status or artifact update also goes to the
+    With a plain store (:class:`Saves`) the task is saved when others must
+    see it as it is: after a status update that does not settle the turn
+    (WORKING, a progress message), and after the first artifact of a task
+    not saved yet.  The Task event itself is not saved: the executor's next
+    event (WORKING, before the handler starts) would overwrite it at once;
+    the turn's end saves a settled task.  In cluster mode
+    (:class:`VersionedSaves`) every event is saved, one at a time, as
+    a2a-sdk's consumer saves them; a save refused because another replica
+    wrote the task reloads it: if it ended there (a CancelTask through
+    another replica) the stored task is the answer and the executor is
+    stopped (``CancelledError`` where it awaited the event, as a2a-sdk
+    cancels its producer); otherwise the event is applied again to the
+    stored task, once.  Each status or artifact update also goes to the
     ``taps`` (SubscribeToTask's queues), when there are any.
     """
 
-    def __init__(self, task_id: str, context_id: str, save: Save) -> None:
+    def __init__(self, task_id: str, context_id: str, saves: Saves) -> None:
         self.task_id = task_id
         self.context_id = context_id
         self.task: Task | None = None
         self.message: Message | None = None
-        self._save = save
+        self._saves = saves
+        #: Cluster mode: one event applied and saved at a time, as a2a-sdk's one consumer.
+        self._lock = asyncio.Lock() if saves.every_event else None
         #: Whether the store has the task yet.
         self.saved = False
+        #: Another replica ended the task: ``task`` is the stored one, events are ignored.
+        self.superseded = False
+        #: Another replica kept changing the task: what the turn ends with (a2a-sdk's error).
+        self.failure: Exception | None = None
         #: SubscribeToTask's queues; ``None`` ends each when the run has ended.
         self.taps: list[asyncio.Queue[Event | None]] = []
         #: The run has ended: nothing more will be fed to a tap.
         self.closed = False
 
     async def enqueue_event(self, event: Event) -> None:
+        if self._lock is None:
+            await self._enqueue(event)
+            return
+        async with self._lock:
+            if self.superseded or self.failure is not None:
+                return  # the executor was told to stop; what it still sends is dropped
+            await self._enqueue(event)
+
+    async def _enqueue(self, event: Event) -> None:
         if self.message is not None:
             if isinstance(event, Message):
                 raise InvalidAgentResponseError("Multiple Message objects received.")
@@ -135,6 +224,8 @@ class TaskEvents(EventQueue):
             if self.task is None:
                 self._check_context(event.context_id)
                 self.task = event
+                if self._saves.every_event:
+                    await self._save_event(event, stop=True)
             return  # a2a-sdk ignores a second Task ("already exists")
         if isinstance(event, Message):
             if self.task is not None:
@@ -156,22 +247,77 @@ class TaskEvents(EventQueue):
                 message=f"Task in event doesn't match TaskManager {self.task_id} : {event.task_id}"
             )
         self._check_context(event.context_id)
-        if isinstance(event, TaskStatusUpdateEvent):
-            if task.status.HasField("message"):
-                task.history.append(task.status.message)
-            if event.metadata:
-                task.metadata.MergeFrom(event.metadata)
-            task.status.CopyFrom(event.status)
+        _apply(task, event)
+        if self._saves.every_event:
+            await self._save_event(event, stop=True)
+            if self.superseded:
+                return
+        elif isinstance(event, TaskStatusUpdateEvent):
             if task.status.state not in SETTLED:
                 self.saved = True
-                await self._save(task)
-        else:
-            _append_artifact(task, event)
-            if not self.saved:
-                self.saved = True
-                await self._save(task)
+                await self._saves.save(task, event)
+        elif not self.saved:
+            self.saved = True
+            await self._saves.save(task, event)
         for tap in self.taps:
             tap.put_nowait(event)
+
+    async def _save_event(self, event: Event, *, stop: bool) -> None:
+        """Cluster mode: save the task with ``event``; a refused save as a2a-sdk handles it.
+
+        ``stop``: the executor is running and awaits this event, so it is
+        stopped (``CancelledError``) when the task ended elsewhere or a save
+        is refused twice.
+        """
+        assert self.task is not None
+        try:
+            await self._saves.save(self.task, event)
+            return
+        except ConcurrentTaskModificationError:
+            stored = await self._saves.reload(self.task_id)
+        if (
+            stored is not None
+            and stored.status.state not in TERMINAL
+            and isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent)
+        ):
+            # Changed elsewhere but still running: the event applies to the stored task.
+            _apply(stored, event)
+            self.task = stored
+            try:
+                await self._saves.save(stored, event)
+                return
+            except ConcurrentTaskModificationError as exc:
+                self.failure = InternalError(message=str(exc))
+        elif stored is not None:
+            self.task = stored
+            self.superseded = True
+            snapshot = Task()
+            snapshot.CopyFrom(stored)
+            for tap in self.taps:  # as a2a-sdk gives its subscribers the stored task
+                tap.put_nowait(snapshot)
+        else:
+            self.failure = InternalError(message=f"task {self.task_id} vanished from the store")
+        if stop:
+            raise asyncio.CancelledError
+
+    async def settle(self, event: Event | None) -> None:
+        """The turn's last save: with a plain store always; in cluster mode a state the end set.
+
+        ``event`` is what a2a-sdk saves with that state (a status update for
+        FAILED, the Task for CANCELED); ``None`` when the end set nothing,
+        which in cluster mode has been saved already.
+        """
+        task = self.task
+        assert task is not None
+        if not self._saves.every_event:
+            await self._saves.save(task, event)
+            return
+        if event is None:
+            return
+        assert self._lock is not None
+        async with self._lock:
+            if not self.superseded and self.failure is None:
+                await self._save_event(event, stop=False)
 
     def close(self) -> None:
         """The run has ended: each subscriber's stream ends after what it was given."""
@@ -188,6 +334,18 @@ class TaskEvents(EventQueue):
             )
 
 
+def _apply(task: Task, event: TaskStatusUpdateEvent | TaskArtifactUpdateEvent) -> None:
+    """a2a-sdk's ``TaskManager.save_task_event`` for a status or an artifact update."""
+    if isinstance(event, TaskStatusUpdateEvent):
+        if task.status.HasField("message"):
+            task.history.append(task.status.message)
+        if event.metadata:
+            task.metadata.MergeFrom(event.metadata)
+        task.status.CopyFrom(event.status)
+    else:
+        _append_artifact(task, event)
+
+
 class BlockingTurn:
     """One executor run for a blocking SendMessage, and what others may do meanwhile."""
 
@@ -196,23 +354,19 @@ class BlockingTurn:
         executor: AgentExecutor,
         request: RequestContext,
         call: ServerCallContext,
-        save: Callable[[Task, ServerCallContext], Awaitable[None]],
+        saves: Saves,
     ) -> None:
         assert request.task_id is not None and request.context_id is not None
         self.executor = executor
         self.request = request
         self.call = call
-        self._save = save
-        self.events = TaskEvents(request.task_id, request.context_id, self._save_now)
+        self.events = TaskEvents(request.task_id, request.context_id, saves)
         self.cancel_requested = False
         #: The executor's ``cancel`` raised: the task ends FAILED, as a2a-sdk ends it.
         self.cancel_failed = False
         #: True while ``execute`` runs: a cancellation then lands inside it.
         self.executing = False
         self._run: asyncio.Task[Task | Message] | None = None
-
-    async def _save_now(self, task: Task) -> None:
-        await self._save(task, self.call)
 
     def tap(self) -> tuple[Task, asyncio.Queue[Event | None]] | None:
         """A subscriber's start: a copy of the task as it is, and a queue of what follows.
@@ -259,27 +413,43 @@ class BlockingTurn:
         try:
             await self.executor.execute(self.request, events)
         except asyncio.CancelledError:
-            if not self.cancel_requested:
+            if not (self.cancel_requested or events.superseded or events.failure is not None):
                 raise
         except Exception:
             task = events.task
-            if task is not None and task.status.state not in TERMINAL:
+            if (
+                task is not None
+                and task.status.state not in TERMINAL
+                and not events.superseded
+                and events.failure is None
+            ):
                 _end(task, TaskState.TASK_STATE_FAILED, stamped=True)
-                await self._save(task, self.call)
+                await events.settle(_status_of(task))
             raise
         finally:
             self.executing = False
+        if events.failure is not None:
+            raise events.failure
         task = events.task
         if task is None:
             if events.message is not None:  # a direct reply: no task, nothing stored
                 return events.message
             raise InvalidAgentResponseError("the agent ended without a task")
+        if events.superseded:  # ended by another replica: the stored task is the answer
+            return task
+        ended: Event | None = None
         if self.cancel_failed and task.status.state not in TERMINAL:
             _end(task, TaskState.TASK_STATE_FAILED, stamped=False)
+            ended = _status_of(task)
         elif self.cancel_requested and task.status.state not in TERMINAL:
             task.status.state = TaskState.TASK_STATE_CANCELED
-        await self._save(task, self.call)
-        return task
+            ended = task  # a2a-sdk saves the cancelled Task itself
+        await events.settle(ended)
+        if events.failure is not None:
+            raise events.failure
+        final = events.task  # the stored one, when another replica ended it meanwhile
+        assert final is not None
+        return final
 
     async def cancel(self, call: ServerCallContext) -> Task | Message:
         """a2a-sdk's cancel of a running task: the executor's ``cancel``, then the run's end."""
@@ -296,6 +466,11 @@ class BlockingTurn:
         )
         try:
             await self.executor.cancel(context, self.events)
+        except asyncio.CancelledError:
+            events = self.events
+            if not (events.superseded or events.failure is not None):
+                raise
+            # Its CANCELED was refused: another replica ended the task; the run ends with it.
         except Exception:
             self.cancel_failed = True
             raise
@@ -303,6 +478,11 @@ class BlockingTurn:
             if self.executing:
                 run.cancel()
         return await asyncio.shield(run)
+
+
+def _status_of(task: Task) -> TaskStatusUpdateEvent:
+    """The status update a2a-sdk saves with a state it sets itself (FAILED)."""
+    return TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
 
 
 def _end(task: Task, state: int, *, stamped: bool) -> None:

@@ -32,8 +32,10 @@ A compare-and-swap that fails at a group commit means another replica
 changed the task (a ``CancelTask`` through it): the batch is dropped, and
 the next save of that task raises ``ConcurrentTaskModificationError``,
 which a2a-sdk takes as its cue to stop, as it does when the write itself
-fails.  A move to CANCELED is a2a-sdk's own write (it locks the rows and
-checks the stored state), after this task's pending saves are committed.
+fails (and so does the blocking path, :mod:`skillrack.serve.blocking`,
+which saves through this store every event a2a-sdk's path would save).
+A move to CANCELED is a2a-sdk's own write (it locks the rows and checks
+the stored state), after this task's pending saves are committed.
 
 The cost of the write-behind: a replica killed within ``write_behind_s`` of
 an in-progress save loses that save (the task is absent, or in its previous
