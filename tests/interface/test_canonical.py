@@ -164,3 +164,39 @@ def test_a_cyclic_value_ends_as_in_rfc8785() -> None:
         rfc8785.dumps(cycle)
     with pytest.raises(RecursionError):
         canonical_bytes(cycle)
+
+
+# -- remembering: one serialization per value inside a block --------------------------------
+
+
+def test_remembering_serializes_each_value_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillrack.interface import canonical
+
+    calls: list[Any] = []
+    real = canonical._canonical_bytes
+
+    def counting(value: Any) -> bytes:
+        calls.append(value)
+        return real(value)
+
+    monkeypatch.setattr(canonical, "_canonical_bytes", counting)
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    equal = json.loads(json.dumps(schema))  # the same JCS form, another object
+    with canonical.remembering():
+        first = digest_of(schema)
+        assert digest_of(schema) == first and canonical_bytes(schema) == canonical_bytes(schema)
+        assert len(calls) == 1
+        assert digest_of(equal) == first and len(calls) == 2  # identity, not equality
+    digest_of(schema)  # outside the block nothing is remembered
+    assert len(calls) == 3
+
+
+def test_remembering_is_not_shared_between_blocks() -> None:
+    from skillrack.interface import canonical
+
+    value = {"a": 1}
+    with canonical.remembering():
+        before = canonical_bytes(value)
+    value["a"] = 2  # changed between blocks: the next block serializes it afresh
+    with canonical.remembering():
+        assert canonical_bytes(value) != before == b'{"a":1}'

@@ -13,6 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Final
 
 import rfc8785
@@ -61,14 +64,53 @@ def _plain(value: Any) -> bool:
     return False
 
 
+#: JCS bytes computed inside a :func:`remembering` block, by object identity.
+_remembered: ContextVar[dict[int, tuple[Any, bytes]] | None] = ContextVar(
+    "skillrack_remembered_jcs", default=None
+)
+
+
+@contextmanager
+def remembering() -> Iterator[None]:
+    """Inside this block, the JCS bytes of one object or array (by identity) are made once.
+
+    For a caller that serializes the same values several times and changes
+    none of them meanwhile: assembling a skill digests each schema when it
+    builds its Schema Reference, again when it verifies the document, and
+    sizes it once more when it compiles it.  Each value is kept referenced
+    with its bytes until the block ends, so no identity is reused inside it.
+    """
+    if _remembered.get() is not None:  # nested: the outer block remembers
+        yield
+        return
+    token = _remembered.set({})
+    try:
+        yield
+    finally:
+        _remembered.reset(token)
+
+
 def canonical_bytes(value: Any) -> bytes:
     """Return the JCS serialization of ``value`` as UTF-8 bytes.
 
     JSON values of the common kinds (no floats) are written by the C encoder
     of ``json``, which gives the same bytes several times faster; assembly
-    digests every schema and document several times.  Everything else, and
+    digests every schema and document several times (and inside
+    :func:`remembering`, serializes each only once).  Everything else, and
     every value JCS refuses, goes through ``rfc8785``.
     """
+    memo = _remembered.get()
+    if memo is None or not isinstance(value, dict | list):
+        return _canonical_bytes(value)
+    known = memo.get(id(value))
+    if known is not None and known[0] is value:
+        return known[1]
+    encoded = _canonical_bytes(value)
+    memo[id(value)] = (value, encoded)
+    return encoded
+
+
+def _canonical_bytes(value: Any) -> bytes:
     try:
         if _plain(value):
             return json.dumps(

@@ -21,6 +21,7 @@ from skillrack.interface.canonical import (
     DIGEST_PREFIX,
     CanonicalizationError,
     canonical_bytes,
+    remembering,
 )
 from skillrack.interface.declare import (
     Authority,
@@ -415,6 +416,8 @@ def build_document(skill: Skill, limits: Limits = DEFAULT_LIMITS) -> dict[str, A
 def assemble(skill: Skill, limits: Limits = DEFAULT_LIMITS) -> VerifiedInterface:
     """Declaration -> verified, digested, immutable interface; :class:`InterfaceError` otherwise."""
     try:
-        return verify_document(build_document(skill, limits), limits)
+        # Each schema is serialized once, not once per digest and size check.
+        with remembering():
+            return verify_document(build_document(skill, limits), limits)
     except VersionError as exc:  # defensive: versions are checked above
         raise _invalid("version", "", str(exc)) from exc
