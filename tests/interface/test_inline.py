@@ -1002,3 +1002,19 @@ def test_crawl_only_when_needed(schema: Any, crawled: bool) -> None:
     else:
         assert compiled.is_valid("text") and not compiled.is_valid(3)
         assert compiled.validate(3)[0].keyword == "type"
+
+
+def test_a_long_reference_chain_validates_on_the_slow_path() -> None:
+    """A compiled predicate too deep to build leaves validation to jsonschema, every time."""
+    schema: dict[str, Any] = {"$defs": {}, "$ref": "#/$defs/a0"}
+    for i in range(30):
+        leaf: Any = {"$ref": f"#/$defs/a{i + 1}"}
+        for _ in range(9):
+            leaf = {"properties": {"p": leaf}}
+        schema["$defs"][f"a{i}"] = leaf
+    schema["$defs"]["a30"] = {"type": "integer"}
+    compiled = compile_ok(schema)
+    for _ in range(2):
+        assert compiled.validate({"p": 1}) == ()
+        assert compiled.is_valid({"q": 1}) and compiled.is_valid(1)
+    assert compiled._fast is None

@@ -707,7 +707,14 @@ def compile_validity_check(validator: Any) -> Check | None:
         return None
     try:
         return _FastCompiler(validator).node(validator.schema)
-    except (_Unsupported, referencing.exceptions.Unresolvable, KeyError, TypeError, regex.error):
+    except (
+        _Unsupported,
+        referencing.exceptions.Unresolvable,
+        KeyError,
+        TypeError,
+        regex.error,
+        RecursionError,  # a long chain of references and nesting: jsonschema validates it
+    ):
         return None
 
 
@@ -726,8 +733,10 @@ class _FastSlot:
 
     def get(self, validator: Any) -> Check | None:
         if not self._built:
-            self._check = None if validator is None else compile_validity_check(validator)
-            self._built = True
+            try:
+                self._check = None if validator is None else compile_validity_check(validator)
+            finally:  # built or not, never tried again on every request
+                self._built = True
         return self._check
 
 
@@ -848,11 +857,9 @@ class CompiledSchema:
         Any exception (a comparison a number type refuses, a deep recursion)
         also sends the instance to jsonschema, which then fails as it always did.
         """
-        fast = self._fast
-        if fast is None:
-            return False
         try:
-            return fast(instance)
+            fast = self._fast
+            return fast is not None and fast(instance)
         except Exception:
             return False
 

@@ -76,7 +76,6 @@ from skillrack.host.config import Config, ConfigError, PeerAddresses, PeerTls, l
 from skillrack.host.registry import Registry
 from skillrack.protocol.signing import JWKS_PATH
 from skillrack.serve.blocking import (
-    SETTLED,
     TERMINAL,
     BlockingTurn,
     Saves,
@@ -364,8 +363,9 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         result = await asyncio.shield(run)
         if isinstance(result, Message):  # a direct reply, returned as a2a-sdk returns it
             return result
-        if result.status.state not in SETTLED:  # a settled state is committed already
-            await self._publish_pending()
+        # Cluster mode: what the answer shows is committed first (a settled state is
+        # normally committed by its own save; this also waits for a commit under way).
+        await self._publish_pending()
         # A copy, as a2a-sdk answers with a copy of its task: upb lays a copied map (a Data
         # Part's members) out anew, and the answer must list them in the same order.
         answer = Task()

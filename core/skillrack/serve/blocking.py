@@ -208,7 +208,20 @@ class TaskEvents(EventQueue):
         async with self._lock:
             if self.superseded or self.failure is not None:
                 return  # the executor was told to stop; what it still sends is dropped
+            if (
+                self.task is not None
+                and self.task.status.state in TERMINAL
+                and isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent)
+            ):
+                # a2a-sdk's consumer stops at a terminal state: a CANCELED racing a
+                # COMPLETED already stored must not overwrite it on every replica.
+                return
             await self._enqueue(event)
+
+    @property
+    def save_lock(self) -> asyncio.Lock | None:
+        """Held while cluster mode saves an event: a run must not be cancelled inside a save."""
+        return self._lock
 
     async def _enqueue(self, event: Event) -> None:
         if self.message is not None:
@@ -475,8 +488,16 @@ class BlockingTurn:
             self.cancel_failed = True
             raise
         finally:
-            if self.executing:
-                run.cancel()
+            lock = self.events.save_lock
+            if lock is None:
+                if self.executing:
+                    run.cancel()
+            else:
+                # Cluster mode: never inside a save.  A save cut off mid-commit would
+                # leave a settled state answered but not yet stored for other replicas.
+                async with lock:
+                    if self.executing:
+                        run.cancel()
         return await asyncio.shield(run)
 
 
