@@ -160,3 +160,16 @@ def send(url: str, data: Any, *, immediately: bool = False, **kwargs: Any) -> An
     """SendMessage; the resulting Task (``immediately``: ``returnImmediately``)."""
     configuration = {"returnImmediately": True} if immediately else None
     return invoke(url, data, configuration=configuration, **kwargs)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (``serve --workers``' workers), from ``/proc``."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            children.append(int(stat.parent.name))
+    return children

@@ -31,7 +31,7 @@ from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import SkillsPlugin, registry_of
 from helpers.postgres import fresh_database
-from helpers.served_process import probe_request, send, start
+from helpers.served_process import child_pids, probe_request, send, start
 
 from skillrack import BaseSkill, BaseSkillContext, DataPart, IncomingMessage
 from skillrack.host.config import Config
@@ -239,7 +239,7 @@ def test_sigkill_of_workers_loses_no_answered_task(tmp_path: Path) -> None:
     served = start(tmp_path, args=args).wait_ready()
 
     def kill_all() -> None:
-        for pid in _children(served.process.pid):
+        for pid in child_pids(served.process.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         served.stop(signal.SIGKILL)
@@ -262,15 +262,3 @@ def test_sigkill_of_a_replica_loses_no_answered_task(tmp_path: Path) -> None:
             assert states == {"TASK_STATE_COMPLETED"}
         finally:
             b.stop()
-
-
-def _children(pid: int) -> list[int]:
-    children = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            children.append(int(stat.parent.name))
-    return children

@@ -30,7 +30,14 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import ListTasksRequest, Task, TaskState, TaskStatus
 from google.protobuf import json_format
-from helpers.served_process import probe_request, send, serving, start, write_config
+from helpers.served_process import (
+    child_pids,
+    probe_request,
+    send,
+    serving,
+    start,
+    write_config,
+)
 from sqlalchemy import event
 
 from skillrack.cli.main import main
@@ -711,7 +718,7 @@ def test_workers_share_a_sqlite_file(tmp_path: Path) -> None:
     with serving(tmp_path, args=("--workers", "2", "--store", "sqlite:///shared.db")) as served:
         url = served.url
         assert "workers: 2" in served.output() and "cluster mode" in served.output()
-        workers = _children(served.process.pid)
+        workers = child_pids(served.process.pid)
         assert len(workers) >= 2, workers
         # Fresh connections land on either worker; every task is visible from both.
         ids = [send(url, probe_request(url, "echo", {"text": str(n)}))["id"] for n in range(12)]
@@ -724,18 +731,6 @@ def test_workers_share_a_sqlite_file(tmp_path: Path) -> None:
         assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED", canceled
         time.sleep(0.5)
         assert get_task(url, ticking["id"])["status"]["state"] == "TASK_STATE_CANCELED"
-
-
-def _children(pid: int) -> list[int]:
-    children = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            children.append(int(stat.parent.name))
-    return children
 
 
 def test_workers_with_the_memory_store_are_refused_in_one_line(tmp_path: Path) -> None:
