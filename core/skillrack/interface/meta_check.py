@@ -165,7 +165,7 @@ def _predicate(validator_class: Any, format_checker: Any) -> Callable[[Any], boo
     """The compiled check for this validator class and format checker, or None."""
     try:
         static = static_meta_schema()
-    except (_NotStatic, KeyError, LookupError):
+    except (_NotStatic, LookupError):
         return None
     return compile_validity_check(validator_class(static, format_checker=format_checker))
 

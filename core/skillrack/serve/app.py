@@ -341,14 +341,12 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         task_id = request.task_id
         assert task_id is not None
         store = self.task_store
-        saves = (
-            VersionedSaves(store, context)
-            if isinstance(store, ClusterTaskStore)
-            else Saves(store, context)
-            if isinstance(store, TaskStore)
-            else None
-        )
-        assert saves is not None  # no other versioned store takes the blocking path
+        saves: Saves
+        if isinstance(store, ClusterTaskStore):
+            saves = VersionedSaves(store, context)
+        else:
+            assert isinstance(store, TaskStore)  # no other versioned store takes this path
+            saves = Saves(store, context)
         turn = BlockingTurn(self.agent_executor, request, context, saves)
         self._turns[task_id] = turn
         run = turn.start()
