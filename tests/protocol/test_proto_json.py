@@ -23,7 +23,8 @@ from google.protobuf import json_format, struct_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skillrack.protocol.proto_json import message_to_dict
+from skillrack.protocol import proto_json
+from skillrack.protocol.proto_json import message_to_dict, remember
 
 JSON = st.recursive(
     st.none()
@@ -96,3 +97,72 @@ def test_what_json_format_refuses_it_refuses_the_same_way(number: float) -> None
     with pytest.raises(json_format.SerializeToJsonError) as ours:
         message_to_dict(task)
     assert str(ours.value) == str(theirs.value)
+
+
+#: A prebuilt document with many keys, unicode ones among them: copies list them in other orders.
+MANY_KEYS = {
+    "skill": "describe_skill",
+    "result": {
+        "interface_digest": "sha256:0",
+        "interface": {
+            f"k{i}-\u00e9\u2713{chr(0x4E00 + i)}": {
+                "n": i,
+                "s": "\u00fc" * i,
+                "l": [i, {"b": True}],
+            }
+            for i in range(120)
+        },
+    },
+}
+
+
+def _carried(part: Part) -> Task:
+    return Task(id="t", context_id="c", artifacts=[Artifact(artifact_id="a", parts=[part])])
+
+
+def _data(converted: Any) -> Any:
+    return converted["artifacts"][0]["parts"][0]["data"]
+
+
+def test_a_remembered_value_in_the_key_order_of_each_copy() -> None:
+    """Each layout of a remembered Value is converted once, never answered with another's."""
+    first = Part()
+    first.data.CopyFrom(json_format.ParseDict(MANY_KEYS, struct_pb2.Value()))
+    remember(first.data)
+    copies = [first]
+    for _ in range(5):
+        copy = Part()
+        copy.CopyFrom(copies[-1])
+        copies.append(copy)
+    tasks = [_carried(part) for part in copies]
+    orders = {json.dumps(json_format.MessageToDict(task), ensure_ascii=False) for task in tasks}
+    assert len(orders) > 1  # upb did lay the copies out anew: the orders differ
+    for task in tasks * 2:  # converted, then remembered
+        theirs = json.dumps(json_format.MessageToDict(task), ensure_ascii=False)
+        assert json.dumps(message_to_dict(task), ensure_ascii=False) == theirs
+    assert _data(message_to_dict(tasks[1])) is _data(message_to_dict(tasks[1]))
+
+
+def test_only_the_remembered_value_is_answered_with_its_dict() -> None:
+    """A Value of the same size but other content, or of a layout not kept, is converted anew."""
+    kept, other = Part(), Part()
+    kept.data.struct_value.update({"skill": "describe_skill", "a": "x"})
+    other.data.struct_value.update({"skill": "describe_skill", "b": "x"})
+    assert kept.data.ByteSize() == other.data.ByteSize()
+    remember(kept.data)
+    assert _data(message_to_dict(_carried(kept))) == {"skill": "describe_skill", "a": "x"}
+    assert _data(message_to_dict(_carried(other))) == {"skill": "describe_skill", "b": "x"}
+
+
+def test_at_most_max_remembered_layouts_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(proto_json, "_REMEMBERED", {})
+    monkeypatch.setattr(proto_json, "MAX_REMEMBERED", 2)
+    parts = []
+    for letter in "abc":
+        part = Part()
+        part.data.struct_value.update({"bound": letter})
+        remember(part.data)
+        parts.append(part)
+    for part in parts:
+        assert _data(message_to_dict(_carried(part))) == json_format.MessageToDict(part.data)
+    assert len(proto_json._REMEMBERED) == 2

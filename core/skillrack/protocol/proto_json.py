@@ -16,6 +16,20 @@ an enum number without a name, or a value json_format refuses (a NaN or an
 infinity in a ``Value``) is converted by ``json_format`` itself, for that
 message, so the output and the errors stay json_format's.
 ``tests/protocol/test_proto_json.py`` holds the two equal.
+
+A ``Value`` that never changes (``describe_skill``'s document, a few
+kilobytes that take most of its answer's conversion) is converted once:
+:func:`remember` it, and the dict written for it is kept, keyed by the
+bytes the Value serializes to.  Those bytes are the key, not the Value's
+content, because the order in which a ``Struct`` lists its keys (and so the
+order of the dict ``json_format`` writes) is the order of its map, and upb
+lays a copied map out anew: the same document, copied, may list its keys in
+another order.  Serialization walks the map in that same order, so equal
+bytes are equal dicts, key order included.  Only a Value whose size
+(``ByteSize``, which does not depend on that order) is a remembered one is
+serialized and looked up; at most :data:`MAX_REMEMBERED` layouts are kept.
+The dict is shared by every answer that carries the Value: a caller of
+:func:`message_to_dict` reads it, never changes it.
 """
 
 from __future__ import annotations
@@ -46,6 +60,23 @@ def message_to_dict(message: Message) -> Any:
 
 _PLANS: dict[str, Callable[[Message], Any]] = {}
 
+#: How many layouts of remembered Values are kept (a few per document is what copies make).
+MAX_REMEMBERED = 256
+#: The dict written for each remembered Value, by the bytes it serializes to.
+_REMEMBERED: dict[bytes, Any] = {}
+#: The sizes of the remembered Values: a Value of another size is converted as usual.
+_SIZES: set[int] = set()
+
+
+def remember(value: Message) -> None:
+    """Convert ``value`` (a ``google.protobuf.Value``) once, wherever a message carries it.
+
+    For a Value that is the same on every call: a prebuilt answer.  Its
+    conversion is kept on first use, for each layout of its maps met.
+    """
+    _SIZES.add(value.ByteSize())
+
+
 _STRUCT = "google.protobuf.Struct"
 _VALUE = "google.protobuf.Value"
 _LIST_VALUE = "google.protobuf.ListValue"
@@ -67,7 +98,7 @@ def _plan(descriptor: Any) -> Callable[[Message], Any]:
     if name == _STRUCT:
         return _struct
     if name == _VALUE:
-        return _value
+        return _value_field
     if name == _LIST_VALUE:
         return _list_value
     if name == _TIMESTAMP:
@@ -170,6 +201,19 @@ def _struct(message: Any) -> dict[str, Any]:
 
 def _list_value(message: Any) -> list[Any]:
     return [_value(value) for value in message.values]
+
+
+def _value_field(message: Any) -> Any:
+    """A Value a message holds (a Data Part's ``data``): a remembered one converted once."""
+    if not _SIZES or message.ByteSize() not in _SIZES:
+        return _value(message)
+    layout = message.SerializeToString()
+    converted = _REMEMBERED.get(layout)
+    if converted is None:
+        converted = _value(message)
+        if len(_REMEMBERED) < MAX_REMEMBERED:
+            _REMEMBERED[layout] = converted
+    return converted
 
 
 def _value(message: Any) -> Any:

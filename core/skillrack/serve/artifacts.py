@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Part
+from a2a.types import Artifact, Part, TaskArtifactUpdateEvent
 
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.protocol.messages import EXTENSION_URI
@@ -41,9 +41,19 @@ class ArtifactPublisher:
         """A supporting record, as its own Artifact."""
         await self._publish(data_part(record), artifact_id=artifact_id, name=kind, last_chunk=True)
 
-    async def describe(self, payload: Part) -> None:
-        """``describe_skill``'s answer (built once per skill, at start-up)."""
-        await self._publish(payload, artifact_id=RESULT_ARTIFACT_ID, name=DESCRIBE_SKILL)
+    async def describe(self, artifact: Artifact) -> None:
+        """``describe_skill``'s answer, the Artifact :func:`describe_artifact` built at start-up.
+
+        The event is the one ``TaskUpdater.add_artifact`` would send for the
+        payload, byte for byte (its Artifact copied the same way, through the
+        constructor), without building the Artifact, and copying the whole
+        document into it, again for every request.
+        """
+        updater = self._updater
+        event = TaskArtifactUpdateEvent(
+            task_id=updater.task_id, context_id=updater.context_id, artifact=artifact
+        )
+        await updater.event_queue.enqueue_event(event)
 
     async def _publish(
         self, part: Part, *, artifact_id: str, name: str, last_chunk: bool | None = None
@@ -56,3 +66,13 @@ class ArtifactPublisher:
             last_chunk=last_chunk,
             extensions=[EXTENSION_URI],
         )
+
+
+def describe_artifact(payload: Part) -> Artifact:
+    """``describe_skill``'s answer Artifact for one payload, built once (see ``describe``)."""
+    return Artifact(
+        artifact_id=RESULT_ARTIFACT_ID,
+        name=DESCRIBE_SKILL,
+        parts=[payload],
+        extensions=[EXTENSION_URI],
+    )

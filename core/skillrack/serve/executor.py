@@ -51,7 +51,7 @@ import pluggy
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Part, Task, TaskState, TaskStatus
+from a2a.types import Artifact, Part, Task, TaskState, TaskStatus
 from google.protobuf import json_format
 
 from skillrack.errors import REJECTING_CODES, ConditionError, ErrorCode
@@ -65,8 +65,9 @@ from skillrack.protocol.messages import (
     parse_request,
 )
 from skillrack.protocol.parts import incoming
+from skillrack.protocol.proto_json import remember
 from skillrack.protocol.wire import data_part
-from skillrack.serve.artifacts import ArtifactPublisher
+from skillrack.serve.artifacts import ArtifactPublisher, describe_artifact
 from skillrack.serve.base_context import BaseSkillContext
 from skillrack.serve.base_replies import BaseReplies, TaskStart, returned_parts
 from skillrack.serve.base_routing import claiming_base_skill, named_base_skill
@@ -144,6 +145,25 @@ def _carried_problem(part: Part, skill: RegisteredSkill) -> str | None:
     except Exception as exc:  # anything unreadable is a payload that cannot be trusted
         return f"it cannot be read back ({type(exc).__name__})"
     return None
+
+
+def _describe_artifacts(
+    payloads: dict[str, Part | ConditionError],
+) -> dict[str, Artifact | ConditionError]:
+    """Each payload as the Artifact ``describe_skill`` answers with, and its JSON conversion.
+
+    Both are the same for every request, so both are done once: the Artifact
+    here, its Data Part's JSON dict on the first answer that carries it
+    (:func:`skillrack.protocol.proto_json.remember`).
+    """
+    artifacts: dict[str, Artifact | ConditionError] = {}
+    for skill_id, payload in payloads.items():
+        if isinstance(payload, ConditionError):
+            artifacts[skill_id] = payload
+            continue
+        remember(payload.data)
+        artifacts[skill_id] = describe_artifact(payload)
+    return artifacts
 
 
 def describe_payloads(registry: Registry) -> dict[str, Part | ConditionError]:
@@ -300,7 +320,7 @@ class SkillExecutor(AgentExecutor):
         self.handler_timeout = handler_timeout
         self.output_limits = output_limits or OutputLimits()
         self.metrics = metrics or Metrics(registry)
-        self._describe = describe_payloads(registry)
+        self._describe = _describe_artifacts(describe_payloads(registry))
         self._running: dict[str, SkillContext | BaseSkillContext] = {}
         #: Handlers still running after their deadline (held here: asyncio keeps weak references).
         self._overdue: set[asyncio.Task[Any]] = set()
