@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 #: The deepest JSON value one A2A Data Part carries, end to end, through a2a-sdk 1.3:
 #: its value is a protobuf ``Value`` that protobuf parses with a nesting limit
@@ -89,20 +89,25 @@ def json_depth(value: object, limit: int) -> int:
     """Nesting depth of a JSON value, computed iteratively and cut off at ``limit + 1``.
 
     Iterative so that a hostile, deeply nested value cannot overflow Python's
-    stack while we are measuring it.
+    stack while we are measuring it; depth first, so that a value sharing
+    sub-objects (a Python value, not parsed JSON) reaches the cut-off after
+    ``limit`` steps rather than after visiting every path.  Only arrays and
+    objects are put on the stack: the leaves, most of a schema's values,
+    cannot make it deeper.
     """
+    if not isinstance(value, dict | list):
+        return 0
     deepest = 0
-    stack: list[tuple[object, int]] = [(value, 1)]
+    stack: list[tuple[dict[Any, Any] | list[Any], int]] = [(value, 1)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children: list[object] = list(node.values())
-        elif isinstance(node, list):
-            children = list(node)
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > limit:
-            return deepest
-        stack.extend((child, depth + 1) for child in children)
+        node, depth = pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > limit:
+                return deepest
+        below = depth + 1
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, dict | list):
+                push((child, below))
     return deepest

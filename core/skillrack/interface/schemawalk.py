@@ -13,7 +13,7 @@ in which order, is :mod:`skillrack.interface.inline`'s job.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
@@ -24,7 +24,7 @@ from referencing.jsonschema import DRAFT202012
 from skillrack.errors import SkillrackError
 from skillrack.interface.limits import Limits
 from skillrack.interface.pointers import escape, unescape
-from skillrack.interface.schemaerror import limit_exceeded, refuse
+from skillrack.interface.schemaerror import InlineSchemaError, limit_exceeded, refuse
 
 #: Base URI for a root schema without ``$id``.  Relative references need some
 #: base to resolve against; a URN cannot be mistaken for something retrievable.
@@ -53,6 +53,10 @@ _IN_PLACE: Final = frozenset(_IN_PLACE_ONE + _IN_PLACE_LIST + _IN_PLACE_MAP)
 _ONE: Final = _IN_PLACE_ONE + _CONSUMING_ONE + _UNAPPLIED_ONE
 _LIST: Final = _IN_PLACE_LIST + _CONSUMING_LIST
 _MAP: Final = _IN_PLACE_MAP + _CONSUMING_MAP + _UNAPPLIED_MAP
+#: Every subschema keyword: a schema object naming none of them (most are
+#: leaves such as ``{"type": "string"}``) has no subschema, which one C-level
+#: ``isdisjoint`` says without trying each keyword in turn.
+_SLOTS: Final = frozenset(_ONE + _LIST + _MAP)
 _REFERENCE_KEYWORDS: Final = ("$ref", "$dynamicRef")
 
 
@@ -215,6 +219,8 @@ def walk(
             if pointer and isinstance(node.get("$id"), str):
                 base = urldefrag(urljoin(parent_base, node["$id"]))[0]
             found.append(Location(pointer, node, base, slot))
+            if _SLOTS.isdisjoint(node):
+                continue  # a leaf: children() would yield nothing
             subschemas = [
                 (pointer + suffix, child, base, keyword)
                 for keyword, suffix, child in children(node)
@@ -290,6 +296,48 @@ def _bool_target(
     return pointer
 
 
+_REFERENCES: Final = frozenset(_REFERENCE_KEYWORDS)
+
+
+class _Tables(NamedTuple):
+    """What resolving references needs to know of the locations, built once per schema."""
+
+    by_identity: dict[int, str]  # id() of a schema object -> its pointer
+    nodes: dict[str, Any]  # pointer -> schema (objects and booleans)
+    dynamic_anchors: dict[str, list[str]]  # $dynamicAnchor name -> pointers, document order
+
+    @classmethod
+    def of(cls, locations: list[Location]) -> _Tables:
+        by_identity = {id(loc.node): loc.pointer for loc in locations if isinstance(loc.node, dict)}
+        nodes = {loc.pointer: loc.node for loc in locations}
+        dynamic_anchors: dict[str, list[str]] = {}
+        for loc in locations:
+            if isinstance(loc.node, dict) and isinstance(loc.node.get("$dynamicAnchor"), str):
+                dynamic_anchors.setdefault(loc.node["$dynamicAnchor"], []).append(loc.pointer)
+        return cls(by_identity, nodes, dynamic_anchors)
+
+
+def _walk_pointer(root: Any, fragment: str) -> Any:
+    """What ``referencing`` finds at a JSON-Pointer ``fragment`` of the root resource.
+
+    ``Resource.pointer``'s walk, step for step (percent-decoded, any
+    ``Sequence``, strings included, indexed by ``int``, ``~1`` then ``~0``
+    unescaped), raising what it lets escape or wraps (``LookupError``,
+    ``ValueError``, ``TypeError``), without the resolver and resource objects
+    it builds at every step for the base URIs a caller may need later: only
+    the value is used here.  For a ``#/...`` reference whose base is the root
+    resource's, which the registry holds under that very URI, so no lookup
+    or retrieval is involved (most references of a schema).
+    """
+    contents = root
+    for segment in unquote(fragment[1:]).split("/"):
+        if isinstance(contents, Sequence):
+            contents = contents[int(segment)]
+        else:
+            contents = contents[segment.replace("~1", "/").replace("~0", "~")]
+    return contents
+
+
 def reference_edges(
     locations: list[Location],
     registry: Registry[Any],
@@ -311,18 +359,15 @@ def reference_edges(
     scope, so it gets an edge to each of them: the loop analysis must see every
     place it can lead.
     """
-    by_identity = {id(loc.node): loc.pointer for loc in locations if isinstance(loc.node, dict)}
-    nodes = {loc.pointer: loc.node for loc in locations}
-    dynamic_anchors: dict[str, list[str]] = {}
-    for loc in locations:
-        if isinstance(loc.node, dict) and isinstance(loc.node.get("$dynamicAnchor"), str):
-            dynamic_anchors.setdefault(loc.node["$dynamicAnchor"], []).append(loc.pointer)
-
     edges: dict[str, list[str]] = {}
+    tables: _Tables | None = None  # built at the first reference: most schemas have none
     for loc in locations:
         tick()
-        if not isinstance(loc.node, dict):
+        if not isinstance(loc.node, dict) or _REFERENCES.isdisjoint(loc.node):
             continue
+        if tables is None:
+            tables = _Tables.of(locations)
+        by_identity, nodes, dynamic_anchors = tables
         for keyword in _REFERENCE_KEYWORDS:
             ref = loc.node.get(keyword)
             if not isinstance(ref, str):
@@ -330,7 +375,10 @@ def reference_edges(
             where = f"{loc.pointer}/{keyword}"
             asked = len(retriever.attempts)
             try:
-                resolved = registry.resolver(base_uri=loc.base).lookup(ref)
+                if ref.startswith("#/") and resources.get(loc.base) == "":
+                    contents = _walk_pointer(nodes[""], ref[1:])
+                else:
+                    contents = registry.resolver(base_uri=loc.base).lookup(ref).contents
             except (referencing.exceptions.Unresolvable, LookupError, ValueError, TypeError):
                 # referencing lets ValueError (a non-integer array index) and
                 # TypeError escape from JSON Pointer fragments; both mean "nowhere".
@@ -346,7 +394,6 @@ def reference_edges(
                     where,
                     f"{keyword} {ref!r} does not resolve inside the inline schema",
                 ) from None
-            contents = resolved.contents
             target: str | None
             if isinstance(contents, dict):
                 target = by_identity.get(id(contents))
@@ -394,16 +441,27 @@ def check_reference_graph(
     The search is iterative and in document order, so the reported pointer is
     deterministic.
     """
+    if not references and locations:
+        # No reference: the graph is the schema's tree of in-place subschemas,
+        # whose edges all lead to a longer pointer, so there is no cycle and
+        # every chain has 0 hops (the search below would find exactly that).
+        if limits.max_reference_depth < 0:
+            raise _too_deep_references(locations[0].pointer)
+        return
     edges: dict[str, list[tuple[str, int]]] = {}
     for loc in locations:
         tick()
         if not isinstance(loc.node, dict):
             continue
-        out = [
-            (loc.pointer + suffix, 0)
-            for keyword, suffix, _ in children(loc.node)
-            if keyword in _IN_PLACE
-        ]
+        out = (
+            []
+            if _IN_PLACE.isdisjoint(loc.node)
+            else [
+                (loc.pointer + suffix, 0)
+                for keyword, suffix, _ in children(loc.node)
+                if keyword in _IN_PLACE
+            ]
+        )
         out += [(target, 1) for target in references.get(loc.pointer, ())]
         edges[loc.pointer] = out
 
@@ -444,9 +502,13 @@ def check_reference_graph(
 
     deepest = max(locations, key=lambda loc: depth.get(loc.pointer, 0))
     if depth.get(deepest.pointer, 0) > limits.max_reference_depth:
-        raise limit_exceeded(
-            "reference_too_deep",
-            deepest.pointer,
-            "the chain of references followed from this schema without consuming instance "
-            "is longer than the reference-depth limit",
-        )
+        raise _too_deep_references(deepest.pointer)
+
+
+def _too_deep_references(pointer: str) -> InlineSchemaError:
+    return limit_exceeded(
+        "reference_too_deep",
+        pointer,
+        "the chain of references followed from this schema without consuming instance "
+        "is longer than the reference-depth limit",
+    )
