@@ -160,10 +160,16 @@ def test_the_blocking_path_is_taken_and_logs_what_a2a_sdk_logs(
         config = cluster_config(tmp_path / str(lean))
         config.base_dir.mkdir()
         with running_agent(registry, config, cluster=True, lean=lean) as base:
-            task = send_message(base, progressive(registry))
-        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-        assert (task["id"] in created) is not lean  # no ActiveTask on the blocking path
+            # 0.5 s: in progress past the write-behind's 0.1 s, so other replicas can see
+            # it running, and every event is logged for them.
+            task = send_message(base, ticking(10))
+            quick = send_message(base, progressive(registry))
+        for answered in (task, quick):
+            assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
+            assert (answered["id"] in created) is not lean  # no ActiveTask on the blocking path
         logs.append(logged(config.base_dir / "tasks.db", task["id"]))
+        # Created and ended within one commit: no replica could have seen it running.
+        assert logged(config.base_dir / "tasks.db", quick["id"]) == []
     ours, theirs = logs
     assert ours == theirs  # every event, in order, with a2a-sdk's versions
     assert [version for version, _, _ in ours] == list(range(1, len(ours) + 1))

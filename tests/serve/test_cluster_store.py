@@ -57,12 +57,15 @@ async def _run(pg_url: str, tmp_path: Path, scenario: Any) -> Any:
 
 def test_in_progress_saves_are_written_with_the_settled_one(pg_url: str, tmp_path: Path) -> None:
     async def scenario(store: ClusterTaskStore, _: ClusterTaskStore) -> Any:
-        commits: list[int] = []
-        event.listen(store._engine.sync_engine, "commit", lambda conn: commits.append(1))
         task = Task(id="00000000-0000-4000-8000-000000000001", context_id="c")
-        version = TaskVersion.MISSING
+        step = _step(task, TaskState.TASK_STATE_SUBMITTED)
+        version = await store.save(
+            task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT
+        )
+        await store.commit()  # a client was told of the task (returnImmediately, a stream)
+        commits: list[int] = []
+        event.listen(store._writer.sync_engine, "commit", lambda conn: commits.append(1))
         for state in (
-            TaskState.TASK_STATE_SUBMITTED,
             TaskState.TASK_STATE_WORKING,
             TaskState.TASK_STATE_WORKING,
             TaskState.TASK_STATE_COMPLETED,
@@ -77,10 +80,45 @@ def test_in_progress_saves_are_written_with_the_settled_one(pg_url: str, tmp_pat
         return commits, [row[0] for row in logged], stored
 
     commits, logged, stored = asyncio.run(_run(pg_url, tmp_path, scenario))
-    assert len(commits) == 1  # four saves, one transaction
+    assert len(commits) == 1  # three saves, one transaction
     assert logged == [1, 2, 3, 4]  # every event, in order, for the other replicas
     assert stored.task.status.state == TaskState.TASK_STATE_COMPLETED
     assert stored.version == TaskVersion(4)
+
+
+def test_a_task_no_one_saw_in_progress_is_written_as_its_final_row(
+    pg_url: str, tmp_path: Path
+) -> None:
+    """Created and ended within one commit: the row only, which every replica reads as final.
+
+    Nobody can have streamed it from the log (a read through this replica
+    commits pending saves first, the others read only what is committed), and
+    a terminal task takes no cancel or follow-up, so the version row and the
+    events would be written for no reader.
+    """
+
+    async def scenario(a: ClusterTaskStore, b: ClusterTaskStore) -> Any:
+        task = Task(id="00000000-0000-4000-8000-000000000005", context_id="c")
+        version = TaskVersion.MISSING
+        for state in (TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED):
+            step = _step(task, state)
+            version = await a.save(task, event=step, prev_version=version, context=CONTEXT)
+        async with a._engine.connect() as connection:
+            counts = [
+                (
+                    await connection.execute(
+                        text(f"SELECT count(*) FROM {table} WHERE task_id = :id"), {"id": task.id}
+                    )
+                ).scalar()
+                for table in ("task_events", "task_versions")
+            ]
+        return counts, await b.get(task.id, CONTEXT)
+
+    counts, stored = asyncio.run(_run(pg_url, tmp_path, scenario))
+    assert stored is not None
+    assert stored.task.status.state == TaskState.TASK_STATE_COMPLETED  # read through B
+    assert counts == [0, 0]  # no events, no version row
+    assert stored.version == TaskVersion.MISSING
 
 
 def test_a_cancel_through_another_replica_is_never_overwritten(pg_url: str, tmp_path: Path) -> None:
@@ -152,3 +190,39 @@ def test_another_replica_is_woken_by_the_commit_not_its_timer(pg_url: str, tmp_p
     assert received.event.status.state == TaskState.TASK_STATE_COMPLETED
     assert received.version == TaskVersion(2)
     assert waited < 20  # the notification, not the 60 s timer
+
+
+def test_a_sqlite_commit_is_one_transaction(tmp_path: Path) -> None:
+    """On SQLite the driver begins each commit: a failure still takes back its version swap."""
+
+    async def scenario() -> Any:
+        storage = open_storage(
+            parse_store("sqlite:///tasks.db", tmp_path), owner_resolver=lambda c: "", cluster=True
+        )
+        await storage.start()
+        try:
+            store = storage.task_store
+            assert isinstance(store, ClusterTaskStore)
+            task = Task(id="00000000-0000-4000-8000-000000000006", context_id="c")
+            step = _step(task, TaskState.TASK_STATE_WORKING)
+            version = await store.save(
+                task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT
+            )
+            await store.commit()
+            await store.save(task, event=step, prev_version=version, context=CONTEXT)
+            append_events = store._append_events
+            store._append_events = text("INSERT INTO no_such_table VALUES (1)")  # type: ignore[assignment]
+            with pytest.raises(Exception, match="no_such_table"):
+                await store.commit()
+            store._append_events = append_events
+            async with store._engine.connect() as connection:
+                stored = (
+                    await connection.execute(text("SELECT version FROM task_versions"))
+                ).scalar()
+            return stored, store.pending
+        finally:
+            await storage.close()
+
+    stored, pending = asyncio.run(scenario())
+    assert stored == 1  # the swap to 2 was rolled back with the failed insert
+    assert pending == 1  # and the save waits for the next commit

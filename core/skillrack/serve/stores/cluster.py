@@ -21,12 +21,22 @@ does on SQLite:
   the database holds to the latest), one upsert of its latest state and one
   multi-row insert of all its events, so replicas still replay every event
   in order;
+- a task created and ended (a terminal state) within one batch is written
+  as its row only: no version row, no events.  No one can have read it in
+  progress (a read through this replica commits its pending saves first,
+  other replicas read only what is committed), so no replica streams it
+  from the log, and a terminal task takes no cancel or follow-up that would
+  swap its version; every replica reads the row as the finished task.  A
+  blocking call that finishes within ``write_behind_s`` so costs about
+  what it costs one process;
 - ``get`` of a task with pending saves commits them first, so whatever a
   client reads through this replica, every replica can read; a task id this
   process has just generated is answered as absent without asking the
   database (no other process can know it);
 - statements are Core statements built once (``INSERT ... ON CONFLICT``
-  instead of ``merge``), executed on a connection, not an ORM session.
+  instead of ``merge``), executed on a connection, not an ORM session;
+  on SQLite on an engine whose driver begins each commit's transaction
+  (``BEGIN IMMEDIATE`` before its first write, no round trip of its own).
 
 A compare-and-swap that fails at a group commit means another replica
 changed the task (a ``CancelTask`` through it): the batch is dropped, and
@@ -68,6 +78,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import class_mapper
 
+from skillrack.protocol.states import TERMINAL
 from skillrack.serve.stores.notified_events import CHANNEL
 from skillrack.serve.stores.write_behind import SETTLED_STATES, WRITE_BEHIND_S, WriteBehind
 
@@ -85,7 +96,8 @@ class _Pending:
     base: int  # 0: the task is not in the database yet
     version: int
     task: Task
-    events: list[tuple[int, bytes]] = field(default_factory=list)
+    #: Each event with the version it made; a Task event as the copy saved with it.
+    events: list[tuple[int, Event]] = field(default_factory=list)
 
 
 class ClusterTaskStore(VersionedDatabaseTaskStore):
@@ -97,9 +109,12 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         *,
         owner_resolver: OwnerResolver,
         write_behind_s: float = WRITE_BEHIND_S,
+        writer: AsyncEngine | None = None,
     ) -> None:
         super().__init__(engine, owner_resolver=owner_resolver)
         self._engine = engine
+        #: The engine commits use (SQLite: one whose driver begins them, see storage.py).
+        self._writer = writer or engine
         self._pending: dict[tuple[str, str], _Pending] = {}
         #: The saves the commit under way is writing.
         self._writing: dict[tuple[str, str], _Pending] = {}
@@ -216,7 +231,9 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         else:
             pending.version, pending.task = version, copy
         if event is not None:
-            pending.events.append((version, to_stream_response(event).SerializeToString()))
+            # Serialized at the commit, and only if written: the copy stands for a Task
+            # event (the caller goes on changing its task), update events are not changed.
+            pending.events.append((version, copy if isinstance(event, Task) else event))
         if task.status.state not in SETTLED_STATES:
             self._behind.arm()
             return TaskVersion(version)
@@ -245,7 +262,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             try:
                 await self._db._ensure_initialized()
                 await self._ensure_cluster_tables()
-                async with self._engine.begin() as connection:
+                async with self._writer.begin() as connection:
                     lost = await self._write(connection, batch)
             except BaseException:
                 for key, pending in batch.items():
@@ -276,6 +293,13 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         rows: list[dict[str, Any]] = []
         events: list[dict[str, Any]] = []
         for key, pending in batch.items():
+            if pending.base == 0 and pending.task.status.state in TERMINAL:
+                # Created and ended within this batch: no process has read it in progress
+                # (reads commit pending saves first), so no replica streams it, and a
+                # terminal task takes no cancel or follow-up: its row is all anyone reads.
+                if self._row(pending, rows):
+                    lost.add(key)
+                continue
             swap = self._create_version if pending.base == 0 else self._swap_version
             parameters = {
                 "b_id": pending.task.id,
@@ -289,25 +313,17 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             if (await connection.execute(swap, parameters)).rowcount == 0:
                 lost.add(key)
                 continue
-            try:
-                model = self._db._to_orm(pending.task, pending.owner)
-            except Exception as exc:
-                logger.error(
-                    "task store: task %s cannot be written (%s); its saves are dropped",
-                    pending.task.id,
-                    type(exc).__name__,
-                )
+            if self._row(pending, rows):
                 lost.add(key)
                 continue
-            rows.append({column: getattr(model, name) for name, column in self._task_columns})
             events.extend(
                 {
                     "task_id": pending.task.id,
                     "owner": pending.owner,
                     "task_version": version,
-                    "event_data": data,
+                    "event_data": to_stream_response(event).SerializeToString(),
                 }
-                for version, data in pending.events
+                for version, event in pending.events
             )
         if rows:
             await connection.execute(self._upsert, rows[0] if len(rows) == 1 else rows)
@@ -318,10 +334,26 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 await connection.execute(self._notify, {"b_channel": CHANNEL, "b_ids": ids})
         return lost
 
+    def _row(self, pending: _Pending, rows: list[dict[str, Any]]) -> bool:
+        """Append the task's row to ``rows``; True when it cannot be written (logged)."""
+        try:
+            model = self._db._to_orm(pending.task, pending.owner)
+        except Exception as exc:
+            logger.error(
+                "task store: task %s cannot be written (%s); its saves are dropped",
+                pending.task.id,
+                type(exc).__name__,
+            )
+            return True
+        rows.append({column: getattr(model, name) for name, column in self._task_columns})
+        return False
+
     async def aclose(self) -> None:
         """Commit what is pending; called before the engine is disposed."""
         await self._behind.close()
         await self.commit()
+        if self._writer is not self._engine:
+            await self._writer.dispose()
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -145,6 +145,27 @@ def _sqlite_begin(connection: Any) -> None:
     connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _sqlite_driver_begins(dbapi_connection: Any, connection_record: Any) -> None:
+    # The sqlite3 driver begins with BEGIN IMMEDIATE itself, before the first write.
+    dbapi_connection.isolation_level = "IMMEDIATE"
+
+
+def create_commit_engine(spec: StoreSpec) -> AsyncEngine:
+    """SQLite in cluster mode: the engine the cluster store's group commits run on.
+
+    Every commit's first statement writes (a version row or the task row), so
+    the driver's own ``BEGIN IMMEDIATE`` before it takes the write lock as the
+    explicit one would, without a round trip of its own to the driver's
+    thread; a commit also always ends its transaction, so the pool's rollback
+    on return is skipped, as for one process.
+    """
+    assert spec.kind == "sqlite" and spec.url is not None
+    engine = create_async_engine(spec.url, pool_reset_on_return=None)
+    event.listen(engine.sync_engine, "connect", _sqlite_connect)
+    event.listen(engine.sync_engine, "connect", _sqlite_driver_begins)
+    return engine
+
+
 def create_engine(spec: StoreSpec, *, cluster: bool = False) -> AsyncEngine:
     """The SQLAlchemy engine for a database store (SQLite tuned as the docstring says).
 
@@ -665,7 +686,11 @@ def open_storage(
     if cluster or spec.kind == "postgresql":
         return TaskStorage(
             spec,
-            ClusterTaskStore(engine, owner_resolver=owner_resolver),
+            ClusterTaskStore(
+                engine,
+                owner_resolver=owner_resolver,
+                writer=create_commit_engine(spec) if spec.kind == "sqlite" else None,
+            ),
             (
                 NotifiedEventStream(engine)
                 if spec.kind == "postgresql"
