@@ -26,13 +26,16 @@ from google.protobuf.message import Message
 from helpers.agent_harness import running_agent
 from helpers.builders import registry_of
 from jsonrpc.jsonrpc2 import JSONRPC20Response
+from starlette.responses import JSONResponse
 
 from skillrack.host.registry import Registry
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.protocol.proto_json import Remembered
 from skillrack.serve import jsonrpc as jsonrpc_route
 from skillrack.serve.artifacts import ArtifactPublisher, describe_artifact
 from skillrack.serve.executor import describe_payloads
+from skillrack.serve.jsonrpc import PLACEHOLDER, Answer
 from skillrack.testing.serve import HEADERS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,3 +115,21 @@ def test_answers_are_json_formats_of_the_task_answered(
     half = len(skills)
     for first, again in zip(data[:half], data[half:], strict=True):
         assert again is first  # the second answer of each skill reused the first's conversion
+        assert isinstance(first, Remembered) and first.text is not None  # and its JSON text
+
+
+def test_a_placeholder_the_caller_sent_is_written_as_sent() -> None:
+    """The remembered document's text goes where it was, and only there."""
+    document = Remembered({"interface": {"\u00e9": [1, 2.5, None, "x\u2028"]}})
+    echoed = {"parts": [{"text": PLACEHOLDER}, {"data": {"said": PLACEHOLDER}}]}
+    for history, text in (([], "plain"), ([echoed], "plain"), ([], PLACEHOLDER)):
+        task = {
+            "id": "t",
+            "history": history,
+            "artifacts": [
+                {"artifactId": "r", "parts": [{"data": document}, {"text": text}]},
+                {"artifactId": "s", "parts": [{"data": {"plain": True}}]},
+            ],
+        }
+        content = {"jsonrpc": "2.0", "id": 1, "result": {"task": task}}
+        assert Answer(content).body == JSONResponse(content).body

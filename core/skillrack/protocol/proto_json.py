@@ -28,8 +28,8 @@ another order.  Serialization walks the map in that same order, so equal
 bytes are equal dicts, key order included.  Only a Value whose size
 (``ByteSize``, which does not depend on that order) is a remembered one is
 serialized and looked up; at most :data:`MAX_REMEMBERED` layouts are kept.
-The dict is shared by every answer that carries the Value: a caller of
-:func:`message_to_dict` reads it, never changes it.
+The dict (a :class:`Remembered`) is shared by every answer that carries
+the Value: a caller of :func:`message_to_dict` reads it, never changes it.
 """
 
 from __future__ import annotations
@@ -66,6 +66,20 @@ MAX_REMEMBERED = 256
 _REMEMBERED: dict[bytes, Any] = {}
 #: The sizes of the remembered Values: a Value of another size is converted as usual.
 _SIZES: set[int] = set()
+
+
+class Remembered(dict[str, Any]):
+    """The dict written for a remembered Value: shared by every answer, read, never changed.
+
+    ``text`` is free for the one serializer of the answers (the JSON-RPC
+    route, :mod:`skillrack.serve.jsonrpc`) to keep the JSON it writes for it.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, converted: dict[str, Any]) -> None:
+        super().__init__(converted)
+        self.text: str | None = None
 
 
 def remember(value: Message) -> None:
@@ -211,6 +225,8 @@ def _value_field(message: Any) -> Any:
     converted = _REMEMBERED.get(layout)
     if converted is None:
         converted = _value(message)
+        if isinstance(converted, dict):
+            converted = Remembered(converted)
         if len(_REMEMBERED) < MAX_REMEMBERED:
             _REMEMBERED[layout] = converted
     return converted

@@ -7,6 +7,14 @@ SendMessage or GetTask answer with :func:`skillrack.protocol.proto_json.message_
 instead of ``json_format``'s per-call descriptor walk.  Parsing, the version
 check, errors, streaming and the JSON-RPC envelope are a2a-sdk's.
 
+A SendMessage answer carrying a remembered document (``describe_skill``'s,
+see :func:`skillrack.protocol.proto_json.remember`) is written with that
+document's JSON text, encoded once: the rest of the answer is encoded as
+Starlette's ``JSONResponse`` encodes it, with a placeholder where the
+document goes, and the placeholder replaced by the text.  The bytes are the
+ones ``JSONResponse`` writes; a placeholder found anywhere else in the
+answer (a caller could send one) falls back to encoding the whole answer.
+
 When a2a-sdk's OpenTelemetry instrumentation is off
 (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``, which ``skillrack serve``
 sets when no exporter is configured), its tracing decorator still wraps the
@@ -16,6 +24,7 @@ calls the method it wraps, a2a-sdk's own ``handle_requests``, directly.
 
 from __future__ import annotations
 
+import json
 import types
 from typing import Any
 
@@ -25,9 +34,13 @@ from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import GetTaskRequest, SendMessageRequest, Task
 from a2a.utils import telemetry
 from a2a.utils.errors import TaskNotFoundError
+from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from skillrack.protocol.proto_json import message_to_dict
+from skillrack.protocol.proto_json import Remembered, message_to_dict
+
+#: Stands for a remembered document while the rest of an answer is encoded.
+PLACEHOLDER = "\x00skillrack:remembered\x00"
 
 
 class Dispatcher(JsonRpcDispatcher):
@@ -41,6 +54,13 @@ class Dispatcher(JsonRpcDispatcher):
         key = "task" if isinstance(result, Task) else "message"
         return {key: message_to_dict(result)}
 
+    def _create_response(self, context: ServerCallContext, handler_result: Any) -> Any:
+        """a2a-sdk's ``JSONResponse(handler_result)``, or the same :class:`Answer` for a dict
+        that carries a remembered document."""
+        if _carries_remembered(handler_result):
+            return Answer(handler_result)
+        return super()._create_response(context, handler_result)
+
     async def _handle_get_task(
         self, request_obj: GetTaskRequest, context: ServerCallContext
     ) -> dict[str, Any]:
@@ -49,6 +69,61 @@ class Dispatcher(JsonRpcDispatcher):
             converted: dict[str, Any] = message_to_dict(task)
             return converted
         raise TaskNotFoundError
+
+
+class Answer(JSONResponse):
+    """A SendMessage answer whose remembered documents are written from their JSON text."""
+
+    def render(self, content: Any) -> bytes:
+        task = content["result"]["task"]
+        texts: list[str] = []
+        artifacts = []
+        for artifact in task["artifacts"]:
+            parts = []
+            for part in artifact.get("parts", ()):
+                data = part.get("data")
+                if isinstance(data, Remembered):
+                    if data.text is None:
+                        data.text = _encode(data)
+                    texts.append(data.text)
+                    part = {**part, "data": PLACEHOLDER}
+                parts.append(part)
+            artifacts.append({**artifact, "parts": parts})
+        placed = {
+            **content,
+            "result": {**content["result"], "task": {**task, "artifacts": artifacts}},
+        }
+        text = _encode(placed)
+        pieces = text.split(_ENCODED_PLACEHOLDER)
+        if len(pieces) != len(texts) + 1:  # a placeholder the caller sent: the long way
+            return super().render(content)
+        out = [pieces[0]]
+        for piece, document in zip(pieces[1:], texts, strict=True):
+            out += (document, piece)
+        return "".join(out).encode("utf-8")
+
+
+def _encode(value: Any) -> str:
+    """As Starlette's ``JSONResponse.render`` encodes, before its UTF-8 step."""
+    return json.dumps(
+        value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
+    )
+
+
+_ENCODED_PLACEHOLDER = _encode(PLACEHOLDER)
+
+
+def _carries_remembered(handler_result: Any) -> bool:
+    """Whether a JSON-RPC answer is a SendMessage Task with a remembered document in an Artifact."""
+    result = handler_result.get("result") if isinstance(handler_result, dict) else None
+    task = result.get("task") if isinstance(result, dict) else None
+    if not isinstance(task, dict):
+        return False
+    return any(
+        isinstance(part.get("data"), Remembered)
+        for artifact in task.get("artifacts", ())
+        for part in artifact.get("parts", ())
+    )
 
 
 def jsonrpc_routes(
