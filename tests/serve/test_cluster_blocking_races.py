@@ -14,9 +14,11 @@ import asyncio
 from typing import Any
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.cluster import ConcurrentTaskModificationError
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
-from a2a.types import Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+from a2a.types import Message, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
+from a2a.utils.errors import InternalError
 
 from skillrack.serve.blocking import SETTLED, BlockingTurn, Saves
 
@@ -84,3 +86,41 @@ def test_a_canceled_never_overwrites_a_committed_completed() -> None:
     committed, answers = asyncio.run(race(cancel_enqueues=True, cancel_at=0.02))
     assert committed == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert answers == ["TASK_STATE_COMPLETED", "TASK_STATE_COMPLETED"]
+
+
+class AnotherReplicaKeepsWriting(Saves):
+    """The WORKING save is refused twice (another replica advanced the task each time)."""
+
+    every_event = True
+
+    def __init__(self) -> None:
+        self.stored = Task(
+            id="t", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_WORKING)
+        )
+        self.refusals = 2
+        self.committed: list[str] = []
+
+    async def save(self, task: Task, event: Event | None) -> None:
+        if task.status.state == TaskState.TASK_STATE_WORKING and self.refusals:
+            self.refusals -= 1
+            raise ConcurrentTaskModificationError("t")
+        self.committed.append(TaskState.Name(task.status.state))
+        self.stored.CopyFrom(task)
+
+    async def reload(self, task_id: str) -> Task | None:
+        stored = Task()
+        stored.CopyFrom(self.stored)
+        return stored
+
+
+def test_a_save_refused_twice_stores_failed_as_a2a_sdk_does() -> None:
+    async def turn() -> tuple[BaseException | Task | Message, list[str]]:
+        saves = AnotherReplicaKeepsWriting()
+        request = RequestContext(call_context=ServerCallContext(), task_id="t", context_id="c")
+        run = BlockingTurn(Completes(False), request, ServerCallContext(), saves).start()
+        answer = (await asyncio.gather(run, return_exceptions=True))[0]
+        return answer, saves.committed
+
+    answer, committed = asyncio.run(turn())
+    assert isinstance(answer, InternalError)  # the caller hears the turn failed
+    assert committed[-1] == "TASK_STATE_FAILED"  # and every replica reads it so

@@ -44,6 +44,7 @@ event log; a follow-up Message waits for it to end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from functools import cache
 
@@ -301,6 +302,7 @@ class TaskEvents(EventQueue):
                 return
             except ConcurrentTaskModificationError as exc:
                 self.failure = InternalError(message=str(exc))
+                await self._fail_stored()
         elif stored is not None:
             self.task = stored
             self.superseded = True
@@ -312,6 +314,22 @@ class TaskEvents(EventQueue):
             self.failure = InternalError(message=f"task {self.task_id} vanished from the store")
         if stop:
             raise asyncio.CancelledError
+
+    async def _fail_stored(self) -> None:
+        """After a save refused twice: FAILED over the stored task, as a2a-sdk's consumer writes it.
+
+        Once, with the version just read: if another writer advanced the task
+        again (or ended it), its state is kept.  Without this the stored task
+        would stay in progress on every replica while the caller is told the
+        turn failed.
+        """
+        stored = await self._saves.reload(self.task_id)
+        if stored is None or stored.status.state in TERMINAL:
+            return
+        _end(stored, TaskState.TASK_STATE_FAILED, stamped=True)
+        self.task = stored
+        with contextlib.suppress(ConcurrentTaskModificationError):
+            await self._saves.save(stored, _status_of(stored))
 
     async def settle(self, event: Event | None) -> None:
         """The turn's last save: with a plain store always; in cluster mode a state the end set.
