@@ -124,3 +124,63 @@ def test_a_save_refused_twice_stores_failed_as_a2a_sdk_does() -> None:
     answer, committed = asyncio.run(turn())
     assert isinstance(answer, InternalError)  # the caller hears the turn failed
     assert committed[-1] == "TASK_STATE_FAILED"  # and every replica reads it so
+
+
+class FirstSaveRefused(AnotherReplicaKeepsWriting):
+    """The Task's first save is refused once; the stored task is still in progress."""
+
+    async def save(self, task: Task, event: Event | None) -> None:
+        if isinstance(event, Task) and self.refusals:
+            self.refusals = 0
+            raise ConcurrentTaskModificationError("t")
+        self.committed.append(TaskState.Name(task.status.state))
+        self.stored.CopyFrom(task)
+
+
+def test_a_refused_task_save_over_a_running_task_is_made_again() -> None:
+    async def turn() -> tuple[BaseException | Task | Message, list[str]]:
+        saves = FirstSaveRefused()
+        request = RequestContext(call_context=ServerCallContext(), task_id="t", context_id="c")
+        run = BlockingTurn(Completes(False), request, ServerCallContext(), saves).start()
+        answer = (await asyncio.gather(run, return_exceptions=True))[0]
+        return answer, saves.committed
+
+    answer, committed = asyncio.run(turn())
+    assert isinstance(answer, Task)
+    assert answer.status.state == TaskState.TASK_STATE_COMPLETED  # not the stored WORKING
+    assert committed == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
+
+
+class CanceledElsewhere(AnotherReplicaKeepsWriting):
+    """Another replica cancelled the task: the WORKING save is refused, the stored one ended."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stored.status.state = TaskState.TASK_STATE_CANCELED
+
+    async def save(self, task: Task, event: Event | None) -> None:
+        if task.status.state == TaskState.TASK_STATE_WORKING:
+            raise ConcurrentTaskModificationError("t")
+        self.committed.append(TaskState.Name(task.status.state))
+
+
+class StoppedBadly(Completes):
+    """Turns being stopped (CancelledError) into an error of its own."""
+
+    async def execute(self, context: RequestContext, queue: Any) -> None:
+        try:
+            await super().execute(context, queue)
+        except asyncio.CancelledError:
+            raise RuntimeError("stopped") from None
+
+
+def test_a_superseded_turn_answers_the_stored_task_whatever_the_executor_raises() -> None:
+    async def turn() -> BaseException | Task | Message:
+        request = RequestContext(call_context=ServerCallContext(), task_id="t", context_id="c")
+        saves = CanceledElsewhere()
+        run = BlockingTurn(StoppedBadly(False), request, ServerCallContext(), saves).start()
+        return (await asyncio.gather(run, return_exceptions=True))[0]
+
+    answer = asyncio.run(turn())
+    assert isinstance(answer, Task), answer
+    assert answer.status.state == TaskState.TASK_STATE_CANCELED

@@ -289,16 +289,14 @@ class TaskEvents(EventQueue):
             return
         except ConcurrentTaskModificationError:
             stored = await self._saves.reload(self.task_id)
-        if (
-            stored is not None
-            and stored.status.state not in TERMINAL
-            and isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent)
-        ):
-            # Changed elsewhere but still running: the event applies to the stored task.
-            _apply(stored, event)
-            self.task = stored
+        if stored is not None and stored.status.state not in TERMINAL:
+            # Changed elsewhere but still running: a2a-sdk applies the event again, to the
+            # stored task (an update), or saves the Task it is over the stored one.
+            if isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent):
+                _apply(stored, event)
+                self.task = stored
             try:
-                await self._saves.save(stored, event)
+                await self._saves.save(self.task, event)
                 return
             except ConcurrentTaskModificationError as exc:
                 self.failure = InternalError(message=str(exc))
@@ -448,6 +446,10 @@ class BlockingTurn:
                 raise
         except Exception:
             task = events.task
+            if events.superseded and task is not None:
+                # Ended by another replica: whatever the executor made of being stopped,
+                # the stored task is the answer (as below, and as a2a-sdk answers).
+                return task
             if (
                 task is not None
                 and task.status.state not in TERMINAL
