@@ -226,3 +226,37 @@ def test_a_sqlite_commit_is_one_transaction(tmp_path: Path) -> None:
     stored, pending = asyncio.run(scenario())
     assert stored == 1  # the swap to 2 was rolled back with the failed insert
     assert pending == 1  # and the save waits for the next commit
+
+
+def test_a_task_that_cannot_be_written_keeps_its_version_row(tmp_path: Path) -> None:
+    """Found by review: the version swap ran before the task was converted for its row."""
+
+    async def scenario() -> Any:
+        storage = open_storage(
+            parse_store("sqlite:///tasks.db", tmp_path), owner_resolver=lambda c: "", cluster=True
+        )
+        await storage.start()
+        try:
+            store = storage.task_store
+            assert isinstance(store, ClusterTaskStore)
+            task = Task(id="00000000-0000-4000-8000-000000000007", context_id="c")
+            step = _step(task, TaskState.TASK_STATE_WORKING)
+            version = await store.save(
+                task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT
+            )
+            await store.commit()
+
+            def unconvertible(*args: Any) -> Any:
+                raise ValueError("not for the database")
+
+            store._db._to_orm = unconvertible  # type: ignore[method-assign]
+            await store.save(task, event=step, prev_version=version, context=CONTEXT)
+            await store.commit()
+            async with store._engine.connect() as connection:
+                return (
+                    await connection.execute(text("SELECT version FROM task_versions"))
+                ).scalar()
+        finally:
+            await storage.close()
+
+    assert asyncio.run(scenario()) == 1

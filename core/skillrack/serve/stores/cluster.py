@@ -293,12 +293,17 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         rows: list[dict[str, Any]] = []
         events: list[dict[str, Any]] = []
         for key, pending in batch.items():
+            # Converted before anything of the task is written: a task that cannot be
+            # written leaves its version row as it was.
+            row = self._row(pending)
+            if row is None:
+                lost.add(key)
+                continue
             if pending.base == 0 and pending.task.status.state in TERMINAL:
                 # Created and ended within this batch: no process has read it in progress
                 # (reads commit pending saves first), so no replica streams it, and a
                 # terminal task takes no cancel or follow-up: its row is all anyone reads.
-                if self._row(pending, rows):
-                    lost.add(key)
+                rows.append(row)
                 continue
             swap = self._create_version if pending.base == 0 else self._swap_version
             parameters = {
@@ -313,9 +318,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             if (await connection.execute(swap, parameters)).rowcount == 0:
                 lost.add(key)
                 continue
-            if self._row(pending, rows):
-                lost.add(key)
-                continue
+            rows.append(row)
             events.extend(
                 {
                     "task_id": pending.task.id,
@@ -334,8 +337,8 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 await connection.execute(self._notify, {"b_channel": CHANNEL, "b_ids": ids})
         return lost
 
-    def _row(self, pending: _Pending, rows: list[dict[str, Any]]) -> bool:
-        """Append the task's row to ``rows``; True when it cannot be written (logged)."""
+    def _row(self, pending: _Pending) -> dict[str, Any] | None:
+        """The task's row; None when it cannot be converted (logged)."""
         try:
             model = self._db._to_orm(pending.task, pending.owner)
         except Exception as exc:
@@ -344,9 +347,8 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 pending.task.id,
                 type(exc).__name__,
             )
-            return True
-        rows.append({column: getattr(model, name) for name, column in self._task_columns})
-        return False
+            return None
+        return {column: getattr(model, name) for name, column in self._task_columns}
 
     async def aclose(self) -> None:
         """Commit what is pending; called before the engine is disposed."""
