@@ -200,3 +200,75 @@ def test_remembering_is_not_shared_between_blocks() -> None:
     value["a"] = 2  # changed between blocks: the next block serializes it afresh
     with canonical.remembering():
         assert canonical_bytes(value) != before == b'{"a":1}'
+
+
+# -- from_parts: an object around remembered values, written from their bytes ---------------
+
+PART_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=4)
+    | st.sampled_from(["\ud800", "\U0001f600", "\ue000", 'é\n\x01"\\', "a\u2028"])
+)
+PART_KEYS = st.text(max_size=3) | st.sampled_from(["\U0001f600", "\ue000", "\ud800", "a\x7f"])
+PART_VALUES = st.recursive(
+    PART_SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(PART_KEYS, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+def jcs_outcome(call: Any) -> Any:
+    try:
+        return call()
+    except CanonicalizationError as exc:
+        return ("refused", str(exc))
+
+
+def containers(value: Any) -> list[Any]:
+    found = [value] if isinstance(value, dict | list) else []
+    for item in value.values() if isinstance(value, dict) else value if found else ():
+        found += containers(item)
+    return found
+
+
+@settings(max_examples=600, deadline=None)
+@given(value=PART_VALUES, data=st.data())
+def test_from_parts_writes_the_bytes_of_the_whole(value: Any, data: st.DataObject) -> None:
+    """Whichever members were serialized before: the whole value's bytes, or its refusal."""
+    from skillrack.interface import canonical
+
+    expected = jcs_outcome(lambda: canonical_bytes(value))
+    inner = containers(value)[1:]
+    remembered = data.draw(st.lists(st.sampled_from(inner), max_size=3)) if inner else []
+    with canonical.remembering():
+        for part in remembered:
+            jcs_outcome(lambda part=part: canonical_bytes(part))
+        assert jcs_outcome(lambda: canonical_bytes(value, from_parts=True)) == expected
+
+
+def test_from_parts_uses_the_remembered_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document around a schema: the schema is not serialized again, and the bytes are right."""
+    from skillrack.interface import canonical
+
+    schema = {"type": "object", "properties": {"é": {"enum": [1, "x", None, True]}}}
+    document = {"b": [schema, {"schema": schema}], "a": "\U0001f600", "c": -5}
+    expected = canonical_bytes(document)
+    calls: list[Any] = []
+    real = canonical._canonical_bytes
+
+    def counting(value: Any) -> bytes:
+        calls.append(value)
+        return real(value)
+
+    monkeypatch.setattr(canonical, "_canonical_bytes", counting)
+    with canonical.remembering():
+        canonical_bytes(schema)
+        assert canonical_bytes(document, from_parts=True) == expected
+    assert calls == [schema]
+    with canonical.remembering():  # without from_parts: the whole document, as before
+        canonical_bytes(schema)
+        assert canonical_bytes(document) == expected
+    assert calls == [schema, schema, document]

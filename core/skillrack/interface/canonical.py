@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from json.encoder import encode_basestring  # what json.dumps(ensure_ascii=False) writes
 from typing import Any, Final
 
 import rfc8785
@@ -90,7 +91,7 @@ def remembering() -> Iterator[None]:
         _remembered.reset(token)
 
 
-def canonical_bytes(value: Any) -> bytes:
+def canonical_bytes(value: Any, *, from_parts: bool = False) -> bytes:
     """Return the JCS serialization of ``value`` as UTF-8 bytes.
 
     JSON values of the common kinds (no floats) are written by the C encoder
@@ -98,6 +99,14 @@ def canonical_bytes(value: Any) -> bytes:
     digests every schema and document several times (and inside
     :func:`remembering`, serializes each only once).  Everything else, and
     every value JCS refuses, goes through ``rfc8785``.
+
+    ``from_parts``: inside a :func:`remembering` block, an object or array
+    built around values serialized before (a document around its schemas)
+    is written from their remembered bytes, its own few members in Python,
+    rather than serialized whole again.  JCS writes an object as its members
+    sorted by name, each name and value in JCS, so the bytes are the same;
+    anything :func:`_plain` would not pass (a float, say) serializes the
+    whole value the usual way, with the usual refusal.
     """
     memo = _remembered.get()
     if memo is None or not isinstance(value, dict | list):
@@ -105,9 +114,64 @@ def canonical_bytes(value: Any) -> bytes:
     known = memo.get(id(value))
     if known is not None and known[0] is value:
         return known[1]
-    encoded = _canonical_bytes(value)
+    encoded = _from_parts(value, memo) if from_parts else None
+    if encoded is None:
+        encoded = _canonical_bytes(value)
     memo[id(value)] = (value, encoded)
     return encoded
+
+
+_LITERALS: Final[dict[Any, bytes]] = {True: b"true", False: b"false", None: b"null"}
+
+
+def _from_parts(value: Any, memo: dict[int, tuple[Any, bytes]]) -> bytes | None:
+    """JCS bytes of ``value`` from the remembered bytes of its parts; None: "serialize it whole".
+
+    Written by hand only where :func:`_plain` holds (the member names sort
+    the same in Python as in UTF-16, and strings, safe integers and literals
+    are written as ``json.dumps`` writes them); anything else returns None.
+    """
+    try:
+        return _compose(value, memo)
+    except (RecursionError, ValueError):  # a cycle, or a lone surrogate: the usual way decides
+        return None
+
+
+def _compose(value: Any, memo: dict[int, tuple[Any, bytes]]) -> bytes | None:
+    kind = type(value)
+    if kind is dict or kind is list:
+        known = memo.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        parts: list[bytes] = []
+        if kind is dict:
+            for key in value:
+                if type(key) is not str or not (key.isascii() or max(key, default="") < "\ud800"):
+                    return None
+            for key in sorted(value):
+                part = _compose(value[key], memo)
+                if part is None:
+                    return None
+                parts.append(_string(key) + b":" + part)
+            return b"{" + b",".join(parts) + b"}"
+        for item in value:
+            part = _compose(item, memo)
+            if part is None:
+                return None
+            parts.append(part)
+        return b"[" + b",".join(parts) + b"]"
+    if kind is str:
+        return _string(value)
+    if kind is bool or value is None:
+        return _LITERALS[value]
+    if kind is int and -_SAFE_INTEGER <= value <= _SAFE_INTEGER:
+        return str(value).encode("ascii")
+    return None
+
+
+def _string(text: str) -> bytes:
+    """``json.dumps(text, ensure_ascii=False)`` in UTF-8; a lone surrogate raises."""
+    return encode_basestring(text).encode("utf-8")
 
 
 def _canonical_bytes(value: Any) -> bytes:

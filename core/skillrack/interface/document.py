@@ -93,7 +93,8 @@ def verify_document(document: Any, limits: Limits = DEFAULT_LIMITS) -> VerifiedI
     schema.  The interface digest is computed last, over the exact value given.
     """
     try:
-        encoded = canonical_bytes(document)
+        # Inside assemble()'s remembering block, from the schemas' bytes made before.
+        encoded = canonical_bytes(document, from_parts=True)
     except CanonicalizationError as exc:
         raise _invalid("not_json", "", f"the document has no JCS form: {exc}") from exc
     if len(encoded) > limits.max_document_bytes:
