@@ -77,6 +77,10 @@ def fast_says(compiled: CompiledSchema, instance: Any) -> bool:
     return compiled._fast(instance)
 
 
+class Text(str):
+    """A ``str`` subclass: the string-only ``enum`` compares it as jsonschema does."""
+
+
 #: Every keyword the fast predicate implements, and the corners of each.
 SCHEMAS: list[Any] = [
     {"type": "integer"},
@@ -84,6 +88,7 @@ SCHEMAS: list[Any] = [
     {"type": "boolean"},
     {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 3}},
     {"enum": [1, True, "a", None, [1, 2], {"a": 1}, 0, False, 1.5]},
+    {"enum": ["a", "", "1", "true", "null"]},
     {"const": {"a": [1, True]}},
     {"const": 0},
     {"type": "string", "pattern": "^[a-z]+-\\d$"},
@@ -147,6 +152,11 @@ def test_predicate_agrees_with_jsonschema(schema: Any, instance: Any) -> None:
         ({"type": "number"}, False),
         ({"enum": [1]}, True),
         ({"enum": [True]}, 1),
+        ({"enum": ["a", "b"]}, "b"),
+        ({"enum": ["1", "true"]}, 1),
+        ({"enum": ["1", "true"]}, True),
+        ({"enum": ["a"]}, Text("a")),
+        ({"enum": ["a"]}, ["a"]),
         ({"const": [0]}, [False]),
         ({"uniqueItems": True}, [1, True]),
         ({"uniqueItems": True}, [1, 1.0]),

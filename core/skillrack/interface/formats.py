@@ -93,16 +93,16 @@ _REPLACED: Final[Mapping[str, Checker]] = {
 def bounded(check: Checker) -> Callable[[object], bool]:
     """``check`` under the size cap and the validation's budget; never raises."""
 
+    def attempt(instance: object) -> bool:
+        try:
+            return bool(check(instance))
+        except Exception:  # any failure inside a checker: the value does not match
+            return False
+
     def run(instance: object) -> bool:
         if isinstance(instance, str) and len(instance) > MAX_FORMAT_CHARS:
             return False
-        with charged() as allowed:
-            if not allowed:
-                return False
-            try:
-                return bool(check(instance))
-            except Exception:  # any failure inside a checker: the value does not match
-                return False
+        return charged(attempt, instance)
 
     return run
 

@@ -38,7 +38,7 @@ import contextlib
 import contextvars
 import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 import regex
@@ -115,26 +115,25 @@ def pattern_budget(seconds: float = BUDGET_SECONDS) -> Iterator[Budget]:
         _budget.reset(token)
 
 
-@contextlib.contextmanager
-def charged() -> Iterator[bool]:
-    """Charge the time spent inside this block to the validation's budget, if any.
+def charged(call: Callable[[Any], bool], argument: Any) -> bool:
+    """``call(argument)``, its time charged to the validation's budget, if any.
 
-    Yields False, and records a timeout, when the budget is already spent: the
-    caller then skips its work and reports "does not match", as a timed-out
-    match does.  For work that cannot be interrupted (``format`` checkers,
+    False, with a timeout recorded, when the budget is already spent: the
+    caller's work is skipped and reported "does not match", as a timed-out
+    match is.  For work that cannot be interrupted (``format`` checkers,
     :mod:`skillrack.interface.formats`), which a size cap keeps short instead.
+    A plain function rather than a context manager: it runs for every
+    ``format`` checked, a dozen times in a schema's meta-schema check.
     """
     budget = _budget.get()
     if budget is None:
-        yield True
-        return
+        return call(argument)
     if budget.remaining <= 0:
         budget.timed_out = True
-        yield False
-        return
+        return False
     started = time.perf_counter()
     try:
-        yield True
+        return call(argument)
     finally:
         budget.remaining -= time.perf_counter() - started
 

@@ -467,10 +467,16 @@ def check_reference_graph(
 
     on_stack: set[str] = set()
     depth: dict[str, int] = {}  # finished nodes: heaviest chain of hops from here
+    # A schema with no edge out (most of them) is finished as soon as it is
+    # reached, with 0 hops and never on the stack: it is marked so at once,
+    # which is what pushing and popping it would do.
     for start in (loc.pointer for loc in locations):
         if start in depth:
             continue
-        stack: list[tuple[str, Iterator[tuple[str, int]]]] = [(start, iter(edges.get(start, ())))]
+        if not edges.get(start):
+            depth[start] = 0
+            continue
+        stack: list[tuple[str, Iterator[tuple[str, int]]]] = [(start, iter(edges[start]))]
         on_stack.add(start)
         while stack:
             tick()
@@ -497,8 +503,12 @@ def check_reference_graph(
                     "part of the instance, so validation would never end",
                 )
             if target not in depth:
+                onward = edges.get(target)
+                if not onward:
+                    depth[target] = 0
+                    continue
                 on_stack.add(target)
-                stack.append((target, iter(edges.get(target, ()))))
+                stack.append((target, iter(onward)))
 
     deepest = max(locations, key=lambda loc: depth.get(loc.pointer, 0))
     if depth.get(deepest.pointer, 0) > limits.max_reference_depth:

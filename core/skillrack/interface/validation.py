@@ -551,7 +551,19 @@ class _FastCompiler:
 
     def enum(self, values: Any, schema: Any) -> Check:
         options = tuple(values)
-        return lambda v: any(equal(each, v) for each in options)
+        if not options or any(type(each) is not str for each in options):
+            return lambda v: any(equal(each, v) for each in options)
+        # Strings only (the meta-schema's simpleTypes, most enums): ``equal``
+        # compares a string option to a string with ``==``, which for an exact
+        # ``str`` is what a set lookup does.
+        names = frozenset(options)
+
+        def check(v: Any) -> bool:
+            if type(v) is str:
+                return v in names
+            return any(equal(each, v) for each in options)
+
+        return check
 
     def const(self, value: Any, schema: Any) -> Check:
         return lambda v: equal(v, value)
