@@ -124,13 +124,37 @@ def _check(schema: CompiledSchema, value: dict[str, Any], what: str) -> None:
         raise ConditionError(ErrorCode.INPUT_INVALID, f"malformed {what} request object", details)
 
 
+#: The skill ids of describe_skill request objects found valid.  A request object
+#: of the one shape :func:`_described` reads is valid or not by its skill id alone
+#: (the schemas and limits are fixed), so each is checked once: at most
+#: ``_MAX_VALID_DESCRIBE`` ids of at most ``_MAX_REMEMBERED_ID`` characters are kept.
+_VALID_DESCRIBE: set[str] = set()
+_MAX_VALID_DESCRIBE = 1024
+_MAX_REMEMBERED_ID = 256
+
+
+def _described(value: dict[str, Any]) -> str | None:
+    """The skill id of exactly ``{"skill", "arguments": {"skill_id": <string>}}``, else None."""
+    arguments = value.get("arguments")
+    if len(value) != 2 or type(arguments) is not dict or len(arguments) != 1:
+        return None
+    skill_id = arguments.get("skill_id")
+    if type(skill_id) is not str or len(skill_id) > _MAX_REMEMBERED_ID:
+        return None
+    return skill_id
+
+
 def parse_request(message: Message) -> SkillRequest:
     """Read and check the request object; ``input_invalid`` with details when malformed."""
     value = request_value(message)
     if not isinstance(value, dict) or not isinstance(value.get("skill"), str):
         raise ConditionError(ErrorCode.INPUT_INVALID, NOT_A_REQUEST)
     if value["skill"] == DESCRIBE_SKILL:
-        _check(_DESCRIBE_REQUEST, value, DESCRIBE_SKILL)
+        skill_id = _described(value)
+        if skill_id not in _VALID_DESCRIBE:
+            _check(_DESCRIBE_REQUEST, value, DESCRIBE_SKILL)
+            if skill_id is not None and len(_VALID_DESCRIBE) < _MAX_VALID_DESCRIBE:
+                _VALID_DESCRIBE.add(skill_id)
         return SkillRequest(skill=DESCRIBE_SKILL, arguments=value["arguments"])
     _check(_DOMAIN_REQUEST, value, "domain-skill")
     return SkillRequest(
