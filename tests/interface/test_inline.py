@@ -973,6 +973,24 @@ def test_an_equal_value_shares_the_compiled_validator(monkeypatch: pytest.Monkey
     assert other._validator is not first._validator and counted.calls == 2
 
 
+def test_the_validator_is_built_on_first_use() -> None:
+    """Assembly builds no jsonschema validator; the first validation that needs one does."""
+    schema = {
+        "type": "object",
+        "properties": {"device_id": {"type": "string", "minLength": 1}},
+        "required": ["device_id"],
+        "$comment": "built on first use",
+    }
+    inline.COMPILED.clear()
+    compiled = compile_ok(schema)
+    twin = compiled.given_as(json.loads(json.dumps(schema)))
+    assert compiled._validator_slot._validator is None
+    details = compiled.validate({"device_id": ""})
+    assert [detail.instance_path for detail in details] == ["/device_id"]
+    assert compiled._validator_slot._validator is not None
+    assert twin._validator is compiled._validator  # built once for both
+
+
 def test_a_refusal_is_never_remembered_as_a_compilation() -> None:
     inline.COMPILED.clear()
     for _ in range(2):

@@ -400,16 +400,21 @@ def compile_inline_schema(
     runtime_root, runtime = desugar_booleans(private, locations)
     if runtime_root is not private:  # a boolean root: its object form is a new resource
         registry = schema_registry(root_uri, runtime_root, retriever, crawl=crawl)
+
     # Otherwise the registry built for the checks serves: desugaring rewrote the
     # very objects it holds, in place, and added no $id or anchor.
-    validator = validator_class(
-        runtime_root,
-        registry=registry,
-        format_checker=_format_checker(validator_class),
-    )
+    def make_validator(registry: Any = registry) -> Any:
+        # Built on first use (validation.py's _ValidatorSlot): nothing in it
+        # is a check, and most schemas are first validated long after assembly.
+        return validator_class(runtime_root, registry=registry, format_checker=checker)
+
     tick()
     compiled = CompiledSchema(
-        schema=schema, dialect=dialect, limits=limits, _validator=validator, _runtime=runtime
+        schema=schema,
+        dialect=dialect,
+        limits=limits,
+        _make_validator=make_validator,
+        _runtime=runtime,
     )
     COMPILED.add(verdict, compiled)
     return compiled

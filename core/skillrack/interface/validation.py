@@ -752,6 +752,29 @@ class _FastSlot:
         return self._check
 
 
+class _ValidatorSlot:
+    """A compiled schema's jsonschema validator, built on first use.
+
+    Building one (jsonschema combines the registry with its own and makes a
+    resolver) was about a twentieth of assembling a skill, and most schemas
+    are validated through the compiled validity check, which needs it only
+    when it is built itself.  Two threads may both build it the first time;
+    both get an equivalent validator and one of them is kept, so no lock is
+    needed.  Shared by :meth:`CompiledSchema.given_as`, like :class:`_FastSlot`.
+    """
+
+    __slots__ = ("_build", "_validator")
+
+    def __init__(self, build: Callable[[], Any] | None) -> None:
+        self._build = build
+        self._validator: Any = None
+
+    def get(self) -> Any:
+        if self._validator is None and self._build is not None:
+            self._validator = self._build()
+        return self._validator
+
+
 @dataclass(frozen=True, eq=False)
 class CompiledSchema:
     """A schema that passed every inline rule, with the validator built from it.
@@ -765,10 +788,20 @@ class CompiledSchema:
     schema: Any
     dialect: str
     limits: Limits = DEFAULT_LIMITS
-    _validator: Any = field(default=None, repr=False)
+    #: Builds the jsonschema validator, on first use (see :class:`_ValidatorSlot`).
+    _make_validator: Callable[[], Any] | None = field(default=None, repr=False)
     _runtime: _Runtime = field(default_factory=lambda: _Runtime({}, {}), repr=False)
     #: Where the compiled validity check is kept once built (shared by :meth:`given_as`).
     _fast_slot: _FastSlot = field(default_factory=lambda: _FastSlot(), init=False, repr=False)
+    _validator_slot: _ValidatorSlot = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_validator_slot", _ValidatorSlot(self._make_validator))
+
+    @property
+    def _validator(self) -> Any:
+        """The jsonschema validator of the private copy, built on first use."""
+        return self._validator_slot.get()
 
     @property
     def _fast(self) -> Callable[[Any], bool] | None:
