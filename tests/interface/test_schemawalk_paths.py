@@ -26,6 +26,7 @@ from referencing import Registry
 from skillrack.interface import schemawalk
 from skillrack.interface.inline import DRAFT_2020_12
 from skillrack.interface.limits import Limits, json_depth
+from skillrack.interface.pointers import escape
 from skillrack.interface.schemaerror import InlineSchemaError, limit_exceeded, refuse
 from skillrack.interface.schemawalk import (
     _IN_PLACE,
@@ -34,13 +35,32 @@ from skillrack.interface.schemawalk import (
     RefusingRetriever,
     _bool_target,
     check_ids,
-    children,
     needs_crawl,
     root_base,
     schema_registry,
 )
 
 # --- the code the short cuts replaced, as it was ----------------------------------------------
+
+ONE_SLOTS = tuple((keyword, "/" + escape(keyword)) for keyword in schemawalk._ONE)
+LIST_SLOTS = tuple((keyword, "/" + escape(keyword) + "/") for keyword in schemawalk._LIST)
+MAP_SLOTS = tuple((keyword, "/" + escape(keyword) + "/") for keyword in schemawalk._MAP)
+
+
+def old_children(node: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    for keyword, suffix in ONE_SLOTS:
+        if keyword in node:
+            yield keyword, suffix, node[keyword]
+    for keyword, prefix in LIST_SLOTS:
+        value = node.get(keyword)
+        if isinstance(value, list):
+            for index, item in enumerate(value):
+                yield keyword, f"{prefix}{index}", item
+    for keyword, prefix in MAP_SLOTS:
+        value = node.get(keyword)
+        if isinstance(value, dict):
+            for name, item in value.items():
+                yield keyword, prefix + escape(name), item
 
 
 def old_json_depth(value: object, limit: int) -> int:
@@ -82,7 +102,7 @@ def old_walk(schema: Any, root_uri: str, dialect: str) -> list[Location]:
             found.append(Location(pointer, node, base, slot))
             subschemas = [
                 (pointer + suffix, child, base, keyword)
-                for keyword, suffix, child in children(node)
+                for keyword, suffix, child in old_children(node)
             ]
             stack.extend(reversed(subschemas))
         else:
@@ -162,7 +182,7 @@ def old_check_reference_graph(
             continue
         out = [
             (loc.pointer + suffix, 0)
-            for keyword, suffix, _ in children(loc.node)
+            for keyword, suffix, _ in old_children(loc.node)
             if keyword in _IN_PLACE
         ]
         out += [(target, 1) for target in references.get(loc.pointer, ())]
@@ -299,6 +319,19 @@ def locations_of(schema: Any) -> tuple[list[Location], str]:
     private = json.loads(json.dumps(schema))
     root_uri = root_base(private)
     return schemawalk.walk(private, root_uri, DRAFT_2020_12), root_uri
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    node=st.dictionaries(
+        st.sampled_from([*sorted(schemawalk._SLOTS), "type", "a/b"]),
+        SCHEMAS | st.lists(SCHEMAS, max_size=3) | st.just(3),
+        max_size=6,
+    )
+)
+def test_children_as_before(node: dict[str, Any]) -> None:
+    """Every slot a node has (well-shaped or not), in the fixed order, with its pointer suffix."""
+    assert list(schemawalk.children(node)) == list(old_children(node))
 
 
 @settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
