@@ -175,3 +175,24 @@ def test_at_most_max_remembered_layouts_are_kept(monkeypatch: pytest.MonkeyPatch
     for part in parts:
         assert _data(message_to_dict(_carried(part))) == json_format.MessageToDict(part.data)
     assert len(proto_json._REMEMBERED) == 2
+
+
+def test_a_callers_value_of_a_remembered_size_is_never_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Found by review: a caller's Data Part of a document's size filled the cache for good."""
+    monkeypatch.setattr(proto_json, "_REMEMBERED", {})
+    monkeypatch.setattr(proto_json, "_SIZES", set())
+    monkeypatch.setattr(proto_json, "_CONTENTS", set())
+    document = Part()
+    document.data.struct_value.update({"skill": "describe_skill", "k": "d" * 60})
+    remember(document.data)
+    for i in range(proto_json.MAX_REMEMBERED):
+        caller = Part()
+        caller.data.struct_value.update({"skill": "describe_skill", "k": f"{i:060d}"})
+        assert caller.data.ByteSize() == document.data.ByteSize()
+        converted = _data(message_to_dict(_carried(caller)))
+        assert converted == {"skill": "describe_skill", "k": f"{i:060d}"}
+        assert not isinstance(converted, proto_json.Remembered)  # never spliced from a cache
+    assert not any(b"0000" in key for key in proto_json._REMEMBERED)
+    assert _data(message_to_dict(_carried(document))) is _data(message_to_dict(_carried(document)))

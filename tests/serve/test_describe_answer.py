@@ -133,3 +133,17 @@ def test_a_placeholder_the_caller_sent_is_written_as_sent() -> None:
         }
         content = {"jsonrpc": "2.0", "id": 1, "result": {"task": task}}
         assert Answer(content).body == JSONResponse(content).body
+
+
+def test_an_artifact_without_parts_is_written_as_it_is() -> None:
+    """Found by review: the spliced answer gave such an artifact a ``parts`` it did not have."""
+    document = Remembered({"skill": "describe_skill"})
+    task = {
+        "id": "t",
+        "artifacts": [
+            {"artifactId": "r", "parts": [{"data": document}]},
+            {"artifactId": "empty", "name": "no parts"},
+        ],
+    }
+    content = {"jsonrpc": "2.0", "id": 1, "result": {"task": task}}
+    assert Answer(content).body == JSONResponse(content).body

@@ -27,7 +27,10 @@ lays a copied map out anew: the same document, copied, may list its keys in
 another order.  Serialization walks the map in that same order, so equal
 bytes are equal dicts, key order included.  Only a Value whose size
 (``ByteSize``, which does not depend on that order) is a remembered one is
-serialized and looked up; at most :data:`MAX_REMEMBERED` layouts are kept.
+serialized and looked up, and a layout met for the first time is kept only
+if its content (deterministic bytes) is a remembered Value's, so a caller's
+Value of the same size is converted and forgotten; at most
+:data:`MAX_REMEMBERED` layouts are kept.
 The dict (a :class:`Remembered`) is shared by every answer that carries
 the Value: a caller of :func:`message_to_dict` reads it, never changes it.
 """
@@ -66,6 +69,9 @@ MAX_REMEMBERED = 256
 _REMEMBERED: dict[bytes, Any] = {}
 #: The sizes of the remembered Values: a Value of another size is converted as usual.
 _SIZES: set[int] = set()
+#: The content of each remembered Value (its deterministic bytes, maps in key order): only
+#: a layout of one of these is kept, never a caller's Value that merely has the same size.
+_CONTENTS: set[bytes] = set()
 
 
 class Remembered(dict[str, Any]):
@@ -89,6 +95,7 @@ def remember(value: Message) -> None:
     conversion is kept on first use, for each layout of its maps met.
     """
     _SIZES.add(value.ByteSize())
+    _CONTENTS.add(value.SerializeToString(deterministic=True))
 
 
 _STRUCT = "google.protobuf.Struct"
@@ -223,12 +230,17 @@ def _value_field(message: Any) -> Any:
         return _value(message)
     layout = message.SerializeToString()
     converted = _REMEMBERED.get(layout)
-    if converted is None:
-        converted = _value(message)
+    if converted is not None:
+        return converted
+    converted = _value(message)
+    if (
+        len(_REMEMBERED) < MAX_REMEMBERED
+        and message.SerializeToString(deterministic=True) in _CONTENTS
+    ):
+        # A new layout of a remembered document (a copy): kept, and shared from now on.
         if isinstance(converted, dict):
             converted = Remembered(converted)
-        if len(_REMEMBERED) < MAX_REMEMBERED:
-            _REMEMBERED[layout] = converted
+        _REMEMBERED[layout] = converted
     return converted
 
 

@@ -88,7 +88,7 @@ class Answer(JSONResponse):
                     texts.append(data.text)
                     part = {**part, "data": PLACEHOLDER}
                 parts.append(part)
-            artifacts.append({**artifact, "parts": parts})
+            artifacts.append({**artifact, "parts": parts} if "parts" in artifact else artifact)
         placed = {
             **content,
             "result": {**content["result"], "task": {**task, "artifacts": artifacts}},
