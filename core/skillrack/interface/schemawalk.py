@@ -391,6 +391,8 @@ def reference_edges(
             asked = len(retriever.attempts)
             try:
                 if ref.startswith("#/") and resources.get(loc.base) == "":
+                    # Equal to referencing's lookup only because the meta-schema check
+                    # ran first: every subschema slot on the way holds a schema.
                     contents = _walk_pointer(nodes[""], ref[1:])
                 else:
                     contents = registry.resolver(base_uri=loc.base).lookup(ref).contents
