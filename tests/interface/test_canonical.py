@@ -169,7 +169,9 @@ def test_a_cyclic_value_ends_as_in_rfc8785() -> None:
 # -- remembering: one serialization per value inside a block --------------------------------
 
 
-def test_remembering_serializes_each_value_once(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def serialized(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Each value canonical serializes whole, in order (remembered bytes are not)."""
     from skillrack.interface import canonical
 
     calls: list[Any] = []
@@ -180,6 +182,13 @@ def test_remembering_serializes_each_value_once(monkeypatch: pytest.MonkeyPatch)
         return real(value)
 
     monkeypatch.setattr(canonical, "_canonical_bytes", counting)
+    return calls
+
+
+def test_remembering_serializes_each_value_once(serialized: list[Any]) -> None:
+    from skillrack.interface import canonical
+
+    calls = serialized
     schema = {"type": "object", "properties": {"a": {"type": "string"}}}
     equal = json.loads(json.dumps(schema))  # the same JCS form, another object
     with canonical.remembering():
@@ -249,21 +258,15 @@ def test_from_parts_writes_the_bytes_of_the_whole(value: Any, data: st.DataObjec
         assert jcs_outcome(lambda: canonical_bytes(value, from_parts=True)) == expected
 
 
-def test_from_parts_uses_the_remembered_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_from_parts_uses_the_remembered_bytes(serialized: list[Any]) -> None:
     """A document around a schema: the schema is not serialized again, and the bytes are right."""
     from skillrack.interface import canonical
 
     schema = {"type": "object", "properties": {"é": {"enum": [1, "x", None, True]}}}
     document = {"b": [schema, {"schema": schema}], "a": "\U0001f600", "c": -5}
     expected = canonical_bytes(document)
-    calls: list[Any] = []
-    real = canonical._canonical_bytes
-
-    def counting(value: Any) -> bytes:
-        calls.append(value)
-        return real(value)
-
-    monkeypatch.setattr(canonical, "_canonical_bytes", counting)
+    serialized.clear()  # only what follows
+    calls = serialized
     with canonical.remembering():
         canonical_bytes(schema)
         assert canonical_bytes(document, from_parts=True) == expected

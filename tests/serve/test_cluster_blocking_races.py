@@ -113,15 +113,20 @@ class AnotherReplicaKeepsWriting(Saves):
         return stored
 
 
-def test_a_save_refused_twice_stores_failed_as_a2a_sdk_does() -> None:
-    async def turn() -> tuple[BaseException | Task | Message, list[str]]:
-        saves = AnotherReplicaKeepsWriting()
-        request = RequestContext(call_context=ServerCallContext(), task_id="t", context_id="c")
-        run = BlockingTurn(Completes(False), request, ServerCallContext(), saves).start()
-        answer = (await asyncio.gather(run, return_exceptions=True))[0]
-        return answer, saves.committed
+def answer_of(executor: AgentExecutor, saves: Saves) -> BaseException | Task | Message:
+    """What a blocking turn of ``executor`` answers (or raises), saving through ``saves``."""
 
-    answer, committed = asyncio.run(turn())
+    async def turn() -> BaseException | Task | Message:
+        request = RequestContext(call_context=ServerCallContext(), task_id="t", context_id="c")
+        run = BlockingTurn(executor, request, ServerCallContext(), saves).start()
+        return (await asyncio.gather(run, return_exceptions=True))[0]
+
+    return asyncio.run(turn())
+
+
+def test_a_save_refused_twice_stores_failed_as_a2a_sdk_does() -> None:
+    saves = AnotherReplicaKeepsWriting()
+    answer, committed = answer_of(Completes(False), saves), saves.committed
     assert isinstance(answer, InternalError)  # the caller hears the turn failed
     assert committed[-1] == "TASK_STATE_FAILED"  # and every replica reads it so
 
@@ -138,14 +143,8 @@ class FirstSaveRefused(AnotherReplicaKeepsWriting):
 
 
 def test_a_refused_task_save_over_a_running_task_is_made_again() -> None:
-    async def turn() -> tuple[BaseException | Task | Message, list[str]]:
-        saves = FirstSaveRefused()
-        request = RequestContext(call_context=ServerCallContext(), task_id="t", context_id="c")
-        run = BlockingTurn(Completes(False), request, ServerCallContext(), saves).start()
-        answer = (await asyncio.gather(run, return_exceptions=True))[0]
-        return answer, saves.committed
-
-    answer, committed = asyncio.run(turn())
+    saves = FirstSaveRefused()
+    answer, committed = answer_of(Completes(False), saves), saves.committed
     assert isinstance(answer, Task)
     assert answer.status.state == TaskState.TASK_STATE_COMPLETED  # not the stored WORKING
     assert committed == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
@@ -175,12 +174,6 @@ class StoppedBadly(Completes):
 
 
 def test_a_superseded_turn_answers_the_stored_task_whatever_the_executor_raises() -> None:
-    async def turn() -> BaseException | Task | Message:
-        request = RequestContext(call_context=ServerCallContext(), task_id="t", context_id="c")
-        saves = CanceledElsewhere()
-        run = BlockingTurn(StoppedBadly(False), request, ServerCallContext(), saves).start()
-        return (await asyncio.gather(run, return_exceptions=True))[0]
-
-    answer = asyncio.run(turn())
+    answer = answer_of(StoppedBadly(False), CanceledElsewhere())
     assert isinstance(answer, Task), answer
     assert answer.status.state == TaskState.TASK_STATE_CANCELED

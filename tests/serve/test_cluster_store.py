@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -192,38 +192,47 @@ def test_another_replica_is_woken_by_the_commit_not_its_timer(pg_url: str, tmp_p
     assert waited < 20  # the notification, not the 60 s timer
 
 
+async def _sqlite_committed(
+    tmp_path: Path, scenario: Callable[[ClusterTaskStore, Task, TaskVersion], Awaitable[Any]]
+) -> Any:
+    """A SQLite cluster store with one WORKING task committed (version 1), given to ``scenario``."""
+    storage = open_storage(
+        parse_store("sqlite:///tasks.db", tmp_path), owner_resolver=lambda c: "", cluster=True
+    )
+    await storage.start()
+    try:
+        store = storage.task_store
+        assert isinstance(store, ClusterTaskStore)
+        task = Task(id="00000000-0000-4000-8000-000000000006", context_id="c")
+        step = _step(task, TaskState.TASK_STATE_WORKING)
+        version = await store.save(
+            task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT
+        )
+        await store.commit()
+        return await scenario(store, task, version)
+    finally:
+        await storage.close()
+
+
+async def _stored_version(store: ClusterTaskStore) -> Any:
+    async with store._engine.connect() as connection:
+        return (await connection.execute(text("SELECT version FROM task_versions"))).scalar()
+
+
 def test_a_sqlite_commit_is_one_transaction(tmp_path: Path) -> None:
     """On SQLite the driver begins each commit: a failure still takes back its version swap."""
 
-    async def scenario() -> Any:
-        storage = open_storage(
-            parse_store("sqlite:///tasks.db", tmp_path), owner_resolver=lambda c: "", cluster=True
-        )
-        await storage.start()
-        try:
-            store = storage.task_store
-            assert isinstance(store, ClusterTaskStore)
-            task = Task(id="00000000-0000-4000-8000-000000000006", context_id="c")
-            step = _step(task, TaskState.TASK_STATE_WORKING)
-            version = await store.save(
-                task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT
-            )
+    async def scenario(store: ClusterTaskStore, task: Task, version: TaskVersion) -> Any:
+        step = _step(task, TaskState.TASK_STATE_WORKING)
+        await store.save(task, event=step, prev_version=version, context=CONTEXT)
+        append_events = store._append_events
+        store._append_events = text("INSERT INTO no_such_table VALUES (1)")  # type: ignore[assignment]
+        with pytest.raises(Exception, match="no_such_table"):
             await store.commit()
-            await store.save(task, event=step, prev_version=version, context=CONTEXT)
-            append_events = store._append_events
-            store._append_events = text("INSERT INTO no_such_table VALUES (1)")  # type: ignore[assignment]
-            with pytest.raises(Exception, match="no_such_table"):
-                await store.commit()
-            store._append_events = append_events
-            async with store._engine.connect() as connection:
-                stored = (
-                    await connection.execute(text("SELECT version FROM task_versions"))
-                ).scalar()
-            return stored, store.pending
-        finally:
-            await storage.close()
+        store._append_events = append_events
+        return await _stored_version(store), store.pending
 
-    stored, pending = asyncio.run(scenario())
+    stored, pending = asyncio.run(_sqlite_committed(tmp_path, scenario))
     assert stored == 1  # the swap to 2 was rolled back with the failed insert
     assert pending == 1  # and the save waits for the next commit
 
@@ -231,32 +240,14 @@ def test_a_sqlite_commit_is_one_transaction(tmp_path: Path) -> None:
 def test_a_task_that_cannot_be_written_keeps_its_version_row(tmp_path: Path) -> None:
     """Found by review: the version swap ran before the task was converted for its row."""
 
-    async def scenario() -> Any:
-        storage = open_storage(
-            parse_store("sqlite:///tasks.db", tmp_path), owner_resolver=lambda c: "", cluster=True
-        )
-        await storage.start()
-        try:
-            store = storage.task_store
-            assert isinstance(store, ClusterTaskStore)
-            task = Task(id="00000000-0000-4000-8000-000000000007", context_id="c")
-            step = _step(task, TaskState.TASK_STATE_WORKING)
-            version = await store.save(
-                task, event=step, prev_version=TaskVersion.MISSING, context=CONTEXT
-            )
-            await store.commit()
+    async def scenario(store: ClusterTaskStore, task: Task, version: TaskVersion) -> Any:
+        def unconvertible(*args: Any) -> Any:
+            raise ValueError("not for the database")
 
-            def unconvertible(*args: Any) -> Any:
-                raise ValueError("not for the database")
+        store._db._to_orm = unconvertible  # type: ignore[method-assign]
+        step = _step(task, TaskState.TASK_STATE_WORKING)
+        await store.save(task, event=step, prev_version=version, context=CONTEXT)
+        await store.commit()
+        return await _stored_version(store)
 
-            store._db._to_orm = unconvertible  # type: ignore[method-assign]
-            await store.save(task, event=step, prev_version=version, context=CONTEXT)
-            await store.commit()
-            async with store._engine.connect() as connection:
-                return (
-                    await connection.execute(text("SELECT version FROM task_versions"))
-                ).scalar()
-        finally:
-            await storage.close()
-
-    assert asyncio.run(scenario()) == 1
+    assert asyncio.run(_sqlite_committed(tmp_path, scenario)) == 1
