@@ -344,8 +344,8 @@ class SkillExecutor(AgentExecutor):
         invocation, slot = admitted
         try:
             with turn.observed.running():
-                if invocation.base is not None:
-                    await self._run_base(invocation, invocation.base, turn)
+                if invocation.base_call is not None:
+                    await self._run_base(invocation, invocation.base_call, turn)
                 else:
                     await self._run(invocation, turn)
         except Exception as exc:
@@ -482,7 +482,9 @@ class SkillExecutor(AgentExecutor):
         skill = call.skill
         scoped = base_authorization_request(skill, turn.caller, SKILL_SCOPE)
         await self._authorize_skill(skill.skill_id, scoped, False, turn)
-        invocation = Invocation(skill, base_authorization_request(skill, turn.caller), base=call)
+        invocation = Invocation(
+            skill, base_authorization_request(skill, turn.caller), base_call=call
+        )
         return await self._admit_call(invocation, turn)
 
     async def _describe_skill(self, request: SkillRequest, turn: _Turn) -> None:

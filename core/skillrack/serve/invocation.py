@@ -48,7 +48,7 @@ class Invocation:
     """A call that passed the invocation check, for one turn of its task.
 
     For a base-A2A skill, ``skill`` is its :class:`RegisteredBaseSkill` and
-    ``base`` the Message it answers (there are no arguments to validate).
+    ``base_call`` the Message it answers (there are no arguments to validate).
     """
 
     skill: RegisteredSkill | RegisteredBaseSkill
@@ -56,7 +56,7 @@ class Invocation:
     request: AuthorizationRequest
     #: The caller's answers to the handler's questions so far (see :mod:`skillrack.serve.context`).
     answers: Sequence[Any] = ()
-    base: BaseCall | None = None
+    base_call: BaseCall | None = None
 
     @property
     def arguments(self) -> Any:

@@ -83,7 +83,9 @@ class AuthorizationRequest:
     resources: Mapping[str, Any] = field(default_factory=dict)
     constraints: Mapping[str, Any] = field(default_factory=dict)
     arguments: Any = None
-    #: ``"skill"`` (may this caller invoke the skill at all; no details yet) or ``"invocation"``.
+    #: Which of the two decisions this is, not an OAuth scope (the scopes granted to
+    #: the caller are in ``caller.schemes``): ``"skill"`` (may this caller invoke the
+    #: skill at all; no details yet) or ``"invocation"`` (the validated call).
     scope: str = INVOCATION_SCOPE
     #: ``"schema"`` (a schema-governed skill) or ``"base"`` (a base-A2A skill: no
     #: ``skill_version``, ``arguments``, operation, resources or constraints).
