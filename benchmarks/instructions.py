@@ -82,7 +82,7 @@ def skillrack_app(workdir: Path) -> Any:
     default_tracing(os.environ)  # before a2a-sdk is imported, as skillrack serve does
     from skillrack.host.compose import compose_host
     from skillrack.host.config import load_config
-    from skillrack.serve.app import create_app
+    from skillrack.serve.bindings.app import create_app
 
     (workdir / "bench.toml").write_text(CONFIG)
     config = load_config(workdir / "bench.toml")
@@ -98,8 +98,8 @@ def bare_app(traced: bool) -> Any:
 
     from skillrack.host.compose import compose_host
     from skillrack.host.config import Config
-    from skillrack.serve.card import build_card
-    from skillrack.serve.executor import describe_payloads
+    from skillrack.serve.bindings.card import build_card
+    from skillrack.serve.execution.executor import describe_payloads
 
     # skillrack's card and describe_skill answers, prebuilt (as run.py gives them).
     host = compose_host(Config(), distributions=["skillrack-example-vendor"])

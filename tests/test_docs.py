@@ -47,7 +47,7 @@ from skillrack.host.config import (
     SigningSettings,
 )
 from skillrack.interface.limits import Limits
-from skillrack.serve import traces
+from skillrack.serve.observability import traces
 from skillrack.testing.serve import skillrack_command, subprocess_agent
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -64,7 +64,7 @@ MAY_IMPORT: dict[str, set[str]] = {
 
 #: The one module of serve/ that may import client/: it builds the delegation callable the
 #: handler context receives (``SkillContext.delegate``), so the executor never sees a client.
-DELEGATION_SEAM = {"skillrack.serve.app"}
+DELEGATION_SEAM = {"skillrack.serve.bindings.app"}
 
 #: Imports that only type checkers read, allowed upward: the hook specifications name the
 #: types their hooks receive and return, which are declared in the rooms that use them.
@@ -182,6 +182,53 @@ def violation(found: Import) -> str | None:
     return None
 
 
+#: The rooms inside ``serve/``, outermost first: each imports only the rooms after it.
+#: ``scope`` (every scope and state key) and ``process`` (process-wide settings) are
+#: modules at the bottom; ``None`` stands for the package's own ``__init__``.
+SERVE_ROOMS = (
+    "bindings",
+    "console",
+    "middleware",
+    "execution",
+    "security",
+    "stores",
+    "observability",
+    "scope",
+    "process",
+)
+
+
+def serve_room_of(module: str) -> str | None:
+    """``skillrack.serve.security.authn`` -> ``security``; ``skillrack.serve`` -> None."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else None
+
+
+def test_serve_is_the_rooms() -> None:
+    serve = PACKAGE / "serve"
+    entries = {
+        entry.name.removesuffix(".py")
+        for entry in serve.iterdir()
+        if entry.name not in ("__pycache__", "__init__.py")
+    }
+    assert entries == set(SERVE_ROOMS)
+    for room in SERVE_ROOMS:
+        assert (serve / room / "__init__.py").is_file() or (serve / f"{room}.py").is_file()
+
+
+def test_serve_rooms_import_one_way() -> None:
+    problems = []
+    for item in skillrack_imports():
+        if room_of(item.source) != "serve" or room_of(item.target) != "serve":
+            continue
+        source, target = serve_room_of(item.source), serve_room_of(item.target)
+        if source is None or source == target:
+            continue
+        if target is None or SERVE_ROOMS.index(target) < SERVE_ROOMS.index(source):
+            problems.append(f"{item.where}: serve/{source} imports {item.target}")
+    assert list(dict.fromkeys(problems)) == []
+
+
 def test_the_package_is_the_rooms() -> None:
     entries = {entry.name for entry in PACKAGE.iterdir() if entry.name != "__pycache__"}
     assert entries == set(ROOMS) | set(TOP_FILES)
@@ -269,11 +316,20 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def import_graph() -> dict[str, dict[str, str]]:
-    """Module -> {imported module: where}, for the imports that run (TYPE_CHECKING left out)."""
+    """Module -> {imported module: where}, type-only imports included but for the seams.
+
+    A cycle closed only under ``if TYPE_CHECKING:`` is still two modules that
+    each need the other to be understood; the one exception is the hook
+    specifications' seam (:data:`TYPE_ONLY_SEAMS`), which names the types its
+    hooks receive and is imported by nothing that it names.
+    """
     graph: dict[str, dict[str, str]] = {module: {} for module in MODULES}
     for item in skillrack_imports():
-        if not item.type_only and item.target in MODULES and item.target != item.source:
-            graph[item.source].setdefault(item.target, item.where)
+        if item.target not in MODULES or item.target == item.source:
+            continue
+        if item.type_only and room_of(item.target) in TYPE_ONLY_SEAMS.get(item.source, set()):
+            continue
+        graph[item.source].setdefault(item.target, item.where)
     return graph
 
 
@@ -308,11 +364,11 @@ def test_the_checker_sees_function_level_and_type_only_imports() -> None:
     elsewhere = Import("skillrack.host.registry", seam.target, seam.path, seam.line, True)
     assert violation(elsewhere) is not None
     # Imports inside functions are read too (cli imports the server lazily).
-    lazy = found[("skillrack.cli.serve", "skillrack.serve.app")]
+    lazy = found[("skillrack.cli.serve", "skillrack.serve.bindings.app")]
     assert not lazy.type_only and violation(lazy) is None
     # serve reaching client anywhere but the seam is refused.
     client = "skillrack.client.skill_client"
-    executor = Import("skillrack.serve.executor", client, seam.path, 1, type_only=False)
+    executor = Import("skillrack.serve.execution.executor", client, seam.path, 1, type_only=False)
     assert violation(executor) is not None
     # No room imports the public API (it would import every re-exported room first).
     upward = Import("skillrack.host.plugins", "skillrack", seam.path, 1, False)

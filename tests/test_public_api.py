@@ -173,7 +173,7 @@ def test_the_import_reader_sees_every_form() -> None:
     source = (
         "import skillrack\n"
         "import skillrack.host.config as config\n"
-        "from skillrack.serve.context import Caller\n"
+        "from skillrack.serve.execution.skill_context import Caller\n"
         "from skillrack.testing import serve\n"
         "def f():\n"
         "    from skillrack.errors import ErrorCode\n"
@@ -183,7 +183,7 @@ def test_the_import_reader_sees_every_form() -> None:
     assert skillrack_imports(source, "example.py") == [
         (1, "skillrack"),
         (2, "skillrack.host.config"),
-        (3, "skillrack.serve.context"),
+        (3, "skillrack.serve.execution.skill_context"),
         (4, "skillrack.testing"),
         (4, "skillrack.testing.serve"),
         (6, "skillrack.errors"),

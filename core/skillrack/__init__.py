@@ -78,6 +78,7 @@ if TYPE_CHECKING:
         ClientCode,
         ConditionError,
         ErrorCode,
+        InputRequired,
         SkillCallError,
         SkillrackError,
     )
@@ -93,10 +94,11 @@ if TYPE_CHECKING:
         SupportingRecord,
     )
     from skillrack.protocol.parts import DataPart, FilePart, IncomingMessage, TextPart
-    from skillrack.serve.base_context import BaseSkillContext
-    from skillrack.serve.context import Caller, InputRequired, SkillContext
+    from skillrack.serve.execution.base_skill_context import BaseSkillContext
+    from skillrack.serve.execution.skill_context import SkillContext
     from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
     from skillrack.serve.security.authz import AuthorizationRequest, Decision
+    from skillrack.serve.security.caller import Caller
     from skillrack.serve.security.client_certificate import ClientCertificate
 
 #: Every name, imported on first use: name -> the module that defines it.
@@ -125,10 +127,10 @@ _ON_FIRST_USE = {
     "FilePart": "skillrack.protocol.parts",
     "IncomingMessage": "skillrack.protocol.parts",
     "TextPart": "skillrack.protocol.parts",
-    "BaseSkillContext": "skillrack.serve.base_context",
-    "Caller": "skillrack.serve.context",
-    "InputRequired": "skillrack.serve.context",
-    "SkillContext": "skillrack.serve.context",
+    "BaseSkillContext": "skillrack.serve.execution.base_skill_context",
+    "Caller": "skillrack.serve.security.caller",
+    "InputRequired": "skillrack.errors",
+    "SkillContext": "skillrack.serve.execution.skill_context",
     "AuthenticationFailed": "skillrack.serve.security.authn",
     "RequestCredentials": "skillrack.serve.security.authn",
     "AuthorizationRequest": "skillrack.serve.security.authz",

@@ -11,6 +11,7 @@ lives in that room's module, and is drawn here all the same.
 The exception hierarchy (the module under ``skillrack`` on the right; a
 builtin in parentheses is a second base)::
 
+    * InputRequired (BaseException)           errors
     * SkillrackError                          errors
       x ConditionError                        errors
         + InterfaceError                      interface.document
@@ -29,9 +30,8 @@ builtin in parentheses is a second base)::
       x InterfaceSchemaIntegrityError         interface.standard_schema
       x UnsafeNumber (ValueError)             protocol.wire
       x CardSignatureError                    protocol.signing
-      x InputRequired                         serve.context
       x AuthenticationFailed                  serve.security.authn
-      x CallRefused                           serve.grpc_binding
+      x CallRefused                           serve.bindings.grpc_server
       x UnknownApproval (LookupError)         serve.security.approvals
       x ManifestError                         release.manifest
       x BundleError                           release.bundle
@@ -56,7 +56,9 @@ What each one means, in one line:
 * ``UnsafeNumber``, ``CardSignatureError``: an integer A2A would round; an Agent
   Card signature that does not verify.
 * ``InputRequired``: a signal, not a failure: ``SkillContext.request_input``
-  raises it to park the task; a handler lets it propagate.
+  raises it to park the task.  Like :class:`asyncio.CancelledError` it derives
+  from :class:`BaseException`, so a handler's ``except Exception`` cannot
+  swallow it by accident.
 * ``AuthenticationFailed``, ``UnknownApproval``: a credential refused; an
   approval id nobody issued.
 * ``CallRefused``: a gRPC call refused before any task exists (credential,
@@ -265,3 +267,17 @@ class SkillCallError(SkillrackError):
         if self.state is not None:
             error["state"] = self.state
         return {"error": error}
+
+
+class InputRequired(BaseException):
+    """Raised by ``SkillContext.request_input`` when the caller's answer is not there yet.
+
+    A signal, not a failure: the executor catches it to park the task in
+    ``TASK_STATE_INPUT_REQUIRED``.  It derives from :class:`BaseException`, as
+    :class:`asyncio.CancelledError` does, so that a handler's ``except
+    Exception`` around its own work lets it through to the executor.
+    """
+
+    def __init__(self, request: Any) -> None:
+        super().__init__("input required")
+        self.request = request

@@ -18,9 +18,9 @@ import pluggy
 
 if TYPE_CHECKING:
     from skillrack.interface.declare import BaseSkill, Skill
-    from skillrack.serve.context import Caller
     from skillrack.serve.security.authn import RequestCredentials
     from skillrack.serve.security.authz import AuthorizationRequest, Decision
+    from skillrack.serve.security.caller import Caller
 
 PROJECT = "skillrack"
 
@@ -70,7 +70,7 @@ def authorize_invocation(request: AuthorizationRequest) -> Decision | None:
 def authenticate(request: RequestCredentials) -> Caller | None:
     """Turn a request into a caller, or refuse it.
 
-    Return a :class:`~skillrack.serve.context.Caller` (identity, tenant, attributes
+    Return a :class:`~skillrack.serve.security.caller.Caller` (identity, tenant, attributes
     such as roles) for a credential this plugin owns and accepts; return
     ``None`` when the request carries no credential of this plugin's kind; raise
     :class:`~skillrack.serve.security.authn.AuthenticationFailed` when it carries one that

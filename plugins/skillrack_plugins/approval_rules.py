@@ -5,7 +5,7 @@ Approvers are asked on every call of a skill whose document says
 operation is declared ``may_require_approval``, whatever the mode; when no
 approver decides, a call its declarations say needs approval waits in
 ``TASK_STATE_INPUT_REQUIRED`` until an operator runs ``skillrack approvals
-grant|deny`` (:mod:`skillrack.serve.security.approval_gate`).  Many of those
+grant|deny`` (:mod:`skillrack.serve.execution.approval_gate`).  Many of those
 calls are routine (a read-only operation of an execute skill, a lab device,
 a service account trusted for one operation) and an operator's decision adds
 only latency.  This plugin implements ``approve_invocation`` from rules in

@@ -3,7 +3,7 @@
 Every request of a :class:`SkillClient` goes through
 :class:`~skillrack.client.transport.GuardedTransport`, which adds W3C
 ``traceparent``/``tracestate`` from the current span, and nothing when no
-span is recording.  (Two real agents in one trace: tests/serve/test_traces.py.)
+span is recording.  (Two real agents in one trace: tests/serve/observability/test_traces.py.)
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp
 
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
-from skillrack.serve.app import create_app
+from skillrack.serve.bindings.app import create_app
 
 
 def free_port() -> int:

@@ -21,7 +21,7 @@ from skillrack.host.config import AgentIdentity, Config, SigningSettings
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
 from skillrack.protocol.signing import CardSigner
-from skillrack.serve.card import load_card_signer
+from skillrack.serve.bindings.card import load_card_signer
 from skillrack_plugins.api_keys import hash_key
 
 API_KEY = "signing-tests-key-1"

@@ -20,9 +20,9 @@ from skillrack.host.hooks import (
 )
 from skillrack.host.plugins import load_plugins, new_manager
 from skillrack.host.registry import collect_declarations
-from skillrack.serve.context import ANONYMOUS, Caller
 from skillrack.serve.security.authn import RequestCredentials, authenticate
 from skillrack.serve.security.authz import AuthorizationRequest, Decision, authorize
+from skillrack.serve.security.caller import ANONYMOUS, Caller
 
 # -- plugins whose order is set by pluggy's markers -----------------------------------------------
 

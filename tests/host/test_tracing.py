@@ -18,10 +18,10 @@ from skillrack import hookimpl
 from skillrack.host.config import Config
 from skillrack.host.plugins import new_manager
 from skillrack.host.tracing import TRACE_PLUGINS_ENV, TracingPluginManager, enabled
-from skillrack.serve.card import build_card
-from skillrack.serve.context import ANONYMOUS
+from skillrack.serve.bindings.card import build_card
 from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials, authenticate
 from skillrack.serve.security.authz import AuthorizationRequest, Decision, authorize
+from skillrack.serve.security.caller import ANONYMOUS
 
 
 class AsyncPolicy:

@@ -154,7 +154,7 @@ def test_without_a_registry_any_first_party_authenticator_counts(
 ) -> None:
     """The fallback list (no plugin registry) knows every first-party authenticator."""
     from skillrack.host.config import load_config
-    from skillrack.ops.doctor import Diagnosis
+    from skillrack.ops.diagnosis import Diagnosis
     from skillrack.ops.doctor_checks import check_policy_reachable
 
     (tmp_path / "policy.toml").write_text(POLICY)

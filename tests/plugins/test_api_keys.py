@@ -11,9 +11,9 @@ import pytest
 
 from skillrack.host.config import ConfigError
 from skillrack.host.plugins import new_manager
-from skillrack.serve.context import Caller
 from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials, authenticate
 from skillrack.serve.security.authz import AuthorizationRequest, Decision
+from skillrack.serve.security.caller import Caller
 from skillrack_plugins import api_keys
 from skillrack_plugins.api_keys import hash_key
 

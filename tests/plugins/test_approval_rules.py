@@ -29,9 +29,9 @@ from skillrack.host.compose import first_party_plugins
 from skillrack.host.config import FIRST_PARTY, Config, ConfigError, load_config
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.serve.context import ANONYMOUS, Caller
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.serve.security.authz import AuthorizationRequest, Decision
+from skillrack.serve.security.caller import ANONYMOUS, Caller
 from skillrack.testing.serve import (
     CARD_PATH,
     ServedAgent,

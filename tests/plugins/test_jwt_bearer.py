@@ -18,8 +18,8 @@ from jwt.algorithms import ECAlgorithm
 
 from skillrack.host.config import ConfigError
 from skillrack.host.plugins import new_manager
-from skillrack.serve.context import Caller
 from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials, authenticate
+from skillrack.serve.security.caller import Caller
 from skillrack_plugins import jwt_bearer
 
 ISSUER = "https://idp.example.net"

@@ -13,13 +13,13 @@ import pytest
 
 from skillrack import hookspecs
 from skillrack.host.config import ConfigError
-from skillrack.serve.context import ANONYMOUS, Caller
 from skillrack.serve.security.authz import (
     SKILL_SCOPE,
     AuthorizationRequest,
     Decision,
     authorize,
 )
+from skillrack.serve.security.caller import ANONYMOUS, Caller
 from skillrack_plugins import policy_file
 from skillrack_plugins.policy_file import PolicyFile
 

@@ -1,7 +1,7 @@
 """The first-party authentication plugins refuse a credential header that came twice.
 
 The authentication gate refuses such requests before plugins run (tested
-against a real server in ``tests/serve/test_failed_auth_limit.py``); the
+against a real server in ``tests/serve/middleware/test_failed_auth_limit.py``); the
 plugins refuse them too, from ``RequestCredentials.repeated``, so that a host
 that builds credentials another way still never lets the last copy win.
 """

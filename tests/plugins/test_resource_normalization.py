@@ -20,8 +20,8 @@ import pytest
 from helpers.served_process import digests
 
 from skillrack.host.config import ConfigError
-from skillrack.serve.context import ANONYMOUS
 from skillrack.serve.security.authz import AuthorizationRequest
+from skillrack.serve.security.caller import ANONYMOUS
 from skillrack.testing.serve import ServedAgent, error_of, invoke, skill_request, start_agent
 from skillrack_plugins.approval_rules import ApprovalRules, parse_rule
 from skillrack_plugins.policy_file import PolicyFile, normalize_resource, parse_policy

@@ -44,7 +44,7 @@ from skillrack.protocol.signing import (
     canonical_card,
     verify_card_signature,
 )
-from skillrack.serve.card import CARD_PATH, CardEndpoint, build_card, load_card_signer
+from skillrack.serve.bindings.card import CARD_PATH, CardEndpoint, build_card, load_card_signer
 
 SKILL = "evaluate_resource_condition"
 ARGS = {

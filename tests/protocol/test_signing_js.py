@@ -28,7 +28,7 @@ from helpers.a2a_js import entry_point, install_a2a_js
 from helpers.signed_agent import DESCRIPTION, SignedAgent, signed_agent, write_json
 
 from skillrack.protocol.signing import JWKS_PATH, canonical_card
-from skillrack.serve.card import CARD_PATH
+from skillrack.serve.bindings.card import CARD_PATH
 
 VERIFY_SCRIPT = """
 import { readFileSync } from "node:fs";

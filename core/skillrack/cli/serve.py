@@ -22,10 +22,11 @@ worker while the other idled.  The parent keeps its bound socket (not
 listening) so that the port stays claimed while workers restart.
 
 ``--metrics-port`` binds its port before the banner too, and serves
-``GET /metrics`` from a thread (:func:`~skillrack.serve.metrics_endpoint.serve_metrics_port`);
+``GET /metrics`` from a thread
+(:func:`~skillrack.serve.bindings.metrics_endpoint.serve_metrics_port`);
 under ``--workers`` the parent serves it, adding up every worker's values
 (a fresh ``PROMETHEUS_MULTIPROC_DIR``: :func:`~skillrack.serve.process.metrics_directory`).
-``--log-format`` chooses text or JSON lines (:mod:`skillrack.serve.logs`).
+``--log-format`` chooses text or JSON lines (:mod:`skillrack.serve.observability.logs`).
 
 A start-up that fails inside the app's lifespan (the task store cannot be
 opened) is reported as one line too: :class:`QuietStartup` keeps Starlette's
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from skillrack.host.config import Config
-    from skillrack.serve.tls import TlsFiles
+    from skillrack.serve.bindings.tls import TlsFiles
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 #: ``--ssl-client-auth`` values (the same as [server] ssl_client_auth; host/config.py).
@@ -143,7 +144,7 @@ def client_tls(args: argparse.Namespace, config: Config) -> tuple[str | None, st
 
 def tls_files(args: argparse.Namespace, config: Config) -> TlsFiles | None:
     """The HTTPS files and client CA, for the listeners that serve them besides uvicorn (gRPC)."""
-    from skillrack.serve.tls import TlsFiles
+    from skillrack.serve.bindings.tls import TlsFiles
 
     if not args.ssl_certfile:
         return None
@@ -285,7 +286,7 @@ class WorkerMarks:
 def worker_app() -> ASGIApp:
     """The app of one ``serve --workers N`` process (uvicorn's factory), start-up kept quiet."""
     from skillrack.errors import SkillrackError
-    from skillrack.serve.app import SERVE_ENV, app_from_environment
+    from skillrack.serve.bindings.app import SERVE_ENV, app_from_environment
 
     marks = json.loads(os.environ[SERVE_ENV]).get("marks")
     try:
@@ -443,19 +444,19 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
 
     from skillrack.errors import StartupError
     from skillrack.host.compose import compose_host
-    from skillrack.serve.app import SERVE_ENV, create_app, with_grpc_port, with_store
-    from skillrack.serve.card import load_card_signer
-    from skillrack.serve.connections import HeaderDeadlineProtocol
-    from skillrack.serve.limits_store import check_limits_store, limits_location
-    from skillrack.serve.logs import log_config
-    from skillrack.serve.metrics import Metrics
-    from skillrack.serve.metrics_endpoint import exposition_registry, serve_metrics_port
+    from skillrack.serve.bindings.app import SERVE_ENV, create_app, with_grpc_port, with_store
+    from skillrack.serve.bindings.card import load_card_signer
+    from skillrack.serve.bindings.connections import HeaderDeadlineProtocol
+    from skillrack.serve.bindings.metrics_endpoint import exposition_registry, serve_metrics_port
     from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
+    from skillrack.serve.observability.logs import log_config
+    from skillrack.serve.observability.metrics import Metrics
+    from skillrack.serve.observability.traces import configure as configure_traces
+    from skillrack.serve.observability.traces import describe as describe_traces
     from skillrack.serve.process import describe_tracing, freeze_startup_heap
     from skillrack.serve.security.approvals import PENDING, ApprovalStore, approvals_location
+    from skillrack.serve.stores.counters import check_limits_store, limits_location
     from skillrack.serve.stores.storage import parse_store, prepare
-    from skillrack.serve.traces import configure as configure_traces
-    from skillrack.serve.traces import describe as describe_traces
 
     client_ca, client_auth = client_tls(args, config)
     if "mtls" in config.first_party and not client_ca:

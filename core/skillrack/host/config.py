@@ -187,7 +187,7 @@ class ServerSettings:
     a2a_0_3: bool = False
     #: Where per-caller rate and concurrency limits are counted: empty, in each process;
     #: ``redis://HOST:PORT/DB`` (``rediss://``, ``unix://``), in Redis shared by every
-    #: replica (the ``redis`` extra; ``skillrack.serve.limits_store``).
+    #: replica (the ``redis`` extra; ``skillrack.serve.stores.counters``).
     limits_store: str = ""
     #: Prefix of the Redis keys of those counters (agents sharing one Redis differ here).
     limits_key_prefix: str = "skillrack:limits:"
@@ -208,7 +208,7 @@ class PeerTls:
     Paths, resolved against the configuration's directory: the client
     certificate (and key) this host presents to that peer (mutual TLS), and
     the CAs the peer's server certificate must chain to (default: the
-    system's trust store).  ``serve/app.py`` loads them (``client/tls.py``).
+    system's trust store).  ``serve/bindings/app.py`` loads them (``client/tls.py``).
     """
 
     client_cert: str = ""
@@ -239,7 +239,7 @@ class PeerOAuth:
 
     The secret is named, never written in the file: ``client_secret_file``
     (relative to the configuration's directory) or ``client_secret_env``;
-    ``serve/app.py`` reads it (:mod:`skillrack.client.oauth` uses it).
+    ``serve/bindings/app.py`` reads it (:mod:`skillrack.client.oauth` uses it).
     """
 
     token_url: str

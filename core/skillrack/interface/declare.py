@@ -197,7 +197,7 @@ def timeout_problem(timeout: object) -> str | None:
 
 #: ``async def handler(message, context) -> None | parts``: the caller's
 #: :class:`~skillrack.protocol.parts.IncomingMessage` and a
-#: :class:`~skillrack.serve.base_context.BaseSkillContext`.
+#: :class:`~skillrack.serve.execution.base_skill_context.BaseSkillContext`.
 BaseHandler = Callable[[Any, Any], Awaitable[Any]]
 #: ``matches(message) -> bool``: whether a Message that names no skill is for this skill.
 MessageMatcher = Callable[[Any], bool]

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
@@ -37,61 +36,13 @@ from skillrack.interface.standard_schema import (
     locate,
 )
 from skillrack.interface.versions import INTERFACE_VERSION
+from skillrack.ops.diagnosis import FAIL, INFO, OK, WARN, Diagnosis, Finding
 from skillrack.ops.doctor_checks import check_operator_mistakes
 
 if TYPE_CHECKING:
     from skillrack.client.oauth import ClientCredentials
     from skillrack.client.tls import ClientTls
     from skillrack.protocol.signing import CardKeys
-
-OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
-
-
-@dataclass(frozen=True)
-class Finding:
-    area: str
-    status: str
-    message: str
-    subject: str = ""
-
-    def to_json(self) -> dict[str, str]:
-        return {
-            "area": self.area,
-            "subject": self.subject,
-            "status": self.status,
-            "message": self.message,
-        }
-
-
-@dataclass
-class Diagnosis:
-    target: str
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not any(f.status == FAIL for f in self.findings)
-
-    def add(self, area: str, status: str, message: str, subject: str = "") -> None:
-        self.findings.append(Finding(area, status, message, subject))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "ok": self.ok,
-            "problems": sum(1 for f in self.findings if f.status == FAIL),
-            "findings": [f.to_json() for f in self.findings],
-        }
-
-    def text(self) -> str:
-        lines = [f"skillrack doctor: {self.target}"]
-        for f in self.findings:
-            subject = f" {f.subject}:" if f.subject else ""
-            lines.append(f"  {f.status.upper():<5}{f.area:<10}{subject} {f.message}")
-        problems = sum(1 for f in self.findings if f.status == FAIL)
-        lines.append(f"{problems} problem(s)" if problems else "no problems found")
-        return "\n".join(lines)
-
 
 # -- shared checks --------------------------------------------------------------------------------
 

@@ -30,14 +30,11 @@ import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from skillrack.host.config import FIRST_PARTY, Config, ConfigError, parse_store
+from skillrack.ops.diagnosis import FAIL, Diagnosis
 
-if TYPE_CHECKING:
-    from skillrack.ops.doctor import Diagnosis
-
-FAIL = "fail"
 #: Settings of first-party plugins that name a file the plugin reads at start.
 FILE_SETTINGS: Mapping[str, tuple[str, ...]] = {
     "api_keys": ("file",),

@@ -2,7 +2,7 @@
 
 Used by the pytest plugin (``skillrack.testing``) and by ``skillrack spec``,
 which reads the card and the conformance evidence from the very app ``skillrack
-serve`` would run.  Both ways build the app with :func:`skillrack.serve.app.create_app`
+serve`` would run.  Both ways build the app with :func:`skillrack.serve.bindings.app.create_app`
 and run its lifespan; tasks live in memory, and approvals in a private
 directory, so nothing is written next to the operator's configuration.
 
@@ -39,7 +39,7 @@ from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.interface.document import VerifiedInterface
 from skillrack.ops.conformance import CheckReport, check_agent
-from skillrack.serve.app import create_app, tenant_scope
+from skillrack.serve.bindings.app import create_app, tenant_scope
 
 #: The base URL an in-process agent advertises (nothing resolves it: the transport is the app).
 IN_PROCESS_URL = "http://skillrack.test"

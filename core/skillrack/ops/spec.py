@@ -37,7 +37,7 @@ from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.ops import spec_text as fixed
 from skillrack.ops.spec_evidence import Evidence
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.serve.card import CARD_PATH
+from skillrack.serve.bindings.card import CARD_PATH
 
 A2A_SPEC = "1.0.1"
 A2A_SPEC_URL = "https://github.com/a2aproject/A2A/blob/v1.0.1/docs/specification.md"
@@ -996,7 +996,7 @@ class _Builder:
             Section(TITLES[14])
             .text(
                 f"The card this agent serves at {_code(CARD_PATH)}, byte for byte (built by "
-                "`skillrack.serve.card.build_card` and served by `CardEndpoint`):"
+                "`skillrack.serve.bindings.card.build_card` and served by `CardEndpoint`):"
             )
             .code("json", self.evidence.card_bytes.decode("utf-8"))
         )

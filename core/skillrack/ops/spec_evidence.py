@@ -42,7 +42,7 @@ from skillrack.protocol.signing import (
     CardSignatureError,
     verify_card_signature,
 )
-from skillrack.serve.card import CARD_PATH
+from skillrack.serve.bindings.card import CARD_PATH
 
 #: Top-level Agent Card fields A2A 1.0 requires.
 REQUIRED_CARD_FIELDS = (

@@ -78,7 +78,7 @@ class Remembered(dict[str, Any]):
     """The dict written for a remembered Value: shared by every answer, read, never changed.
 
     ``text`` is free for the one serializer of the answers (the JSON-RPC
-    route, :mod:`skillrack.serve.jsonrpc`) to keep the JSON it writes for it.
+    route, :mod:`skillrack.serve.bindings.jsonrpc`) to keep the JSON it writes for it.
     """
 
     __slots__ = ("text",)

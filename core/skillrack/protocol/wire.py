@@ -48,7 +48,7 @@ DATA_PART_VALUE_LEVEL = 6
 LEVELS_PER_JSON_LEVEL = 3
 #: The deepest JSON value a Data Part carries: the interface room's
 #: :data:`~skillrack.interface.limits.WIRE_DATA_DEPTH` (which cannot import
-#: this module), derived here; tests/serve/test_deep_arguments.py checks that
+#: this module), derived here; tests/serve/bindings/test_deep_arguments.py checks that
 #: both agree and that protobuf carries exactly this much.
 DATA_PART_DEPTH = (PROTOBUF_MAX_DEPTH - DATA_PART_VALUE_LEVEL) // LEVELS_PER_JSON_LEVEL
 

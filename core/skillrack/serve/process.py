@@ -13,7 +13,7 @@ application, so it chooses, and says so in its start-up log.
   or configures an OpenTelemetry exporter (``OTEL_TRACES_EXPORTER``,
   ``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``)
   without ``OTEL_SDK_DISABLED=true``, keeps a2a-sdk's tracing on; the same
-  setting turns skillrack's own spans on (:mod:`skillrack.serve.traces`).
+  setting turns skillrack's own spans on (:mod:`skillrack.serve.observability.traces`).
 - **Metrics of several processes.**  With ``--workers N``, prometheus-client
   keeps each worker's values in files of a directory named by
   ``PROMETHEUS_MULTIPROC_DIR`` and adds them up at a scrape;
@@ -47,7 +47,7 @@ def exporter_configured(environ: Mapping[str, str]) -> bool:
     """Whether the operator configured an OpenTelemetry trace exporter.
 
     One rule for a2a-sdk's tracing (here) and skillrack's own
-    (:func:`skillrack.serve.traces.configure`): both are on, or both off.
+    (:func:`skillrack.serve.observability.traces.configure`): both are on, or both off.
     """
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False  # the SDK would export nothing: a2a-sdk's spans would only cost

@@ -42,7 +42,7 @@ from skillrack.client.tls import ClientTls
 from skillrack.errors import SkillCallError
 from skillrack.host.config import ConfigError, load_config
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.serve.app import create_app
+from skillrack.serve.bindings.app import create_app
 from skillrack.testing.serve import (
     CARD_PATH,
     ServedAgent,

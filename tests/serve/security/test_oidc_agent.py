@@ -29,7 +29,7 @@ from skillrack.host.compose import first_party_plugins
 from skillrack.host.config import Config, ConfigError, PeerOAuth, load_config
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
-from skillrack.serve.app import _peer_credentials
+from skillrack.serve.bindings.app import _peer_credentials
 from skillrack.testing.serve import CARD_PATH, error_of, invoke, send, skill_request
 
 SKILL = "evaluate_resource_condition"

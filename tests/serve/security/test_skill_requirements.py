@@ -19,7 +19,7 @@ from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
 from skillrack.ops.spec import build_spec
 from skillrack.ops.spec_evidence import Evidence
-from skillrack.serve.card import CardEndpoint, build_card
+from skillrack.serve.bindings.card import CardEndpoint, build_card
 from skillrack.serve.security.authn import RequestCredentials
 from skillrack.serve.security.requirements import skill_requirements
 from skillrack.testing.serve import CARD_PATH, error_of, invoke, skill_request

@@ -4,7 +4,7 @@ Overview, Skills, Tasks and Approvals, rendered by Jinja2 templates (package
 data in ``templates/``) with no JavaScript at all: collapsible schema trees
 are ``<details>`` elements, filters are GET forms, Grant and Deny are POST
 forms with a CSRF token.  Who may read it is the operations endpoints' rule
-(:mod:`skillrack.serve.operations`).  :class:`Console` builds the routes from
+(:mod:`skillrack.serve.bindings.operator_endpoints`).  :class:`Console` builds the routes from
 :class:`ConsoleSources`, the objects ``create_app`` already holds.
 """
 

@@ -1,6 +1,6 @@
 """The console's routes: who may read them, and how each page is built.
 
-Every page answers only what :class:`~skillrack.serve.operations.OperationsGuard`
+Every page answers only what :class:`~skillrack.serve.security.operator_access.OperatorGuard`
 allows the operations endpoints: with authentication configured, a caller
 holding the ``operator`` role, and only its own tenant's tasks and approvals;
 without authentication (a development agent), loopback clients only.  A
@@ -41,10 +41,7 @@ from skillrack.serve.console.views import (
     state_name,
     summarize,
 )
-from skillrack.serve.context import ANONYMOUS, Caller, owner_of
-from skillrack.serve.executor import CALLER_STATE_KEY
-from skillrack.serve.middleware import CALLER_SCOPE_KEY
-from skillrack.serve.operations import OperationsGuard, RecordedHop
+from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.approvals import (
     DENIED,
     GRANTED,
@@ -53,6 +50,8 @@ from skillrack.serve.security.approvals import (
     Approvals,
     UnknownApproval,
 )
+from skillrack.serve.security.caller import ANONYMOUS, Caller, owner_of
+from skillrack.serve.security.operator_access import OperatorGuard, RecordedHop
 
 if TYPE_CHECKING:
     import jinja2
@@ -109,7 +108,7 @@ class ConsoleSources:
     store: str
     task_store: TaskStore | VersionedTaskStore
     approvals: Approvals | None
-    guard: OperationsGuard
+    guard: OperatorGuard
     hops: Callable[[], Sequence[RecordedHop]]
 
 
@@ -172,11 +171,11 @@ class Console:
 
     @staticmethod
     def _caller(request: Request) -> Caller:
-        caller = request.scope.get(CALLER_SCOPE_KEY, ANONYMOUS)
+        caller = request.scope.get(CALLER_KEY, ANONYMOUS)
         return caller if isinstance(caller, Caller) else ANONYMOUS
 
     def _context(self, caller: Caller) -> ServerCallContext:
-        return ServerCallContext(state={CALLER_STATE_KEY: caller})
+        return ServerCallContext(state={CALLER_KEY: caller})
 
     # -- pages -----------------------------------------------------------------------------------
 

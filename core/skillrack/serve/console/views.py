@@ -28,7 +28,7 @@ from skillrack.protocol.states import TERMINAL
 from skillrack.protocol.wire import from_value
 from skillrack.serve.console.masking import masked, masked_resources
 from skillrack.serve.console.schema_tree import SchemaNode, schema_tree
-from skillrack.serve.executor import SKILL_METADATA_KEY, STARTED_METADATA_KEY
+from skillrack.serve.execution.executor import SKILL_METADATA_KEY, STARTED_METADATA_KEY
 from skillrack.serve.security.approvals import Approval
 
 

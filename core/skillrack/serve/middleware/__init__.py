@@ -1,6 +1,6 @@
 """The middleware in front of the A2A bindings, one module each.
 
-Outermost first, as :func:`skillrack.serve.app.create_app` installs them:
+Outermost first, as :func:`skillrack.serve.bindings.app.create_app` installs them:
 
 * :class:`HostAllowlist` answers a ``Host`` the agent is not reached by with 421;
 * :class:`TraceContext` makes the caller's W3C trace context current (only when tracing is on);
@@ -21,20 +21,21 @@ they are produced.
 
 from __future__ import annotations
 
-from skillrack.serve.middleware.authentication import CALLER_SCOPE_KEY, AuthenticationGate
+from skillrack.serve.middleware.authentication import AuthenticationGate
 from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error, error_info
 from skillrack.serve.middleware.body_guard import BodyGuard
 from skillrack.serve.middleware.body_timeout import BodyTimeout
 from skillrack.serve.middleware.error_sanitizer import ErrorSanitizer
-from skillrack.serve.middleware.extension_echo import ACTIVATED_SCOPE_KEY, ExtensionEcho
+from skillrack.serve.middleware.extension_echo import ExtensionEcho
 from skillrack.serve.middleware.failed_auth_limit import FailedAuthenticationLimit
 from skillrack.serve.middleware.host_allowlist import HostAllowlist
 from skillrack.serve.middleware.rate_limit import RateLimit
 from skillrack.serve.middleware.trace_context import TraceContext
+from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY, CALLER_KEY
 
 __all__ = [
-    "ACTIVATED_SCOPE_KEY",
-    "CALLER_SCOPE_KEY",
+    "ACTIVATED_EXTENSIONS_KEY",
+    "CALLER_KEY",
     "JSONRPC_PATH",
     "AuthenticationGate",
     "BodyGuard",

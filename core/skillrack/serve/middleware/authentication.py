@@ -17,8 +17,9 @@ import pluggy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
-from skillrack.serve.metrics import Metrics
 from skillrack.serve.middleware.binding_errors import binding_error
+from skillrack.serve.observability.metrics import Metrics
+from skillrack.serve.scope import CALLER_KEY, CLIENT_CERTIFICATE_KEY
 from skillrack.serve.security.authn import (
     Authentication,
     RequestCredentials,
@@ -26,13 +27,8 @@ from skillrack.serve.security.authn import (
     schemes_by_plugin,
     security_schemes,
 )
-from skillrack.serve.security.client_certificate import (
-    CLIENT_CERTIFICATE_SCOPE_KEY,
-    ClientCertificate,
-)
+from skillrack.serve.security.client_certificate import ClientCertificate
 
-#: Where the authenticated :class:`~skillrack.serve.context.Caller` is put in the ASGI scope.
-CALLER_SCOPE_KEY = "skillrack.caller"
 #: JSON-RPC has no code for authentication; -32000 is the first implementation-defined one.
 JSONRPC_UNAUTHENTICATED = -32000
 #: Headers that carry credentials whatever the plugins (RFC 9110 section 11.6).
@@ -135,12 +131,12 @@ class AuthenticationGate:
             client_host=client[0] if client else None,
             path=scope["path"],
             # Put there by skillrack's connection protocol only, from a verified handshake.
-            client_certificate=scope.get(CLIENT_CERTIFICATE_SCOPE_KEY),
+            client_certificate=scope.get(CLIENT_CERTIFICATE_KEY),
         )
         if outcome.caller is None:
             await self._refuse(scope, send, outcome.message, outcome.challenges)
             return
-        scope[CALLER_SCOPE_KEY] = outcome.caller
+        scope[CALLER_KEY] = outcome.caller
         await self.app(scope, receive, send)
 
     @staticmethod

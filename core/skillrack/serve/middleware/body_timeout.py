@@ -11,7 +11,7 @@ uvicorn drops the connection, and tells the application the client is gone.
 Once the body is complete the deadline no longer applies: a streaming
 response waits for a disconnect with ``receive()`` for as long as it streams.
 The time to send the headers themselves is bounded by the connection
-(:mod:`skillrack.serve.connections`).
+(:mod:`skillrack.serve.bindings.connections`).
 """
 
 from __future__ import annotations

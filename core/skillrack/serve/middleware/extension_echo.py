@@ -13,9 +13,8 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY
 
-#: Where the set of extensions activated by this request lives in the ASGI scope.
-ACTIVATED_SCOPE_KEY = "skillrack.activated_extensions"
 #: The header's name in A2A 0.3 (``a2a.compat.v0_3.extension_headers``), lower case.
 LEGACY_HEADER = b"x-a2a-extensions"
 
@@ -30,7 +29,7 @@ class ExtensionEcho:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        activated: set[str] = scope.setdefault(ACTIVATED_SCOPE_KEY, set())
+        activated: set[str] = scope.setdefault(ACTIVATED_EXTENSIONS_KEY, set())
         legacy = any(name == LEGACY_HEADER for name, _ in scope["headers"])
 
         async def send_with_header(message: Message) -> None:

@@ -5,7 +5,7 @@ Without it, a client may try credentials as fast as the server answers 401
 outside the authentication gate and counts, per client address, the requests
 the gate answered 401 (wrong, expired or missing credentials, a repeated
 credential header) in a sliding one-minute window
-(:class:`~skillrack.serve.middleware.rate_limit.SlidingWindow`).  Once an
+(:class:`~skillrack.serve.stores.sliding_window.SlidingWindow`).  Once an
 address reaches ``per_minute`` failures, every request from it that needs
 authentication is answered HTTP 429 with ``resource_limit_exceeded`` and a
 ``Retry-After`` until the oldest failure leaves the window, **before** any
@@ -13,7 +13,7 @@ authentication plugin runs: a guess made while blocked is never checked, so
 a correct guess cannot be told from a wrong one.  Successful requests never
 count, and public paths (the Agent Card) are never refused.
 
-The gRPC binding (:mod:`skillrack.serve.grpc_binding`) counts its refusals
+The gRPC binding (:mod:`skillrack.serve.bindings.grpc_server`) counts its refusals
 in the same window, so failures on one binding block the address on both.
 
 The address is the one uvicorn reports: the peer, or the client a trusted
@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from skillrack.serve.metrics import Metrics
-from skillrack.serve.middleware.rate_limit import SlidingWindow, too_many
+from skillrack.serve.middleware.rate_limit import too_many
+from skillrack.serve.observability.metrics import Metrics
+from skillrack.serve.stores.sliding_window import SlidingWindow
 
 
 class FailedAuthenticationLimit:

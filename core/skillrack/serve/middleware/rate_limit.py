@@ -4,61 +4,23 @@
 client address) and answers HTTP 429 with ``resource_limit_exceeded`` and a
 ``Retry-After``; the threshold itself is not disclosed.  It runs after
 authentication, so that a caller is counted as who it is.  The counting
-itself is a :class:`~skillrack.serve.limits_store.LimitCounter`: this
-process's :class:`SlidingWindow` (which the failed-authentication limit,
+itself is a :class:`~skillrack.serve.stores.counters.LimitCounter`: this
+process's :class:`~skillrack.serve.stores.sliding_window.SlidingWindow` (which
+the failed-authentication limit,
 :mod:`skillrack.serve.middleware.failed_auth_limit`, counts with too), or
 Redis shared by every replica when ``[server] limits_store`` names one.
 """
 
 from __future__ import annotations
 
-import time
-from collections import deque
-from typing import TYPE_CHECKING
-
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
-from skillrack.serve.context import Caller
-from skillrack.serve.metrics import Metrics
-from skillrack.serve.middleware.authentication import CALLER_SCOPE_KEY
 from skillrack.serve.middleware.binding_errors import binding_error
-
-if TYPE_CHECKING:
-    from skillrack.serve.limits_store import LimitCounter
-
-#: Beyond this many keys, the ones idle for a whole window are forgotten.
-MAX_KEYS = 100_000
-
-
-class SlidingWindow:
-    """Events per key over the last ``seconds``; cheap enough to consult on every request."""
-
-    def __init__(self, limit: int, seconds: float = 60.0) -> None:
-        self.limit = limit
-        self.seconds = seconds
-        self._seen: dict[str, deque[float]] = {}
-
-    def retry_after(self, key: str) -> int | None:
-        """Seconds until ``key`` may have another event, or None when it may now."""
-        now = time.monotonic()
-        window = self._seen.get(key)
-        if window is None:
-            return None
-        while window and now - window[0] > self.seconds:
-            window.popleft()
-        if len(window) < self.limit:
-            return None
-        return max(1, int(self.seconds + 1 - (now - window[0])))
-
-    def record(self, key: str) -> None:
-        """Count one event of ``key`` now."""
-        now = time.monotonic()
-        self._seen.setdefault(key, deque()).append(now)
-        if len(self._seen) > MAX_KEYS:  # bound memory: forget idle keys
-            idle = [k for k, w in self._seen.items() if not w or now - w[-1] > self.seconds]
-            for stale in idle:
-                del self._seen[stale]
+from skillrack.serve.observability.metrics import Metrics
+from skillrack.serve.scope import CALLER_KEY
+from skillrack.serve.security.caller import Caller
+from skillrack.serve.stores.counters import LimitCounter
 
 
 def rate_key(caller: Caller | None, client_host: str | None) -> str:
@@ -105,7 +67,7 @@ class RateLimit:
 
     def _key(self, scope: Scope) -> str:
         client = scope.get("client")
-        return rate_key(scope.get(CALLER_SCOPE_KEY), client[0] if client else None)
+        return rate_key(scope.get(CALLER_KEY), client[0] if client else None)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public:

@@ -1,6 +1,6 @@
 """The caller's W3C trace context (``traceparent``, ``tracestate``) made current for its request.
 
-So that an invocation's spans (:mod:`skillrack.serve.traces`), and a2a-sdk's
+So that an invocation's spans (:mod:`skillrack.serve.observability.traces`), and a2a-sdk's
 when its tracing is on, join the caller's trace: a two-hop workflow (caller,
 agent A, agent B) is one trace.  a2a-sdk runs the executor in a copy of the
 request's context, so what is attached here reaches it on both bindings.

@@ -3,7 +3,7 @@
 A skill whose authority is ``execute`` (for a multi-operation skill: an
 operation declared ``may_require_approval``) passes an approval step after
 authorization and before its handler runs
-(:mod:`skillrack.serve.security.approval_gate`).  Approval plugins give their
+(:mod:`skillrack.serve.execution.approval_gate`).  Approval plugins give their
 opinion first (``approve_invocation``; any refusal refuses, an approval
 approves; :mod:`skillrack_plugins.approval_rules` decides by configured
 rules).  Without one, the request waits in the approvals store shared with

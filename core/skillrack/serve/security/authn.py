@@ -1,4 +1,4 @@
-"""Authentication: plugins turn a request into a :class:`~skillrack.serve.context.Caller`.
+"""Authentication: plugins turn a request into a :class:`~skillrack.serve.security.caller.Caller`.
 
 Or refuse it.
 
@@ -29,7 +29,7 @@ import pluggy
 
 from skillrack.errors import SkillrackError
 from skillrack.host.hooks import call_each, call_each_async
-from skillrack.serve.context import ANONYMOUS, Caller
+from skillrack.serve.security.caller import ANONYMOUS, Caller
 from skillrack.serve.security.client_certificate import ClientCertificate
 
 logger = logging.getLogger(__name__)

@@ -40,7 +40,7 @@ import pluggy
 
 from skillrack.host.hooks import call_each_async
 from skillrack.interface.pointers import MISSING, find
-from skillrack.serve.context import Caller
+from skillrack.serve.security.caller import Caller
 
 logger = logging.getLogger(__name__)
 

@@ -8,12 +8,12 @@ reaches the app.  What reaches the app is a certificate that verified.
 
 uvicorn does not put the peer certificate in the ASGI scope (it implements
 no ``tls`` extension), so skillrack's own connection protocol
-(:class:`~skillrack.serve.connections.HeaderDeadlineProtocol`) reads it from
+(:class:`~skillrack.serve.bindings.connections.HeaderDeadlineProtocol`) reads it from
 the connection's ``ssl_object`` once per connection, when the handshake is
 over, parses it here once, and puts it in every request's scope: the
 standard ASGI ``tls`` extension (``scope["extensions"]["tls"]``, its
 ``client_cert_chain`` holding the peer's PEM) for any ASGI code, and the
-parsed :class:`ClientCertificate` under :data:`CLIENT_CERTIFICATE_SCOPE_KEY`,
+parsed :class:`ClientCertificate` under :data:`CLIENT_CERTIFICATE_KEY`,
 which the authentication gate hands to plugins in
 :attr:`~skillrack.serve.security.authn.RequestCredentials.client_certificate`.
 A certificate is exposed only when the server's TLS context verifies client
@@ -40,8 +40,6 @@ from cryptography.x509.oid import NameOID
 
 logger = logging.getLogger(__name__)
 
-#: Where the verified client certificate (:class:`ClientCertificate`) is put in the ASGI scope.
-CLIENT_CERTIFICATE_SCOPE_KEY = "skillrack.client_certificate"
 #: The URI scheme of a SPIFFE ID (SPIFFE X.509-SVID: exactly one URI SAN, ``spiffe://``).
 SPIFFE_SCHEME = "spiffe://"
 #: ``ssl_object.version()`` -> the ASGI ``tls`` extension's ``tls_version`` number.

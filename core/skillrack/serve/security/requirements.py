@@ -16,7 +16,7 @@ checks it on every call of the skill, before the policies and before the
 arguments are validated, so a caller who cannot meet it learns
 ``authorization_failed`` and nothing about the arguments.
 
-What a caller met is :attr:`~skillrack.serve.context.Caller.schemes`, which
+What a caller met is :attr:`~skillrack.serve.security.caller.Caller.schemes`, which
 authentication fills (:func:`skillrack.serve.security.authn.authenticate`).
 
 Start-up refuses a requirement on a skill the agent does not serve, or naming
@@ -32,8 +32,8 @@ from typing import Any
 
 from skillrack.host.config import Config, ConfigError, SecurityRequirement
 from skillrack.host.registry import Registry
-from skillrack.serve.context import Caller
 from skillrack.serve.security.authn import security_schemes
+from skillrack.serve.security.caller import Caller
 
 
 def met(requirement: SecurityRequirement, caller: Caller) -> bool:

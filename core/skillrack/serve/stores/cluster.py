@@ -42,7 +42,7 @@ A compare-and-swap that fails at a group commit means another replica
 changed the task (a ``CancelTask`` through it): the batch is dropped, and
 the next save of that task raises ``ConcurrentTaskModificationError``,
 which a2a-sdk takes as its cue to stop, as it does when the write itself
-fails (and so does the blocking path, :mod:`skillrack.serve.blocking`,
+fails (and so does the blocking path, :mod:`skillrack.serve.bindings.blocking`,
 which saves through this store every event a2a-sdk's path would save).
 A move to CANCELED is a2a-sdk's own write (it locks the rows and checks
 the stored state), after this task's pending saves are committed.

@@ -542,7 +542,7 @@ class TaskStorage:
     event_stream: TaskEventStream | None = None
     engine: AsyncEngine | None = None
     #: Push notification configs, in the same database as the tasks (so every replica
-    #: delivers for them) and scoped by the same owner (:mod:`skillrack.serve.push`).
+    #: delivers for them) and scoped by the same owner (:mod:`skillrack.serve.bindings.push`).
     push_config_store: PushNotificationConfigStore | None = None
 
     #: The open lock file while this process uses a SQLite file (see ``_lock``).

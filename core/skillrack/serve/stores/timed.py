@@ -7,7 +7,7 @@ a2a-sdk looks at the store it is given (cluster mode takes a
 operations on the instance: the store stays what it was, and each call of
 ``get``, ``save``, ``delete`` and ``list`` is observed in
 ``skillrack_task_store_operation_duration_seconds`` and, when it raises,
-``skillrack_task_store_errors_total`` (:mod:`skillrack.serve.metrics`).
+``skillrack_task_store_errors_total`` (:mod:`skillrack.serve.observability.metrics`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import Any
 
-from skillrack.serve.metrics import Metrics
+from skillrack.serve.observability.metrics import Metrics
 
 #: The operations every a2a-sdk task store has.
 OPERATIONS = ("get", "save", "delete", "list")

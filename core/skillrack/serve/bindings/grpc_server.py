@@ -1,0 +1,549 @@
+"""A2A's gRPC binding: a2a-sdk's ``GrpcHandler`` over the request handler of the HTTP bindings.
+
+``skillrack serve --grpc-port N`` (or ``[server] grpc_port``) serves the
+``lf.a2a.v1.A2AService`` on a port of its own, from the same process, event
+loop and request handler as JSON-RPC and HTTP+JSON
+(:func:`skillrack.serve.bindings.app.create_app` builds one handler and hands it to
+all three), so a task, its Artifacts and the draft's errors are the same
+objects whichever binding carried the call.
+
+The HTTP middleware does not see gRPC calls, so :class:`SkillrackGrpcHandler`
+does what it does, with the same shared pieces, before a2a-sdk's handler
+runs: the failed-authentication limit (counted in the HTTP bindings' window),
+authentication (gRPC metadata is read as the HTTP headers are:
+``authorization``, ``x-api-key``, ... through
+:func:`~skillrack.serve.middleware.authentication.admit`), the per-caller
+rate limit (one budget across bindings), the request limits of the body
+guard (parts, Data Part nesting, integers beyond 2^53-1, non-finite numbers;
+the size is gRPC's ``max_receive_message_length``), and the ``A2A-Version``
+check of the HTTP bindings.  The ``A2A-Extensions`` metadata activates the
+schema-interface extension, and the response's initial metadata echoes it;
+with tracing on, ``traceparent``/``tracestate`` metadata is the caller's
+trace context, as the headers are
+(:func:`~skillrack.serve.middleware.trace_context.attach_trace_context`).
+
+Errors have one shape per kind on every binding.  A refusal before any task
+exists is a gRPC status whose ``google.rpc.ErrorInfo`` (domain ``skillrack``)
+carries the draft's code, as the HTTP bindings' errors do
+(:func:`~skillrack.serve.middleware.binding_errors.error_info`): 401 is
+``UNAUTHENTICATED`` (with the ``www-authenticate`` challenges as trailing
+metadata), 429 ``RESOURCE_EXHAUSTED`` (with ``retry-after``), a refused
+request ``INVALID_ARGUMENT``.  a2a-sdk's A2A errors keep its mapping
+(``ErrorInfo`` domain ``a2a-protocol.org``) with ``error.data`` in
+``metadata`` as over HTTP+JSON, and the error sanitizer's rules
+(:func:`~skillrack.serve.middleware.error_sanitizer.sanitize`) keep internal
+text away; an unexpected exception is ``INTERNAL`` "internal error".  Errors
+the draft puts in a Task (``input_invalid``, ``authorization_failed``, ...)
+are Tasks here too.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+import grpc.aio
+import pluggy
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import GrpcHandler
+from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.types import SendMessageRequest, a2a_pb2
+from a2a.utils.constants import PROTOCOL_VERSION_1_0
+from a2a.utils.error_handlers import build_error_details
+from a2a.utils.errors import A2A_ERROR_MAPPING, A2AError
+from a2a.utils.grpc_status import status_to_grpc
+from a2a.utils.version_validator import validate_version
+from google.protobuf import any_pb2, json_format, message, message_factory
+from google.rpc import error_details_pb2, status_pb2
+from opentelemetry import context as otel_context
+
+from skillrack.errors import ErrorCode, SkillrackError
+from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.protocol.wire import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
+from skillrack.serve.bindings.call_context import bind_call
+from skillrack.serve.bindings.tls import TlsFiles, grpc_server_credentials
+from skillrack.serve.middleware.authentication import Authenticator
+from skillrack.serve.middleware.binding_errors import error_info, status_name
+from skillrack.serve.middleware.body_guard import struct_too_deep
+from skillrack.serve.middleware.error_sanitizer import sanitize
+from skillrack.serve.middleware.rate_limit import rate_key
+from skillrack.serve.middleware.trace_context import attach_trace_context
+from skillrack.serve.observability.metrics import Metrics
+from skillrack.serve.observability.traces import enabled as tracing_enabled
+from skillrack.serve.security.caller import Caller
+from skillrack.serve.security.client_certificate import ClientCertificate
+from skillrack.serve.stores.counters import LimitCounter
+from skillrack.serve.stores.sliding_window import SlidingWindow
+
+logger = logging.getLogger(__name__)
+
+#: The A2A service's path: what authentication plugins see as ``RequestCredentials.path``.
+SERVICE_PATH = "/lf.a2a.v1.A2AService"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class GrpcLimits:
+    """What the HTTP middleware enforces, for the gRPC binding (the same settings)."""
+
+    manager: pluggy.PluginManager
+    rate_per_minute: int
+    counter: LimitCounter
+    failures: SlidingWindow
+    max_parts: int
+    max_data_depth: int = DATA_PART_DEPTH
+    metrics: Metrics | None = None
+
+
+class CallRefused(SkillrackError):
+    """A gRPC call refused before any task exists: an HTTP-like status and the draft's code."""
+
+    def __init__(
+        self,
+        status: int,
+        code: ErrorCode,
+        message: str,
+        *,
+        pointer: str | None = None,
+        trailing: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.pointer = pointer
+        self.trailing = tuple(trailing)
+
+
+@dataclass(frozen=True)
+class _Admitted:
+    caller: Caller
+    client_host: str | None
+    headers: dict[str, str]
+    activated: set[str]
+    #: ``traceparent`` / ``tracestate`` values, when tracing is on.
+    trace_carrier: dict[str, list[str]]
+
+
+def peer_certificate(context: grpc.aio.ServicerContext) -> ClientCertificate | None:
+    """The client certificate gRPC's handshake required and verified (``[server] ssl_client_ca``).
+
+    gRPC puts it in the call's ``auth_context`` (``x509_pem_cert``) only when
+    the server's credentials verify client certificates
+    (:func:`~skillrack.serve.bindings.tls.grpc_server_credentials`), so what is found
+    is verified, as on the HTTP bindings.
+    """
+    pem = (context.auth_context() or {}).get("x509_pem_cert")
+    if not pem:
+        return None
+    try:
+        return ClientCertificate.from_pem(pem[0])
+    except ValueError as exc:
+        logger.warning("a verified gRPC client certificate could not be parsed: %s", exc)
+        return None
+
+
+def peer_host(peer: str) -> str | None:
+    """The client's address from gRPC's peer string (``ipv4:127.0.0.1:5000``, ``ipv6:[::1]:5``)."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return rest.rpartition(":")[0] or None
+    if kind == "ipv6":
+        return rest.rpartition(":")[0].strip("[]") or None
+    return rest or None  # unix sockets and the like: the whole rest names the peer
+
+
+def _any(detail: dict[str, Any]) -> any_pb2.Any | None:
+    """One detail of a REST-shaped error as a packed ``google.protobuf.Any``."""
+    kind = str(detail.get("@type", ""))
+    fields = {k: v for k, v in detail.items() if k != "@type"}
+    packed = any_pb2.Any()
+    if kind.endswith("google.rpc.ErrorInfo"):
+        metadata = {
+            k: v if isinstance(v, str) else json.dumps(v)
+            for k, v in (fields.get("metadata") or {}).items()
+        }
+        packed.Pack(
+            error_details_pb2.ErrorInfo(
+                reason=str(fields.get("reason", "")),
+                domain=str(fields.get("domain", "")),
+                metadata=metadata,
+            )
+        )
+        return packed
+    if kind.endswith("google.rpc.BadRequest"):
+        packed.Pack(
+            json_format.ParseDict(
+                fields, error_details_pb2.BadRequest(), ignore_unknown_fields=True
+            )
+        )
+        return packed
+    return None
+
+
+async def abort_with(
+    context: grpc.aio.ServicerContext,
+    status: str,
+    text: str,
+    details: list[dict[str, Any]],
+    trailing: Sequence[tuple[str, str]] = (),
+) -> None:
+    """End the call with gRPC status ``status`` (its name), ``text`` and the rich details."""
+    code = grpc.StatusCode[status]
+    rich = status_pb2.Status(code=code.value[0], message=text)
+    for detail in details:
+        packed = _any(detail)
+        if packed is not None:
+            rich.details.append(packed)
+    grpc_status = status_to_grpc(rich)
+    context.set_trailing_metadata((*trailing, *grpc_status.trailing_metadata))
+    await context.abort(grpc_status.code, grpc_status.details)
+
+
+async def abort_refused(context: grpc.aio.ServicerContext, refused: CallRefused) -> None:
+    """The gRPC form of a refusal before any task exists (the HTTP bindings' ``binding_error``)."""
+    await abort_with(
+        context,
+        status_name(refused.status),
+        refused.message,
+        [error_info(refused.code, refused.pointer)],
+        refused.trailing,
+    )
+
+
+def _numbers_as_written(value: Any) -> Any:
+    """``value`` with integral doubles as ints, so that ``check_numbers`` sees them."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("not finite")
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {k: _numbers_as_written(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers_as_written(v) for v in value]
+    return value
+
+
+class SkillrackGrpcHandler(GrpcHandler):
+    """a2a-sdk's gRPC servicer, behind the same gates as the HTTP bindings.
+
+    Every A2A method of ``GrpcHandler`` runs through ``_handle_unary`` or
+    ``_handle_stream``; both are wrapped here, so no method escapes the gates.
+    """
+
+    def __init__(self, request_handler: RequestHandler, limits: GrpcLimits) -> None:
+        super().__init__(request_handler)
+        self._limits = limits
+        self._authenticator = Authenticator(limits.manager, limits.metrics)
+        #: As for TraceContext on HTTP: the caller's trace context read only when spans are.
+        self._traced = tracing_enabled()
+
+    # -- the gates -----------------------------------------------------------------------------
+
+    async def _admit(
+        self, request: message.Message, context: grpc.aio.ServicerContext
+    ) -> _Admitted:
+        limits = self._limits
+        address = peer_host(context.peer())
+        key = address or "?"
+        retry_after = limits.failures.retry_after(key)
+        if retry_after is not None:
+            if limits.metrics is not None:
+                limits.metrics.limit_refused("failed_authentication")
+            raise _too_many("too many failed authentications", retry_after)
+        pairs = [
+            (str(k), v) for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)
+        ]
+        outcome = await self._authenticator.admit(
+            pairs,
+            client_host=address,
+            path=SERVICE_PATH,
+            client_certificate=peer_certificate(context),
+        )
+        if outcome.caller is None:
+            limits.failures.record(key)
+            raise CallRefused(
+                401,
+                ErrorCode.AUTHORIZATION_FAILED,
+                outcome.message,
+                trailing=[("www-authenticate", c) for c in outcome.challenges],
+            )
+        retry_after = await limits.counter.rate(
+            rate_key(outcome.caller, address), limits.rate_per_minute, 60.0
+        )
+        if retry_after is not None:
+            if limits.metrics is not None:
+                limits.metrics.limit_refused("rate")
+            raise _too_many("too many requests", retry_after)
+        if isinstance(request, Malformed):  # after authentication, as the body guard
+            raise CallRefused(
+                400,
+                ErrorCode.INPUT_INVALID,
+                f"the request is not a valid {request.message_type} protobuf message",
+            )
+        self._check_request(request)
+        carrier: dict[str, list[str]] = {}
+        if self._traced:
+            for name, value in pairs:
+                if name.lower() in ("traceparent", "tracestate"):
+                    carrier.setdefault(name.lower(), []).append(value)
+        headers = {k.lower(): v for k, v in pairs}
+        return _Admitted(outcome.caller, address, headers, set(), carrier)
+
+    def _check_request(self, request: message.Message) -> None:
+        """The body guard's refusals that still apply once protobuf has parsed the request."""
+        if not isinstance(request, SendMessageRequest):  # the one request holding Values
+            return
+        if len(request.message.parts) > self._limits.max_parts:
+            raise CallRefused(
+                413, ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the message has too many parts"
+            )
+        try:
+            value = json_format.MessageToDict(request)
+        except (ValueError, json_format.Error):  # NaN or Infinity in a Value
+            raise CallRefused(
+                400, ErrorCode.INPUT_INVALID, "a number in the request is not finite"
+            ) from None
+        deep = struct_too_deep(value, False, self._limits.max_data_depth)
+        if deep is not None:
+            raise CallRefused(
+                413,
+                ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+                f"the value at {deep} nests more deeply than an A2A Data Part carries; flatten it",
+                pointer=deep,
+            )
+        try:
+            check_numbers(_numbers_as_written(value))
+        except UnsafeNumber as exc:
+            raise CallRefused(
+                400,
+                ErrorCode.INPUT_INVALID,
+                f"the integer at {exc.pointer} is outside +/-{SAFE_INTEGER} (2^53-1) "
+                "and would be rounded; send it as a string",
+                pointer=exc.pointer,
+            ) from None
+        except ValueError:
+            raise CallRefused(
+                400, ErrorCode.INPUT_INVALID, "a number in the request is not finite"
+            ) from None
+
+    @staticmethod
+    async def _bind(server_context: ServerCallContext, admitted: _Admitted) -> None:
+        """The caller on ``server_context``; the A2A version checked as the HTTP bindings do."""
+        server_context.state["headers"] = admitted.headers
+        bind_call(server_context, admitted.caller, admitted.client_host, admitted.activated)
+        await _version_checked(server_context)
+
+    @staticmethod
+    async def _echo(context: grpc.aio.ServicerContext, admitted: _Admitted) -> None:
+        """``a2a-extensions`` in the initial metadata when the call activated the extension."""
+        if EXTENSION_URI in admitted.activated:
+            await context.send_initial_metadata((("a2a-extensions", EXTENSION_URI),))
+
+    # -- the two paths every method takes ------------------------------------------------------
+
+    async def _handle_unary(
+        self,
+        request: message.Message,
+        context: grpc.aio.ServicerContext,
+        handler_func: Callable[[ServerCallContext], Awaitable[T]],
+        default_response: T,
+    ) -> T:
+        try:
+            admitted = await self._admit(request, context)
+
+            async def bound(server_context: ServerCallContext) -> T:
+                await self._bind(server_context, admitted)
+                return await handler_func(server_context)
+
+            token = attach_trace_context(admitted.trace_carrier)
+            try:
+                result: T = await super()._handle_unary(request, context, bound, default_response)
+            finally:
+                if token is not None:
+                    otel_context.detach(token)
+            await self._echo(context, admitted)
+            return result
+        except CallRefused as refused:
+            await abort_refused(context, refused)
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            logger.exception("gRPC call failed")
+            await abort_with(context, "INTERNAL", "internal error", [])
+        return default_response
+
+    async def _handle_stream(
+        self,
+        request: message.Message,
+        context: grpc.aio.ServicerContext,
+        handler_func: Callable[[ServerCallContext], AsyncIterable[T]],
+    ) -> AsyncIterator[T]:
+        try:
+            admitted = await self._admit(request, context)
+
+            async def bound(server_context: ServerCallContext) -> AsyncIterator[T]:
+                await self._bind(server_context, admitted)
+                async for item in handler_func(server_context):
+                    yield item
+
+            first = True
+            token = attach_trace_context(admitted.trace_carrier)
+            try:
+                async for item in super()._handle_stream(request, context, bound):
+                    if first:
+                        await self._echo(context, admitted)
+                        first = False
+                    yield item
+            finally:
+                if token is not None:
+                    otel_context.detach(token)
+        except CallRefused as refused:
+            await abort_refused(context, refused)
+        except grpc.aio.AbortError:
+            raise
+        except Exception:
+            logger.exception("gRPC call failed")
+            await abort_with(context, "INTERNAL", "internal error", [])
+
+    async def abort_context(self, error: A2AError, context: grpc.aio.ServicerContext) -> None:
+        """a2a-sdk's A2A error mapping, with ``error.data`` and the sanitizer's rules."""
+        mapping = A2A_ERROR_MAPPING.get(type(error))
+        if mapping is None:
+            await abort_with(context, "UNKNOWN", "unknown error", [])
+            return
+        text = error.message if getattr(error, "message", None) else str(error)
+        payload = sanitize(
+            {
+                "error": {
+                    "code": mapping.http_code,
+                    "status": mapping.grpc_status,
+                    "message": text,
+                    "details": build_error_details(error),
+                }
+            }
+        )["error"]
+        await abort_with(context, mapping.grpc_status, payload["message"], payload["details"])
+
+
+@validate_version(PROTOCOL_VERSION_1_0)
+async def _version_checked(context: ServerCallContext) -> None:
+    """Raises a2a-sdk's ``VersionNotSupportedError`` unless ``A2A-Version`` is 1.x."""
+
+
+def _too_many(text: str, retry_after: int) -> CallRefused:
+    return CallRefused(
+        429,
+        ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        text,
+        trailing=[("retry-after", str(retry_after))],
+    )
+
+
+async def start_grpc_server(
+    request_handler: RequestHandler,
+    limits: GrpcLimits,
+    *,
+    host: str,
+    port: int,
+    tls: TlsFiles | None,
+    max_message_bytes: int,
+    shared_port: bool = False,
+) -> grpc.aio.Server:
+    """The gRPC server on ``host``:``port``, started (TLS with the HTTPS files when given).
+
+    ``shared_port`` lets several processes (``serve --workers N``) listen on
+    the port together (``SO_REUSEPORT``); otherwise a port another process
+    holds is refused rather than silently shared.
+    """
+    from skillrack.errors import StartupError
+
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.so_reuseport", 1 if shared_port else 0),
+        ]
+    )
+    a2a_grpc_servicer(server, SkillrackGrpcHandler(request_handler, limits))
+    shown = f"[{host}]" if ":" in host else host
+    address = f"{shown}:{port}"
+    try:
+        if tls is None:
+            server.add_insecure_port(address)
+        else:
+            server.add_secure_port(address, grpc_server_credentials(tls))
+    except (RuntimeError, OSError) as exc:
+        raise StartupError(
+            f"gRPC cannot listen on {host} port {port} ({exc}): the port may be in use; "
+            "choose another --grpc-port"
+        ) from None
+    await server.start()
+    return server
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """A request whose bytes are not the method's protobuf message (what gRPC would raise on).
+
+    grpcio answers a request it cannot parse with ``UNKNOWN`` and the parser's
+    exception text, and logs a traceback; skillrack's parser hands this to the
+    servicer instead, which refuses it as the body guard refuses a body that is
+    not JSON: ``INVALID_ARGUMENT`` with ``input_invalid``.
+    """
+
+    message_type: str
+
+
+def _lenient(cls: type[message.Message]) -> Callable[[bytes], message.Message | Malformed]:
+    def parse(data: bytes) -> message.Message | Malformed:
+        try:
+            return cls.FromString(data)
+        except message.DecodeError:
+            return Malformed(cls.DESCRIPTOR.full_name)
+
+    return parse
+
+
+def a2a_grpc_servicer(server: grpc.aio.Server, servicer: GrpcHandler) -> None:
+    """Register ``servicer`` as the ``lf.a2a.v1.A2AService`` of ``server``.
+
+    As a2a-sdk's generated ``add_A2AServiceServicer_to_server`` does, method for
+    method from the service's descriptor, but with :func:`_lenient` parsers.
+    """
+    service = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"]
+    handlers = {}
+    for method in service.methods:
+        request_cls = message_factory.GetMessageClass(method.input_type)
+        factory = (
+            grpc.unary_stream_rpc_method_handler
+            if method.server_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[method.name] = factory(
+            getattr(servicer, method.name),
+            request_deserializer=_lenient(request_cls),
+            response_serializer=lambda answer: answer.SerializeToString(),
+        )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+    )
+
+
+__all__ = [
+    "SERVICE_PATH",
+    "GrpcLimits",
+    "Malformed",
+    "CallRefused",
+    "SkillrackGrpcHandler",
+    "abort_refused",
+    "abort_with",
+    "peer_certificate",
+    "peer_host",
+    "start_grpc_server",
+]

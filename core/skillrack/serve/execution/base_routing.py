@@ -1,0 +1,66 @@
+"""Which base-A2A skill, if any, a Message is for: explicit routing only.
+
+The schema skills' rules come first and do not change.  A Message that lists
+the schema-interface extension is never a base skill's; neither is one that
+carries a request object (one Data Part holding an object with a ``skill``
+member), so a malformed request object keeps its ``input_invalid`` details.
+Otherwise a Message is a base skill's when
+
+1. its metadata names the skill (``{"skill": "<id>"}``), or
+2. it is no request object at all and a base skill's ``matches(message)``
+   claims it, asked in declaration order; the first claim wins.
+
+A Message nobody claims is answered as before (``input_invalid``, telling the
+caller what a request object looks like).  A ``matches`` that raises is
+logged and counts as "not mine": one plugin's bug never takes other
+Messages.  A follow-up Message of a task goes to the skill that started the
+task, whatever it says (:mod:`skillrack.serve.execution.executor`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from a2a.types import Message
+
+from skillrack.host.registry import RegisteredBaseSkill, Registry
+from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.protocol.parts import IncomingMessage
+
+logger = logging.getLogger(__name__)
+
+
+def named_base_skill(
+    registry: Registry, message: Message, view: IncomingMessage
+) -> RegisteredBaseSkill | None:
+    """The base skill the Message's metadata names, unless the Message is a schema request."""
+    if not registry.base_skills or EXTENSION_URI in message.extensions:
+        return None
+    named = view.skill
+    return registry.base_skills.get(named) if named is not None else None
+
+
+def claiming_base_skill(
+    registry: Registry, message: Message, view: IncomingMessage
+) -> RegisteredBaseSkill | None:
+    """The first base skill whose ``matches`` claims a Message that is no request object."""
+    if not registry.base_skills or EXTENSION_URI in message.extensions:
+        return None
+    if any(isinstance(value, dict) and "skill" in value for value in view.data):
+        return None  # a request object, well-formed or not: the schema skills' answer
+    for registered in registry.base_skills.values():
+        matches = registered.skill.matches
+        if matches is None:
+            continue
+        try:
+            claimed = matches(view) is True
+        except Exception:
+            logger.exception(
+                "matches() of base skill %s (plugin %s) raised; counted as not claiming",
+                registered.skill_id,
+                registered.plugin,
+            )
+            continue
+        if claimed:
+            return registered
+    return None

@@ -1,0 +1,896 @@
+"""The AgentExecutor: from a request object to a final Task, in the draft's order.
+
+Each call of :meth:`SkillExecutor.execute` is one turn of a task, and reads
+as the pipeline it runs::
+
+    parse -> select the skill -> may the caller use it? -> validate the arguments ->
+    authorize the call -> approve -> (a slot) ->
+    run the handler -> validate records and result -> respond
+
+Parsing is :func:`~skillrack.protocol.messages.parse_request` on a new task
+and :func:`~skillrack.serve.execution.replay.replay` on a follow-up; selection and
+validation are :mod:`skillrack.serve.execution.invocation`; both authorization
+decisions (the skill before validation, the call after it) ask every policy
+(:mod:`skillrack.serve.security.authz`); approval is
+:mod:`skillrack.serve.execution.approval_gate`; the handler runs with a
+:class:`~skillrack.serve.execution.skill_context.SkillContext` whose outputs are validated by
+:class:`~skillrack.serve.execution.outputs.Outputs` and sent by
+:class:`~skillrack.serve.execution.artifacts.ArtifactPublisher`.
+
+Up to the slot the call is *admitted*; from the slot on it is *accepted for
+execution*.  The draft ends a refusal during admission ``TASK_STATE_REJECTED``
+and a failure after acceptance ``TASK_STATE_FAILED``; either way the status
+Message holds exactly one Data Part ``{"error": {...}}``.  A handler's
+exception never reaches the caller: the log keeps it with the task id.
+
+Every run of a handler has a deadline (the skill's ``timeout``, else the
+operator's ``[server] handler_timeout``).  The handler runs as its own
+asyncio task; at the deadline it is cancelled, the task ends
+``TASK_STATE_FAILED`` with ``resource_limit_exceeded`` and the slot is given
+back *without waiting for the handler*: one that swallows ``CancelledError``
+or awaits something that never comes keeps running in the background (logged,
+its outputs closed) but holds no caller's slot.  A handler that blocks the
+event loop itself (a synchronous call that never returns) cannot be stopped
+by any deadline; handlers must not block.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import math
+import sys
+import traceback
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+import pluggy
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Artifact, Part, Task, TaskState, TaskStatus
+from google.protobuf import json_format
+
+from skillrack.errors import REJECTING_CODES, ConditionError, ErrorCode, InputRequired
+from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill, Registry
+from skillrack.interface.canonical import digest_of
+from skillrack.interface.document import DESCRIBE_SKILL
+from skillrack.protocol.messages import (
+    EXTENSION_URI,
+    NOT_A_REQUEST,
+    SkillRequest,
+    parse_request,
+)
+from skillrack.protocol.parts import incoming
+from skillrack.protocol.proto_json import remember
+from skillrack.protocol.wire import data_part
+from skillrack.serve.execution.approval_gate import seek_approval
+from skillrack.serve.execution.artifacts import ArtifactPublisher, describe_artifact
+from skillrack.serve.execution.base_replies import BaseReplies, TaskStart, returned_parts
+from skillrack.serve.execution.base_routing import claiming_base_skill, named_base_skill
+from skillrack.serve.execution.base_skill_context import BaseSkillContext
+from skillrack.serve.execution.concurrency import ConcurrencyLimiter, Slot
+from skillrack.serve.execution.invocation import (
+    BaseCall,
+    Invocation,
+    base_authorization_request,
+    check_invocation,
+    has_details,
+    select_skill,
+    skill_authorization_request,
+)
+from skillrack.serve.execution.outputs import (
+    OutputBudget,
+    OutputLimits,
+    Outputs,
+    check_safe_numbers,
+)
+from skillrack.serve.execution.replay import replay, user_messages
+from skillrack.serve.execution.skill_context import Delegation, SkillContext
+from skillrack.serve.observability.metrics import Metrics, Turn
+from skillrack.serve.observability.traces import OFF, TurnTrace
+from skillrack.serve.observability.traces import turn as traced_turn
+from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY, CALLER_KEY, CLIENT_HOST_KEY
+from skillrack.serve.security.approvals import Approvals
+from skillrack.serve.security.authz import (
+    SKILL_SCOPE,
+    AuthorizationRequest,
+    authorize,
+    authorize_skill,
+)
+from skillrack.serve.security.caller import ANONYMOUS, Caller
+from skillrack.serve.security.requirements import SkillRequirements, describe
+from skillrack.serve.stores.counters import LimitCounter
+
+logger = logging.getLogger(__name__)
+#: One line per finished task: ids, states, codes and sizes, never contents or credentials.
+audit = logging.getLogger("skillrack.audit")
+
+#: Task metadata key naming the skill, so that CancelTask can be refused for a
+#: non-cancellable skill before a2a-sdk touches the task.
+SKILL_METADATA_KEY = "skillrack_skill"
+#: Task metadata key: who started the task (identity and tenant, as authentication
+#: established them) and when, for the operator console's task list.
+STARTED_METADATA_KEY = "skillrack_started"
+#: The operator's default deadline of one run of a handler, seconds.
+DEFAULT_HANDLER_TIMEOUT_S = 300.0
+
+
+def final_state(code: ErrorCode, *, accepted: bool) -> TaskState:
+    """The draft's state for an error: REJECTED when not accepted for execution, else FAILED."""
+    if code in REJECTING_CODES:
+        return TaskState.TASK_STATE_REJECTED
+    if code is ErrorCode.RESOURCE_LIMIT_EXCEEDED and not accepted:
+        return TaskState.TASK_STATE_REJECTED
+    return TaskState.TASK_STATE_FAILED
+
+
+def _carried_problem(part: Part, skill: RegisteredSkill) -> str | None:
+    """Why the Data Part does not carry ``skill``'s validated document, or None.
+
+    The Part is read back as a receiver reads it (numbers as doubles), and the
+    document it holds must have the advertised digest, as must the
+    ``interface_digest`` beside it: what leaves the agent is then exactly the
+    document that was validated.
+    """
+    try:
+        carried = json_format.MessageToDict(part.data)
+        result = carried["result"]
+        if result["interface_digest"] != skill.interface_digest:
+            return "its interface_digest is not the advertised one"
+        if digest_of(result["interface"]) != skill.interface_digest:
+            return "the document it carries does not have the advertised digest"
+    except Exception as exc:  # anything unreadable is a payload that cannot be trusted
+        return f"it cannot be read back ({type(exc).__name__})"
+    return None
+
+
+def _describe_artifacts(
+    payloads: dict[str, Part | ConditionError],
+) -> dict[str, Artifact | ConditionError]:
+    """Each payload as the Artifact ``describe_skill`` answers with, and its JSON conversion.
+
+    Both are the same for every request, so both are done once: the Artifact
+    here, its Data Part's JSON dict on the first answer that carries it
+    (:func:`skillrack.protocol.proto_json.remember`).
+    """
+    artifacts: dict[str, Artifact | ConditionError] = {}
+    for skill_id, payload in payloads.items():
+        if isinstance(payload, ConditionError):
+            artifacts[skill_id] = payload
+            continue
+        remember(payload.data)
+        artifacts[skill_id] = describe_artifact(payload)
+    return artifacts
+
+
+def describe_payloads(registry: Registry) -> dict[str, Part | ConditionError]:
+    """The ``describe_skill`` result Data Part of every advertised skill, built once.
+
+    The draft: the response "MUST be the previously assembled and validated
+    document"; nothing is assembled per request.  A payload that cannot be
+    built (its document does not convert to a Data Part) is logged and left
+    out: the skill stays advertised, and ``describe_skill`` for it reports
+    ``interface_unavailable`` instead of stopping the whole agent.  A payload
+    that does not carry the validated document (read back, its digest differs
+    from the advertised one) is logged and replaced by the ``interface_invalid``
+    its ``describe_skill`` then reports: the draft's "If the available document
+    is malformed, inconsistent with the selected skill, versions, or digest
+    ... the agent MUST report interface_invalid".
+    """
+    payloads: dict[str, Part | ConditionError] = {}
+    for skill in registry:
+        try:
+            part = data_part(
+                {
+                    "skill": DESCRIBE_SKILL,
+                    "result": {
+                        "interface_digest": skill.interface_digest,
+                        "interface": skill.interface.document,
+                    },
+                }
+            )
+        except Exception as exc:  # one skill's payload must not stop the agent
+            logger.error(
+                "the describe_skill payload of %s (plugin %s) could not be built (%s); "
+                "describe_skill reports interface_unavailable for it",
+                skill.skill_id,
+                skill.plugin,
+                type(exc).__name__,
+            )
+            continue
+        problem = _carried_problem(part, skill)
+        if problem is None:
+            payloads[skill.skill_id] = part
+            continue
+        logger.error(
+            "the describe_skill payload of %s (plugin %s) does not carry its validated "
+            "document: %s; describe_skill reports interface_invalid for it",
+            skill.skill_id,
+            skill.plugin,
+            problem,
+        )
+        payloads[skill.skill_id] = ConditionError(
+            ErrorCode.INTERFACE_INVALID,
+            f"the interface of {skill.skill_id!r} failed validation and cannot be returned",
+        )
+    return payloads
+
+
+def caller_of(context: RequestContext) -> Caller:
+    """The caller authentication established (never taken from message content)."""
+    call = context.call_context
+    caller = call.state.get(CALLER_KEY) if call is not None else None
+    return caller if isinstance(caller, Caller) else ANONYMOUS
+
+
+def client_host_of(context: RequestContext) -> str | None:
+    """The address the request came from, as the server saw it (for anonymous slots)."""
+    call = context.call_context
+    host = call.state.get(CLIENT_HOST_KEY) if call is not None else None
+    return host if isinstance(host, str) else None
+
+
+def skill_of(task: Task) -> str | None:
+    """The skill a task invokes, as recorded when the task was created."""
+    value = task.metadata.fields.get(SKILL_METADATA_KEY)
+    return value.string_value if value is not None and value.string_value else None
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """One call of ``execute``: the request context, where its events go, and who calls."""
+
+    context: RequestContext
+    queue: EventQueue
+    updater: TaskUpdater
+    task_id: str
+    caller: Caller
+    client_host: str | None
+    #: What this turn records in the agent's metrics (:mod:`skillrack.serve.observability.metrics`).
+    observed: Turn
+    #: The turn's server span and its stages (:mod:`skillrack.serve.observability.traces`);
+    #: OFF when untraced.
+    trace: TurnTrace = OFF
+    #: A new task a base skill's turn has not sent yet (it may answer with a Message instead).
+    start: TaskStart = field(default_factory=TaskStart)
+
+    def stage(
+        self, name: str, scope: str | None = None, *, final: bool = True
+    ) -> AbstractContextManager[Any]:
+        """One stage of the pipeline: its histogram and, when tracing, its span.
+
+        One ``with`` for both, so that an untraced turn (the default) pays
+        for the timer alone.  ``final``: see
+        :meth:`skillrack.serve.observability.metrics.Turn.stage`.
+        """
+        timer = self.observed.stage(name, final=final)
+        if self.trace is OFF:
+            return timer
+        return _Both(self.trace.stage(name, scope), timer)
+
+
+class _Both:
+    """A stage's span around its timer (the span entered first, left last)."""
+
+    __slots__ = ("_span", "_timer")
+
+    def __init__(self, span: AbstractContextManager[Any], timer: AbstractContextManager[Any]):
+        self._span = span
+        self._timer = timer
+
+    def __enter__(self) -> None:
+        self._span.__enter__()
+        try:
+            self._timer.__enter__()
+        except BaseException:
+            self._span.__exit__(*sys.exc_info())
+            raise
+
+    def __exit__(self, *exc: Any) -> bool | None:
+        try:
+            self._timer.__exit__(*exc)
+        finally:
+            suppressed = self._span.__exit__(*exc)
+        return suppressed
+
+
+class SkillExecutor(AgentExecutor):
+    """Runs describe_skill, domain skills and base-A2A skills for a2a-sdk's request handler."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        manager: pluggy.PluginManager,
+        delegation: Delegation | None = None,
+        max_concurrent: int = 32,
+        approvals: Approvals | None = None,
+        limits: LimitCounter | None = None,
+        handler_timeout: float = DEFAULT_HANDLER_TIMEOUT_S,
+        output_limits: OutputLimits | None = None,
+        metrics: Metrics | None = None,
+        requirements: SkillRequirements | None = None,
+    ) -> None:
+        self.registry = registry
+        self.requirements = requirements or SkillRequirements()
+        self.manager = manager
+        self.delegation = delegation
+        self.approvals = approvals
+        self.limiter = ConcurrencyLimiter(max_concurrent, limits)
+        self.handler_timeout = handler_timeout
+        self.output_limits = output_limits or OutputLimits()
+        self.metrics = metrics or Metrics(registry)
+        self._describe = _describe_artifacts(describe_payloads(registry))
+        self._running: dict[str, SkillContext | BaseSkillContext] = {}
+        #: Handlers still running after their deadline (held here: asyncio keeps weak references).
+        self._overdue: set[asyncio.Task[Any]] = set()
+
+    # -- entry points called by a2a-sdk ---------------------------------------------------------
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """One turn of a task, in its server span (:mod:`skillrack.serve.observability.traces`)."""
+        with traced_turn(context.task_id or "") as trace:
+            await self._execute(_turn(context, event_queue, self.metrics, trace))
+
+    async def _execute(self, turn: _Turn) -> None:
+        """Admit the call, then run it; every error ends the task."""
+        try:
+            admitted = await self._admit(turn)
+        except Exception as exc:
+            await self._respond_with_error(turn, exc, accepted=False)
+            return
+        if admitted is None:
+            return  # describe_skill answered, or parked until an operator decides
+        invocation, slot = admitted
+        try:
+            with turn.observed.running():
+                if invocation.base_call is not None:
+                    await self._run_base(invocation, invocation.base_call, turn)
+                else:
+                    await self._run(invocation, turn)
+        except Exception as exc:
+            await self._respond_with_error(turn, exc, accepted=True)
+        finally:
+            await slot.release()
+            self._running.pop(turn.task_id, None)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Tell the running handler, then end the task ``TASK_STATE_CANCELED``.
+
+        A non-cancellable skill never gets here: the request handler refuses
+        CancelTask first (:class:`skillrack.serve.bindings.app.SkillrackRequestHandler`).
+        """
+        running = self._running.get(context.task_id or "")
+        if running is not None:
+            running._mark_cancelled()
+            cancelled: str | None = running.skill_id
+        else:
+            cancelled = skill_of(context.current_task) if context.current_task else None
+        self.metrics.ended(cancelled, "TASK_STATE_CANCELED", None)
+        assert context.task_id is not None and context.context_id is not None
+        task = context.current_task
+        context_id = task.context_id if task is not None else context.context_id
+        updater = TaskUpdater(event_queue, context.task_id, context_id)
+        await updater.cancel(updater.new_agent_message([data_part({"canceled": True})]))
+
+    # -- admission: a refusal here ends the task REJECTED ---------------------------------------
+
+    async def _admit(self, turn: _Turn) -> tuple[Invocation, Slot] | None:
+        """parse -> select -> authorize the skill -> validate -> authorize the call -> approve.
+
+        ``None`` when nothing is left to run on this turn: ``describe_skill``
+        was answered, or the call waits for an operator's approval.
+        """
+        request, answers = await self._parse(turn)
+        if isinstance(request, BaseCall):
+            return await self._admit_base(request, turn)
+        if request.is_describe:
+            await self._describe_skill(request, turn)
+            return None
+        skill = select_skill(self.registry, request)
+        turn.trace.skill(skill)
+        # Before validation: a refused caller learns no field details.
+        await self._authorize_skill(
+            skill.skill_id,
+            skill_authorization_request(skill, turn.caller),
+            has_details(skill),
+            turn,
+        )
+        with turn.stage("validation"):
+            invocation = check_invocation(self.registry, request, turn.caller, answers)
+        return await self._admit_call(invocation, turn)
+
+    async def _authorize_skill(
+        self, skill_id: str, request: AuthorizationRequest, details: bool, turn: _Turn
+    ) -> None:
+        """The skill's security requirements, then the skill-scope authorization decision."""
+        self._check_requirements(skill_id, turn)
+        with turn.stage("authorization", "skill", final=False):
+            verdict = await authorize_skill(self.manager, request, has_details=details)
+            if not verdict.allowed:
+                turn.observed.denied("skill")
+                self._refuse(skill_id, verdict.opinions, turn, "the skill")
+
+    async def _admit_call(
+        self, invocation: Invocation, turn: _Turn
+    ) -> tuple[Invocation, Slot] | None:
+        """The call's authorization, its approval and a concurrency slot (any skill kind)."""
+        with turn.stage("authorization", "call"):  # observes both decisions' time, once
+            await self._authorize(invocation, turn)
+        with turn.trace.stage("approval"):
+            approved = await self._approve(invocation, turn)
+        if not approved:
+            return None
+        try:
+            return invocation, await self.limiter.acquire(turn.caller, turn.client_host)
+        except ConditionError:
+            self.metrics.limit_refused("concurrency")
+            raise
+
+    async def _parse(self, turn: _Turn) -> tuple[SkillRequest | BaseCall, list[Any]]:
+        """The request and the caller's answers so far; a new task is created first.
+
+        A Message routed to a base-A2A skill (:mod:`skillrack.serve.execution.base_routing`)
+        is a :class:`BaseCall`, whose new task is sent only when the turn needs it.
+        """
+        context = turn.context
+        assert context.message is not None
+        if context.current_task is None:
+            view = incoming(context.message)
+            base = named_base_skill(self.registry, context.message, view)
+            if base is not None:
+                return self._base_call(turn, base, view), []
+            try:
+                request: SkillRequest | None = parse_request(context.message)
+                error: ConditionError | None = None
+            except ConditionError as exc:
+                request, error = None, exc
+            except Exception:  # whatever a malformed message raises, the task exists first
+                request, error = None, ConditionError(ErrorCode.INPUT_INVALID, NOT_A_REQUEST)
+            if error is not None:
+                base = claiming_base_skill(self.registry, context.message, view)
+                if base is not None:
+                    return self._base_call(turn, base, view), []
+            await turn.queue.enqueue_event(
+                _new_task(context, request.skill if request is not None else None)
+            )
+            if error is not None:
+                raise error
+            assert request is not None
+            answers: list[Any] = []
+        else:
+            base = self.registry.base_skills.get(skill_of(context.current_task) or "")
+            if base is not None:
+                said = [incoming(m) for m in user_messages(context.current_task, context.message)]
+                turn.observed.skill = base.skill_id
+                return BaseCall(base, said[-1], said[:-1]), []
+            request, answers = replay(context.current_task, context.message)
+        turn.observed.skill = request.skill
+        _activate(context)
+        return request, answers
+
+    def _base_call(self, turn: _Turn, skill: RegisteredBaseSkill, view: Any) -> BaseCall:
+        """A new exchange with a base skill; its task waits until the turn needs it."""
+        context, queue = turn.context, turn.queue
+        task = _new_task(context, skill.skill_id)
+        turn.start.defer(lambda: queue.enqueue_event(task))
+        turn.observed.skill = skill.skill_id
+        return BaseCall(skill, view)
+
+    async def _admit_base(self, call: BaseCall, turn: _Turn) -> tuple[Invocation, Slot] | None:
+        """The same stages as a schema skill's call, without arguments to validate."""
+        skill = call.skill
+        scoped = base_authorization_request(skill, turn.caller, SKILL_SCOPE)
+        await self._authorize_skill(skill.skill_id, scoped, False, turn)
+        invocation = Invocation(
+            skill, base_authorization_request(skill, turn.caller), base_call=call
+        )
+        return await self._admit_call(invocation, turn)
+
+    async def _describe_skill(self, request: SkillRequest, turn: _Turn) -> None:
+        skill_id = request.arguments["skill_id"]
+        turn.trace.describing(self.registry.get(skill_id))
+        self.metrics.describe_called(skill_id)
+        payload = self._describe.get(skill_id)  # built once, at start-up
+        if payload is None:
+            if self.registry.get(skill_id) is not None:  # advertised, but nothing to return
+                raise ConditionError(
+                    ErrorCode.INTERFACE_UNAVAILABLE,
+                    f"the interface of {skill_id!r} cannot currently be returned",
+                )
+            raise ConditionError(
+                ErrorCode.SKILL_NOT_ADVERTISED,
+                f"skill {skill_id!r} is not advertised by this agent",
+            )
+        if isinstance(payload, ConditionError):  # never an unvalidated substitute
+            raise ConditionError(payload.code, payload.message)
+        await ArtifactPublisher(turn.updater).describe(payload)
+        await turn.updater.complete()
+        turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
+        turn.observed.ended("TASK_STATE_COMPLETED")
+
+    def _check_requirements(self, skill_id: str, turn: _Turn) -> None:
+        """The skill's own security requirements (the card says them), before any policy."""
+        if self.requirements.allows(skill_id, turn.caller):
+            return
+        turn.observed.denied("skill")
+        wanted = describe(self.requirements.of(skill_id))
+        logger.info(
+            "task %s: %s requires %s; the caller met %s",
+            turn.task_id,
+            skill_id,
+            wanted,
+            dict(turn.caller.schemes) or "no scheme",
+            extra=_fields(turn.task_id, skill_id, ErrorCode.AUTHORIZATION_FAILED),
+        )
+        raise ConditionError(
+            ErrorCode.AUTHORIZATION_FAILED,
+            f"the caller is not authorized to invoke {skill_id!r}: it requires {wanted} "
+            "(the skill's securityRequirements on the Agent Card)",
+        )
+
+    async def _authorize(self, invocation: Invocation, turn: _Turn) -> None:
+        verdict = await authorize(self.manager, invocation.request)
+        if not verdict.allowed:
+            turn.observed.denied("call")
+            self._refuse(invocation.skill.skill_id, verdict.opinions, turn, "the call")
+
+    @staticmethod
+    def _refuse(skill_id: str, opinions: Any, turn: _Turn, what: str) -> NoReturn:
+        """``authorization_failed``; the policies' reasons go to the log only."""
+        logger.info(
+            "task %s: %s of %s denied by policy: %s",
+            turn.task_id,
+            what,
+            skill_id,
+            [(name, d.reason if d else None) for name, d in opinions],
+            extra=_fields(turn.task_id, skill_id, ErrorCode.AUTHORIZATION_FAILED),
+        )
+        raise ConditionError(
+            ErrorCode.AUTHORIZATION_FAILED,
+            f"the caller is not authorized to invoke {skill_id!r}",
+        )
+
+    async def _approve(self, invocation: Invocation, turn: _Turn) -> bool:
+        """True when the call may go on; False when it waits for an operator."""
+        pending = await seek_approval(
+            self.manager, self.approvals, invocation, turn.task_id, observe=self.metrics.approval
+        )
+        if pending is None:
+            return True
+        audit.info(
+            "task %s of %s waits for approval %s",
+            turn.task_id,
+            invocation.skill.skill_id,
+            pending.id,
+            extra=_fields(turn.task_id, invocation.skill.skill_id),
+        )
+        updater = turn.updater
+        await turn.start.ensure()
+        await updater.requires_input(updater.new_agent_message([data_part(pending.waiting_part())]))
+        turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
+        return False
+
+    # -- execution: a failure here ends the task FAILED -----------------------------------------
+
+    async def _run(self, invocation: Invocation, turn: _Turn) -> None:
+        """Run the handler, then validate and send its result: ``TASK_STATE_COMPLETED``."""
+        skill = invocation.skill
+        assert isinstance(skill, RegisteredSkill)
+        outputs = Outputs(skill, ArtifactPublisher(turn.updater), self.output_limits)
+        handler_context = SkillContext(
+            task_id=turn.task_id,
+            context_id=turn.updater.context_id,
+            skill_id=skill.skill_id,
+            skill_version=skill.skill.version,
+            caller=turn.caller,
+            publish_record=outputs.publish_record,
+            publish_progress=outputs.publish_progress,
+            answers=invocation.answers,
+            operation=invocation.operation,
+            delegation=self.delegation,
+        )
+        self._running[turn.task_id] = handler_context
+        await turn.updater.start_work()
+        try:
+            result = await self._run_handler(
+                skill,
+                skill.skill.handler(invocation.arguments, handler_context),
+                handler_context,
+                outputs.budget,
+                turn,
+            )
+        except InputRequired as asked:
+            check_safe_numbers(asked.request, "input request")
+            await turn.updater.requires_input(
+                turn.updater.new_agent_message([data_part(asked.request)])
+            )
+            turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
+            return
+        except ConditionError:
+            raise
+        except Exception as exc:
+            _log_failure(
+                f"task %s: handler of {skill.skill_id} (plugin {skill.plugin}) raised",
+                turn.task_id,
+                exc,
+            )
+            raise _failed(turn) from None
+        with turn.stage("output_validation"):
+            await outputs.publish_result(result)
+        await turn.updater.complete()
+        turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
+        turn.observed.ended("TASK_STATE_COMPLETED")
+        if audit.isEnabledFor(logging.INFO):  # the fields are not built for a line not written
+            audit.info(
+                "task %s of %s completed",
+                turn.task_id,
+                skill.skill_id,
+                extra=_fields(turn.task_id, skill.skill_id),
+            )
+
+    async def _run_base(self, invocation: Invocation, call: BaseCall, turn: _Turn) -> None:
+        """Run a base skill's handler: a direct Message, or a task it ends (see base_context)."""
+        skill = call.skill
+        budget = OutputBudget(skill.skill_id, self.output_limits)
+        replies = BaseReplies(turn.updater, turn.start, budget, turn.queue.enqueue_event)
+        handler_context = BaseSkillContext(
+            task_id=turn.task_id,
+            context_id=turn.updater.context_id,
+            skill_id=skill.skill_id,
+            caller=turn.caller,
+            replies=replies,
+            history=call.history,
+        )
+        self._running[turn.task_id] = handler_context
+        try:
+            result = await self._run_handler(
+                skill,
+                skill.skill.handler(call.message, handler_context),
+                handler_context,
+                budget,
+                turn,
+            )
+            if not replies.replied:
+                await replies.complete(returned_parts(result))
+        except InputRequired as asked:
+            await replies.ask(asked.request)
+            turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
+            return
+        except Exception as exc:
+            if replies.replied:  # the exchange is over: nothing more can reach the caller
+                _log_failure(
+                    f"task %s: base skill {skill.skill_id} (plugin {skill.plugin}) raised "
+                    "after its reply",
+                    turn.task_id,
+                    exc,
+                )
+                return
+            if isinstance(exc, ConditionError):
+                raise
+            _log_failure(
+                f"task %s: handler of {skill.skill_id} (plugin {skill.plugin}) raised",
+                turn.task_id,
+                exc,
+            )
+            raise _failed(turn) from None
+        state = "a Message" if replies.replied else "TASK_STATE_COMPLETED"
+        turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
+        turn.observed.ended("TASK_STATE_COMPLETED")
+        if audit.isEnabledFor(logging.INFO):  # the fields are not built for a line not written
+            audit.info(
+                "task %s of %s answered with %s",
+                turn.task_id,
+                skill.skill_id,
+                state,
+                extra=_fields(turn.task_id, skill.skill_id),
+            )
+
+    async def _run_handler(
+        self,
+        skill: RegisteredSkill | RegisteredBaseSkill,
+        handler: Any,
+        context: SkillContext | BaseSkillContext,
+        budget: OutputBudget,
+        turn: _Turn,
+    ) -> Any:
+        """The handler's result by its deadline; a passed output limit wins over what came next."""
+        try:
+            with turn.stage("handler"):
+                return await self._within_deadline(skill, handler, context, budget.close, turn)
+        except Exception:
+            if budget.refusal is not None:  # a limit passed fails the task, whatever came next
+                raise budget.refusal from None
+            raise
+
+    async def _within_deadline(
+        self,
+        skill: RegisteredSkill | RegisteredBaseSkill,
+        handler: Any,
+        context: SkillContext | BaseSkillContext,
+        close: Callable[[], None],
+        turn: _Turn,
+    ) -> Any:
+        """The handler's result, or ``resource_limit_exceeded`` at its deadline.
+
+        The handler (the coroutine ``handler``) runs as its own asyncio task so
+        that the deadline never depends on the handler's cooperation: at the
+        deadline it is cancelled and, finished or not, left behind (see the
+        module docstring); ``close`` stops its outputs.
+        """
+        timeout = skill.skill.timeout or self.handler_timeout
+        running = asyncio.ensure_future(handler)
+        try:
+            done, _ = await asyncio.wait(
+                {running}, timeout=timeout if math.isfinite(timeout) else None
+            )
+        except asyncio.CancelledError:  # the task was cancelled: so is its handler
+            running.cancel()
+            raise
+        if done:
+            return running.result()
+        close()
+        context._mark_cancelled()
+        running.cancel()
+        self._overdue.add(running)
+        running.add_done_callback(self._overdue_finished(skill.skill_id, skill.plugin, turn))
+        logger.warning(
+            "task %s: handler of %s (plugin %s) passed its deadline of %g s; cancelled",
+            turn.task_id,
+            skill.skill_id,
+            skill.plugin,
+            timeout,
+        )
+        raise ConditionError(
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"skill {skill.skill_id!r} did not finish within its deadline of {timeout:g} s",
+        )
+
+    def _overdue_finished(
+        self, skill_id: str, plugin: str, turn: _Turn
+    ) -> Callable[[asyncio.Task[Any]], None]:
+        """What to do when a handler left at its deadline finally ends: forget it, log how."""
+
+        def finished(running: asyncio.Task[Any]) -> None:
+            self._overdue.discard(running)
+            if running.cancelled():
+                return
+            exc = running.exception()  # retrieved, so asyncio does not log it again
+            if exc is None:
+                logger.warning(
+                    "task %s: handler of %s (plugin %s) ignored cancellation and returned "
+                    "after its deadline; the result was dropped",
+                    turn.task_id,
+                    skill_id,
+                    plugin,
+                )
+            elif not isinstance(exc, ConditionError | InputRequired):
+                _log_failure(
+                    f"task %s: handler of {skill_id} (plugin {plugin}) raised after its deadline",
+                    turn.task_id,
+                    exc,
+                )
+
+        return finished
+
+    # -- respond with an error ------------------------------------------------------------------
+
+    async def _respond_with_error(self, turn: _Turn, exc: Exception, *, accepted: bool) -> None:
+        """End the task with one Data Part ``{"error": ...}`` in the draft's state."""
+        await turn.start.ensure()  # a base skill's task, when it was not sent yet
+        if isinstance(exc, ConditionError):
+            error = exc
+        else:
+            _log_failure("task %s failed inside skillrack", turn.task_id, exc)
+            error = _failed(turn)
+        state = final_state(error.code, accepted=accepted)
+        turn.observed.ended(TaskState.Name(state), error.code)
+        audit.info(
+            "task %s ended %s with %s (%d detail(s))",
+            turn.task_id,
+            TaskState.Name(state),
+            error.code.value,
+            len(error.details),
+            extra=_fields(turn.task_id, self.metrics.skill_label(turn.observed.skill), error.code),
+        )
+        message = turn.updater.new_agent_message([data_part(error.to_error_object())])
+        await turn.updater.update_status(state, message=message)
+        turn.trace.ended(TaskState.Name(state), error.code.value)
+
+
+def _turn(
+    context: RequestContext, event_queue: EventQueue, metrics: Metrics, trace: TurnTrace = OFF
+) -> _Turn:
+    assert context.task_id is not None and context.context_id is not None
+    assert context.message is not None
+    # A follow-up Message may omit contextId; the task keeps the one it started with.
+    task = context.current_task
+    context_id = task.context_id if task is not None else context.context_id
+    return _Turn(
+        context=context,
+        queue=event_queue,
+        updater=TaskUpdater(event_queue, context.task_id, context_id),
+        task_id=context.task_id,
+        caller=caller_of(context),
+        client_host=client_host_of(context),
+        observed=metrics.turn(),
+        trace=trace,
+    )
+
+
+def _fields(task_id: str, skill: str | None, code: ErrorCode | None = None) -> dict[str, Any]:
+    """The structured fields of a log line (``--log-format json``).
+
+    See :mod:`skillrack.serve.observability.logs`.
+
+    Only ids, a skill name and a condition code: the same hygiene as the text.
+    """
+    return {"task_id": task_id, "skill": skill, "code": code.value if code is not None else None}
+
+
+def _new_task(context: RequestContext, skill: str | None) -> Task:
+    assert context.message is not None
+    task = Task(
+        id=context.task_id,
+        context_id=context.context_id,
+        status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+        history=[context.message],
+    )
+    fields = task.metadata.fields
+    if skill:
+        fields[SKILL_METADATA_KEY].string_value = skill
+    caller = caller_of(context)
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if type(caller.identity) is str and type(caller.tenant) is str:
+        # Set in place: what Struct.update writes for these strings, without its Python walk.
+        who = fields[STARTED_METADATA_KEY].struct_value.fields
+        who["identity"].string_value = caller.identity
+        who["tenant"].string_value = caller.tenant
+        who["at"].string_value = started
+    else:  # an authentication plugin's unusual Caller: the general conversion
+        task.metadata.update(
+            {
+                STARTED_METADATA_KEY: {
+                    "identity": caller.identity,
+                    "tenant": caller.tenant,
+                    "at": started,
+                }
+            }
+        )
+    return task
+
+
+def _activate(context: RequestContext) -> None:
+    """Record that this request activated the extension, so the server can echo it."""
+    if EXTENSION_URI in context.requested_extensions and context.call_context is not None:
+        activated = context.call_context.state.get(ACTIVATED_EXTENSIONS_KEY)
+        if isinstance(activated, set):
+            activated.add(EXTENSION_URI)
+
+
+def _failed(turn: _Turn) -> ConditionError:
+    """What the caller learns of an unexpected exception: that it happened, and the task id."""
+    return ConditionError(
+        ErrorCode.OUTPUT_INVALID,
+        f"the skill failed before producing a valid result (task {turn.task_id})",
+    )
+
+
+def _log_failure(message: str, task_id: str | None, exc: BaseException) -> None:
+    """Log where an exception came from, without its message.
+
+    Exception messages can carry argument values or credentials (``str(exc)``
+    of a failed database call, say); the traceback's frames are enough to find
+    the bug, and the task id ties it to the caller's report.
+    """
+    frames = "".join(traceback.format_tb(exc.__traceback__))
+    logger.error(
+        message + ": %s\n%s",
+        task_id,
+        type(exc).__name__,
+        frames,
+        extra={"task_id": task_id, "skill": None, "code": None},
+    )

@@ -1,0 +1,184 @@
+"""What a handler may do while it runs: the :class:`SkillContext`.
+
+A handler receives the validated ``arguments`` and a context.  Through the
+context, and only through it, a handler publishes supporting records (each
+validated against its kind's schema before it leaves the host), publishes
+progressive versions of its primary result, asks the caller for more input,
+and notices cancellation.  The executor (:mod:`skillrack.serve.execution.executor`)
+owns the A2A side (``TaskUpdater``, Artifacts, states); the context only calls
+back into it, so this module knows nothing about a2a-sdk.
+
+Asking for input follows a *replay* model.  ``await context.request_input(q)``
+returns the caller's answer when the task already holds one; otherwise the
+task parks in ``TASK_STATE_INPUT_REQUIRED`` and, when the follow-up Message
+arrives (on any replica, even after a restart), the handler is run again from
+the start with the same arguments and the answers so far.  A handler therefore
+asks for input before it causes side effects, and publishes records with
+stable ``artifact_id`` values so that a replay replaces rather than repeats
+them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from skillrack.errors import InputRequired
+from skillrack.serve.security.caller import Caller, owner_of
+
+PublishRecord = Callable[[str, Any, str | None], Awaitable[str]]
+PublishProgress = Callable[[Any], Awaitable[None]]
+
+
+class Delegation(Protocol):
+    """What the executor gives the context so that a handler can call other agents.
+
+    Implemented by :class:`skillrack.client.composition.Peers`; kept as a protocol here so
+    that the context does not import the client (imports flow one way).
+    """
+
+    async def delegate(
+        self,
+        upstream_task_id: str,
+        peer: str,
+        skill_id: str,
+        arguments: Any,
+        mode: Any,
+        owner: str = "",
+    ) -> Any: ...
+
+    async def compose(
+        self,
+        upstream_task_id: str,
+        upstream: tuple[str, str],
+        instance: Any,
+        downstream: tuple[str, str],
+        domain_checks: Any = None,
+        owner: str = "",
+    ) -> Any: ...
+
+
+class Cancellation:
+    """Whether the caller asked to cancel: shared by every kind of handler context."""
+
+    def __init__(self) -> None:
+        self._cancelled = asyncio.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the caller asked to cancel (cancellable skills only)."""
+        return self._cancelled.is_set()
+
+    async def wait_cancelled(self) -> None:
+        """Wait until the caller cancels; useful to race long waits against cancellation."""
+        await self._cancelled.wait()
+
+    def _mark_cancelled(self) -> None:
+        self._cancelled.set()
+
+
+class SkillContext(Cancellation):
+    """The handler's view of one invocation (one A2A task)."""
+
+    def __init__(
+        self,
+        *,
+        task_id: str,
+        context_id: str,
+        skill_id: str,
+        skill_version: str,
+        caller: Caller,
+        publish_record: PublishRecord,
+        publish_progress: PublishProgress,
+        answers: Sequence[Any] = (),
+        operation: str | None = None,
+        delegation: Delegation | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.context_id = context_id
+        self.skill_id = skill_id
+        self.skill_version = skill_version
+        self.caller = caller
+        self.operation = operation
+        self._publish_record = publish_record
+        self._publish_progress = publish_progress
+        self._answers = list(answers)
+        self._asked = 0
+        self._delegation = delegation
+        super().__init__()
+
+    async def publish_record(
+        self, kind: str, record: Any, *, artifact_id: str | None = None
+    ) -> str:
+        """Validate ``record`` against ``kind``'s schema and send it as its own Artifact.
+
+        Returns the Artifact's ``artifactId`` (``artifact_id`` if given, else a new
+        one) so that the result can reference the record.  Raises
+        :class:`~skillrack.errors.ConditionError` (``output_invalid``) when the
+        record does not validate or ``kind`` is not declared: nothing is sent.
+        """
+        return await self._publish_record(kind, record, artifact_id)
+
+    async def publish_progress(self, partial_result: Any) -> None:
+        """Send a progressive version of the primary result.
+
+        Each version replaces the previous one (``append`` false); it is not
+        validated, as the draft applies ``output_schema`` only to the complete
+        final result, which the handler returns.
+        """
+        await self._publish_progress(partial_result)
+
+    async def request_input(self, request: Any) -> Any:
+        """Return the caller's answer to ``request``, asking for it if the task has none yet.
+
+        ``request`` is JSON describing what is needed; it becomes the Data Part of
+        the ``TASK_STATE_INPUT_REQUIRED`` status Message.  The answer is the Data
+        Part (or text) of the caller's follow-up Message, unvalidated, as the
+        draft specifies for follow-ups.
+        """
+        index = self._asked
+        self._asked += 1
+        if index < len(self._answers):
+            return self._answers[index]
+        raise InputRequired(request)
+
+    async def delegate(
+        self, peer: str, skill_id: str, arguments: Any, *, mode: str = "sync"
+    ) -> Any:
+        """Call ``skill_id`` at the configured peer agent ``peer`` as a new downstream task.
+
+        Runs the whole client procedure (retrieve and verify the interface,
+        validate the arguments, validate the result and records) and records
+        the hop (both task ids, both agents) for diagnostics, under the
+        caller's tenant (:func:`owner_of`).  Returns a
+        :class:`skillrack.client.outcome.SkillResult`; raises
+        :class:`skillrack.errors.SkillCallError` on failure.
+        """
+        return await self._delegation_or_fail().delegate(
+            self.task_id, peer, skill_id, arguments, mode, owner_of(self.caller)
+        )
+
+    async def compose(
+        self,
+        upstream: tuple[str, str],
+        instance: Any,
+        downstream: tuple[str, str],
+        *,
+        domain_checks: Any = None,
+    ) -> Any:
+        """Feed ``instance`` (an upstream skill's output) to a downstream skill, if eligible.
+
+        ``upstream`` and ``downstream`` are ``(peer, skill_id)``.  Direct
+        composition requires identical Schema References (URI, version,
+        dialect, digest); otherwise ``composition_ineligible`` is raised and
+        nothing is sent.
+        """
+        return await self._delegation_or_fail().compose(
+            self.task_id, upstream, instance, downstream, domain_checks, owner_of(self.caller)
+        )
+
+    def _delegation_or_fail(self) -> Delegation:
+        if self._delegation is None:
+            raise RuntimeError("this agent has no peers configured for delegation")
+        return self._delegation

@@ -1,0 +1,55 @@
+"""``serve --workers 2``: every accepted connection has TCP_NODELAY, and both workers accept.
+
+The server logs each accepted connection at DEBUG with the accepting
+process and ``TCP_NODELAY`` as read back from the socket
+(:func:`skillrack.serve.bindings.connections.set_nodelay`).  Fresh connections from
+many client ports are spread over the workers by the kernel
+(``SO_REUSEPORT``, :class:`skillrack.cli.serve.ReusePortSockets`); a worker
+killed with SIGKILL takes its socket with it, so no connection is sent to a
+socket nobody accepts on while uvicorn starts its replacement.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+from helpers.served_process import serving
+
+from skillrack.testing.serve import CARD_PATH
+
+ACCEPTED = re.compile(r"accepted by process (\d+) \(TCP_NODELAY (\w+)\)")
+
+
+def _accepted(output: str) -> Counter[tuple[str, str]]:
+    return Counter(ACCEPTED.findall(output))
+
+
+def _fresh_connections(url: str, count: int) -> None:
+    for _ in range(count):
+        with httpx.Client(timeout=10) as client:  # a new connection, a new client port
+            assert client.get(url + CARD_PATH).status_code == 200
+
+
+def test_workers_set_nodelay_and_share_connections(tmp_path: Path) -> None:
+    args = ("--workers", "2", "--store", "sqlite:///shared.db", "--log-level", "debug")
+    with serving(tmp_path, args=args) as served:
+        assert "SO_REUSEPORT" in served.output()
+        _fresh_connections(served.url, 24)
+        time.sleep(0.2)  # the last lines reach the log
+        accepted = _accepted(served.output())
+        assert accepted, served.output()[-2000:]
+        assert {nodelay for _, nodelay in accepted} == {"on"}, accepted
+        by_worker = Counter[str]()
+        for (pid, _), count in accepted.items():
+            by_worker[pid] += count
+        assert len(by_worker) == 2 and min(by_worker.values()) >= 2, by_worker
+
+        os.kill(int(next(iter(by_worker))), signal.SIGKILL)
+        # Until the replacement listens, the kernel sends every connection to the survivor.
+        _fresh_connections(served.url, 12)
