@@ -125,7 +125,7 @@ class BareExecutor(AgentExecutor):
         await updater.cancel(updater.new_agent_message([data_part({"canceled": True})]))
 
 
-def create_app(card: AgentCard, describe: dict[str, Any]) -> Starlette:
+def build_server(card: AgentCard, describe: dict[str, Any]) -> Starlette:
     handler = DefaultRequestHandler(
         agent_executor=BareExecutor(describe),
         task_store=InMemoryTaskStore(),
@@ -149,7 +149,7 @@ def main() -> None:
     describe = json.loads(args.describe.read_text())
     print(f"bare a2a-sdk agent {uuid.uuid4().hex[:8]} on 127.0.0.1:{args.port}", flush=True)
     uvicorn.run(
-        create_app(card, describe),
+        build_server(card, describe),
         host="127.0.0.1",
         port=args.port,
         log_level="warning",

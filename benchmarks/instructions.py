@@ -82,18 +82,18 @@ def skillrack_app(workdir: Path) -> Any:
     default_tracing(os.environ)  # before a2a-sdk is imported, as skillrack serve does
     from skillrack.host.compose import compose_host
     from skillrack.host.config import load_config
-    from skillrack.serve.bindings.app import create_app
+    from skillrack.serve.server import build_server
 
     (workdir / "bench.toml").write_text(CONFIG)
     config = load_config(workdir / "bench.toml")
     host = compose_host(config, listen_host="127.0.0.1", distributions=["skillrack-example-vendor"])
-    return create_app(host.registry, config, f"http://{HOST}", listen_host="127.0.0.1")
+    return build_server(host.registry, config, f"http://{HOST}", listen_host="127.0.0.1")
 
 
 def bare_app(traced: bool) -> Any:
     if not traced:
         os.environ["OTEL_INSTRUMENTATION_A2A_SDK_ENABLED"] = "false"
-    from bare_agent import create_app
+    from bare_agent import build_server
     from google.protobuf import json_format
 
     from skillrack.host.compose import compose_host
@@ -109,7 +109,7 @@ def bare_app(traced: bool) -> Any:
         for skill_id, part in describe_payloads(host.registry).items()
         if not isinstance(part, Exception)
     }
-    return create_app(card, describe)
+    return build_server(card, describe)
 
 
 def _receiver(body: bytes) -> Any:

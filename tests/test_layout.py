@@ -64,7 +64,7 @@ MAY_IMPORT: dict[str, set[str]] = {
 
 #: The one module of serve/ that may import client/: it builds the delegation callable the
 #: handler context receives (``SkillContext.delegate``), so the executor never sees a client.
-DELEGATION_SEAM = {"skillrack.serve.bindings.app"}
+DELEGATION_SEAM = {"skillrack.serve.bindings.outbound"}
 
 #: Imports that only type checkers read, allowed upward: the hook specifications name the
 #: types their hooks receive and return, which are declared in the rooms that use them.
@@ -183,9 +183,11 @@ def violation(found: Import) -> str | None:
 
 
 #: The rooms inside ``serve/``, outermost first: each imports only the rooms after it.
+#: ``server`` is the one assembly point (``build_server``), above them all.
 #: ``scope`` (every scope and state key) and ``process`` (process-wide settings) are
 #: modules at the bottom; ``None`` stands for the package's own ``__init__``.
 SERVE_ROOMS = (
+    "server",
     "bindings",
     "console",
     "middleware",
@@ -364,7 +366,7 @@ def test_the_checker_sees_function_level_and_type_only_imports() -> None:
     elsewhere = Import("skillrack.host.registry", seam.target, seam.path, seam.line, True)
     assert violation(elsewhere) is not None
     # Imports inside functions are read too (cli imports the server lazily).
-    lazy = found[("skillrack.cli.serve", "skillrack.serve.bindings.app")]
+    lazy = found[("skillrack.cli.serve", "skillrack.serve.server")]
     assert not lazy.type_only and violation(lazy) is None
     # serve reaching client anywhere but the seam is refused.
     client = "skillrack.client.skill_client"

@@ -17,7 +17,7 @@ from starlette.types import ASGIApp
 
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
-from skillrack.serve.bindings.app import create_app
+from skillrack.serve.server import build_server
 
 
 def free_port() -> int:
@@ -37,13 +37,13 @@ def running_agent(
     """Serve ``registry`` over HTTP in a background thread; yield its base URL.
 
     ``port``: a given one (a restart that must publish the same card), else a free one.
-    ``app_options`` go to ``create_app`` (``task_store``, ``push_config_store``, ``lean``, ...).
+    ``app_options`` go to ``build_server`` (``task_store``, ``push_config_store``, ``lean``, ...).
     """
     port = port or free_port()
     base_url = f"http://127.0.0.1:{port}"
     if config is None:  # keep the approval store out of the working directory
         config = Config(base_dir=Path(tempfile.mkdtemp(prefix="skillrack-test-")))
-    app: ASGIApp = create_app(registry, config, base_url, **app_options)
+    app: ASGIApp = build_server(registry, config, base_url, **app_options)
     if wrap is not None:
         app = wrap(app)
     server = uvicorn.Server(

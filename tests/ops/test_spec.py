@@ -28,7 +28,7 @@ from skillrack.host.registry import Registry
 from skillrack.ops.spec import FAIL, NOT_APPLICABLE, NOT_OBSERVED, PASS, Spec, build_spec
 from skillrack.ops.spec_evidence import gather_evidence
 from skillrack.protocol.signing import CardSigner
-from skillrack.serve.bindings import app as serve_app
+from skillrack.serve import server as serve_app
 from skillrack.serve.bindings.card import CARD_PATH, jwks_endpoint
 
 TEMPLATE = DATA / "a2a-agent-card-template.md"

@@ -286,11 +286,11 @@ class WorkerMarks:
 def worker_app() -> ASGIApp:
     """The app of one ``serve --workers N`` process (uvicorn's factory), start-up kept quiet."""
     from skillrack.errors import SkillrackError
-    from skillrack.serve.bindings.app import SERVE_ENV, app_from_environment
+    from skillrack.serve.server import SERVE_ENV, server_from_environment
 
     marks = json.loads(os.environ[SERVE_ENV]).get("marks")
     try:
-        app = app_from_environment()
+        app = server_from_environment()
     except Exception as exc:  # the parent says why, in one line: no traceback from here
         if not marks:
             raise
@@ -444,7 +444,6 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
 
     from skillrack.errors import StartupError
     from skillrack.host.compose import compose_host
-    from skillrack.serve.bindings.app import SERVE_ENV, create_app, with_grpc_port, with_store
     from skillrack.serve.bindings.card import load_card_signer
     from skillrack.serve.bindings.connections import HeaderDeadlineProtocol
     from skillrack.serve.bindings.metrics_endpoint import exposition_registry, serve_metrics_port
@@ -455,6 +454,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     from skillrack.serve.observability.traces import describe as describe_traces
     from skillrack.serve.process import describe_tracing, freeze_startup_heap
     from skillrack.serve.security.approvals import PENDING, ApprovalStore, approvals_location
+    from skillrack.serve.server import SERVE_ENV, build_server, with_grpc_port, with_store
     from skillrack.serve.stores.counters import check_limits_store, limits_location
     from skillrack.serve.stores.storage import parse_store, prepare
 
@@ -495,14 +495,14 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     asyncio.run(check_limits_store(config))  # a Redis limits store answers, or one line
     scheme = "https" if args.ssl_certfile else "http"
     base_url = config.public_url(args.host, args.port, scheme)
-    try:  # the OTEL_* variables; each worker configures its own (app_from_environment)
+    try:  # the OTEL_* variables; each worker configures its own (server_from_environment)
         traces = configure_traces(os.environ) if args.workers == 1 else describe_traces(os.environ)
     except StartupError as exc:
         return fail(str(exc))
     app: QuietStartup | None = None
     served_metrics: Metrics | None = None
     if args.workers == 1:
-        agent = create_app(
+        agent = build_server(
             registry,
             config,
             base_url,

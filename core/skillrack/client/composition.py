@@ -201,7 +201,7 @@ class Peers:
     address the operator did not list (server-side request forgery).
     What the peer's card then names is checked twice by the client
     ``client()`` makes: the origin rule (:mod:`skillrack.client.origin`) and,
-    since ``serve/bindings/app.py`` gives it an
+    since ``serve/server.py`` gives it an
     :class:`~skillrack.client.address_guard.AddressGuard` as its transport, the
     addresses it may connect to.
     """

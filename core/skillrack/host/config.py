@@ -208,7 +208,7 @@ class PeerTls:
     Paths, resolved against the configuration's directory: the client
     certificate (and key) this host presents to that peer (mutual TLS), and
     the CAs the peer's server certificate must chain to (default: the
-    system's trust store).  ``serve/bindings/app.py`` loads them (``client/tls.py``).
+    system's trust store).  ``serve/server.py`` loads them (``client/tls.py``).
     """
 
     client_cert: str = ""
@@ -239,7 +239,7 @@ class PeerOAuth:
 
     The secret is named, never written in the file: ``client_secret_file``
     (relative to the configuration's directory) or ``client_secret_env``;
-    ``serve/bindings/app.py`` reads it (:mod:`skillrack.client.oauth` uses it).
+    ``serve/server.py`` reads it (:mod:`skillrack.client.oauth` uses it).
     """
 
     token_url: str

@@ -2,7 +2,7 @@
 
 Used by the pytest plugin (``skillrack.testing``) and by ``skillrack spec``,
 which reads the card and the conformance evidence from the very app ``skillrack
-serve`` would run.  Both ways build the app with :func:`skillrack.serve.bindings.app.create_app`
+serve`` would run.  Both ways build the app with :func:`skillrack.serve.server.build_server`
 and run its lifespan; tasks live in memory, and approvals in a private
 directory, so nothing is written next to the operator's configuration.
 
@@ -39,7 +39,8 @@ from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.interface.document import VerifiedInterface
 from skillrack.ops.conformance import CheckReport, check_agent
-from skillrack.serve.bindings.app import create_app, tenant_scope
+from skillrack.serve.bindings.request_handler import tenant_scope
+from skillrack.serve.server import build_server
 
 #: The base URL an in-process agent advertises (nothing resolves it: the transport is the app).
 IN_PROCESS_URL = "http://skillrack.test"
@@ -57,7 +58,7 @@ def _private(config: Config, workdir: Path) -> Config:
 
 def build_app(registry: Registry, config: Config, base_url: str, workdir: Path) -> Starlette:
     """The app ``skillrack serve`` would run, with tasks in memory and approvals in ``workdir``."""
-    return create_app(
+    return build_server(
         registry,
         _private(config, workdir),
         base_url,

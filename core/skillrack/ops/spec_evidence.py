@@ -1,6 +1,6 @@
 """Evidence for ``skillrack spec``: what the composed agent actually answers, observed in process.
 
-The agent is built with the code ``skillrack serve`` runs (``create_app``) and
+The agent is built with the code ``skillrack serve`` runs (``build_server``) and
 driven over ASGI with raw JSON-RPC and HTTP+JSON requests and with
 skillrack's own client (a2a-sdk's client underneath), so each conformance
 item of the specification template cites an observation rather than a claim.

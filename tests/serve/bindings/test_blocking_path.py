@@ -42,8 +42,8 @@ from skillrack import BaseSkill, BaseSkillContext, DataPart, IncomingMessage, Te
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.serve.bindings.app import with_store
 from skillrack.serve.bindings.blocking import lacks_required_field
+from skillrack.serve.server import with_store
 from skillrack.testing.serve import HEADERS, rpc, skill_request, stream
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -37,7 +37,7 @@ from skillrack import BaseSkill, BaseSkillContext, DataPart, IncomingMessage
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.serve.bindings.app import with_store
+from skillrack.serve.server import with_store
 from skillrack.testing.serve import HEADERS, get_task, rpc, skill_request, stream
 
 

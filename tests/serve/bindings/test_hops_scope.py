@@ -24,11 +24,11 @@ from helpers.served_process import digests
 from starlette.requests import Request
 
 from skillrack.host.config import Config, ServerSettings
-from skillrack.serve.bindings.app import create_app
 from skillrack.serve.bindings.operator_endpoints import HOPS_PATH, OPERATOR_PREFIX
 from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.caller import Caller
 from skillrack.serve.security.operator_access import OperatorGuard
+from skillrack.serve.server import build_server
 from skillrack.testing.serve import invoke, skill_request
 
 
@@ -117,7 +117,7 @@ def test_every_operations_endpoint_needs_the_operator_role(upstream: str, tmp_pa
     """Any route under ``/-/`` (today ``/-/hops``; later ones too) is guarded the same way."""
     registry = registry_of([("allow", AllowAll()), ("callers", HeaderCallers())])
     config = Config(base_dir=tmp_path, server=ServerSettings(store="memory"))
-    app = create_app(registry, config, "http://127.0.0.1:9")
+    app = build_server(registry, config, "http://127.0.0.1:9")
     paths = [
         path
         for route in app.routes

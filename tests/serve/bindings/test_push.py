@@ -36,9 +36,10 @@ from helpers.header_callers import HeaderCallers, caller_header
 from skillrack.client.address_guard import AddressGuard, AddressPolicy
 from skillrack.host.config import Config, ConfigError, ServerSettings, load_config
 from skillrack.host.registry import Registry
-from skillrack.serve.bindings.app import create_app, tenant_scope
 from skillrack.serve.bindings.card import CARD_PATH
 from skillrack.serve.bindings.push import PushDelivery, PushUrlCheck, RetryingTransport
+from skillrack.serve.bindings.request_handler import tenant_scope
+from skillrack.serve.server import build_server
 from skillrack.testing.serve import invoke, rpc, skill_request
 
 
@@ -539,7 +540,7 @@ def test_an_unusable_push_key_file_is_refused(
         server=ServerSettings(push_notifications=True, push_encryption_key_file="push.key"),
     )
     with pytest.raises(ConfigError, match=f"push_encryption_key_file: .*{says}"):
-        create_app(registry, config, "http://127.0.0.1:9")
+        build_server(registry, config, "http://127.0.0.1:9")
 
 
 def test_an_app_given_its_own_task_store_needs_a_push_config_store(
@@ -551,7 +552,7 @@ def test_an_app_given_its_own_task_store_needs_a_push_config_store(
     )
     own = InMemoryTaskStore(owner_resolver=tenant_scope)
     with pytest.raises(ConfigError, match="push_config_store"):
-        create_app(registry, config, "http://127.0.0.1:9", task_store=own)
+        build_server(registry, config, "http://127.0.0.1:9", task_store=own)
     configs = InMemoryPushNotificationConfigStore(owner_resolver=tenant_scope)
     with running_agent(registry, config, task_store=own, push_config_store=configs) as url:
         assert httpx.get(url + CARD_PATH).json()["capabilities"]["pushNotifications"] is True

@@ -25,10 +25,10 @@ from starlette.requests import Request
 
 from skillrack import Authority, hookimpl
 from skillrack.host.config import Config, ServerSettings
-from skillrack.serve.bindings.app import create_app
 from skillrack.serve.bindings.metrics_endpoint import METRICS_PATH
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.serve.security.authz import AuthorizationRequest, Decision
+from skillrack.serve.server import build_server
 from skillrack.testing.serve import CARD_PATH, HEADERS, invoke, skill_request
 
 HOSTILE = 'pwned"} 1\nskillrack_pwned_total{a="'
@@ -176,7 +176,7 @@ def test_openmetrics_when_the_scraper_asks(agent: str) -> None:
 
 def test_without_authentication_only_loopback_clients_read_it(tmp_path: Path) -> None:
     config = Config(base_dir=tmp_path, server=ServerSettings(store="memory"))
-    app = create_app(_registry(), config, "http://127.0.0.1:9")
+    app = build_server(_registry(), config, "http://127.0.0.1:9")
     [route] = [r for r in app.routes if getattr(r, "path", None) == METRICS_PATH]
     endpoint = route.endpoint  # type: ignore[attr-defined]
 
@@ -306,7 +306,7 @@ def test_a_scrape_is_rendered_off_the_event_loop(
 
     monkeypatch.setattr(metrics_endpoint, "render", recording)
     config = Config(base_dir=tmp_path, server=ServerSettings(store="memory"))
-    app = create_app(_registry(), config, "http://127.0.0.1:9")
+    app = build_server(_registry(), config, "http://127.0.0.1:9")
 
     async def scrape() -> tuple[int, threading.Thread]:
         transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 40000))

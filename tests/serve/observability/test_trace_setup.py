@@ -23,10 +23,10 @@ from opentelemetry import trace
 
 from skillrack.errors import StartupError
 from skillrack.host.config import Config, ServerSettings
-from skillrack.serve.bindings.app import create_app
 from skillrack.serve.middleware import TraceContext
 from skillrack.serve.observability import traces
 from skillrack.serve.process import A2A_TRACING, EXPORTER_SETTINGS
+from skillrack.serve.server import build_server
 from skillrack.testing.serve import ServedAgent, invoke
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -58,7 +58,7 @@ def test_without_configuration_no_provider_is_installed(tmp_path: Path) -> None:
         assert turn is traces.OFF
         assert turn.stage("handler") is turn.stage("validation")  # one shared null context
     registry = registry_of([("allow", AllowAll())])
-    app = create_app(
+    app = build_server(
         registry,
         Config(base_dir=tmp_path, server=ServerSettings(store="memory")),
         "http://127.0.0.1:9",
@@ -125,7 +125,7 @@ def test_serve_refuses_to_start_with_an_exporter_it_lacks(tmp_path: Path, no_ote
 
 @pytest.mark.parametrize(
     "args",
-    # --workers: each worker configures its own provider (app_from_environment)
+    # --workers: each worker configures its own provider (server_from_environment)
     [("--store", "memory"), ("--workers", "2", "--store", "sqlite:///traced.db")],
     ids=["one process", "workers"],
 )

@@ -42,7 +42,7 @@ from skillrack.client.tls import ClientTls
 from skillrack.errors import SkillCallError
 from skillrack.host.config import ConfigError, load_config
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.serve.bindings.app import create_app
+from skillrack.serve.server import build_server
 from skillrack.testing.serve import (
     CARD_PATH,
     ServedAgent,
@@ -372,7 +372,7 @@ def test_peers_table_presents_the_certificate(
         "client_cert and client_key in the peer's [peers] table" in refused["message"]
     )  # closed in the handshake
     with pytest.raises(ConfigError, match="name the same origin with different client_cert"):
-        create_app(registry_of([]), load_config(both), "http://127.0.0.1:9")
+        build_server(registry_of([]), load_config(both), "http://127.0.0.1:9")
 
 
 def test_workers_verify_and_map_too(tmp_path: Path, pki: Pki) -> None:

@@ -29,7 +29,7 @@ from skillrack.host.compose import first_party_plugins
 from skillrack.host.config import Config, ConfigError, PeerOAuth, load_config
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
-from skillrack.serve.bindings.app import _peer_credentials
+from skillrack.serve.bindings.outbound import peer_credentials
 from skillrack.testing.serve import CARD_PATH, error_of, invoke, send, skill_request
 
 SKILL = "evaluate_resource_condition"
@@ -274,12 +274,12 @@ def test_peers_take_an_oauth_table(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     config = load_config(path)
     assert config.peer_oauth["core"].scopes == ("network:read",)
     monkeypatch.setenv("CORE_SECRET_FOR_TEST", "s3cret")
-    creds = _peer_credentials(config)["https://core.example.net"]
+    creds = peer_credentials(config)["https://core.example.net"]
     assert (creds.client_id, creds.client_secret) == ("assurance", "s3cret")
     assert "s3cret" not in repr(creds)
     monkeypatch.delenv("CORE_SECRET_FOR_TEST")
     with pytest.raises(ConfigError, match=r"peers\.core\.oauth: the client secret is empty"):
-        _peer_credentials(config)
+        peer_credentials(config)
     path.write_text(
         '[peers.core]\nurl = "https://core.example.net"\n\n[peers.core.oauth]\n'
         'token_url = "https://idp.example.net/token"\nclient_id = "a"\nclient_secret = "x"\n',
@@ -296,7 +296,7 @@ def test_peers_take_an_oauth_table(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         },
     )
     with pytest.raises(ConfigError, match=r"share the origin https://core\.example\.net"):
-        _peer_credentials(twice)
+        peer_credentials(twice)
 
 
 async def relay(arguments: Any, context: Any) -> Any:

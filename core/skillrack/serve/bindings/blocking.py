@@ -27,7 +27,7 @@ CANCELED there; this replica learns of it as a2a-sdk's does, when its next
 save is refused (``ConcurrentTaskModificationError``): the run is stopped
 and the caller gets the stored, cancelled task (see :class:`TaskEvents`).
 
-What the request handler (:mod:`skillrack.serve.bindings.app`) keeps on a2a-sdk's path:
+What the request handler (:mod:`skillrack.serve.server`) keeps on a2a-sdk's path:
 streaming, follow-ups to an existing task, ``returnImmediately``, a push
 config in the request, a push sender, a versioned store other than
 skillrack's cluster store, and any request a2a-sdk would refuse for a

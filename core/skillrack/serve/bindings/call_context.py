@@ -1,11 +1,12 @@
 """What a2a-sdk's call context carries for skillrack, whatever the binding.
 
-The JSON-RPC and HTTP+JSON context builder (:class:`skillrack.serve.bindings.app.ContextBuilder`)
-and the gRPC binding (:mod:`skillrack.serve.bindings.grpc_server`) hand the executor
-the same things through here: the authenticated caller (as a2a-sdk's
-``User`` and under :data:`~skillrack.serve.scope.CALLER_KEY`), the
-client's address, and the set in which the executor records that the request
-activated the schema-interface extension, so that the binding can echo it.
+The JSON-RPC and HTTP+JSON context builder
+(:class:`skillrack.serve.bindings.request_handler.ContextBuilder`) and the gRPC binding
+(:mod:`skillrack.serve.bindings.grpc_server`) hand the executor the same things through
+here: the authenticated caller (as a2a-sdk's ``User`` and under
+:data:`~skillrack.serve.scope.CALLER_KEY`), the client's address, and the set in which
+the executor records that the request activated the schema-interface extension, so that
+the binding can echo it.
 """
 
 from __future__ import annotations

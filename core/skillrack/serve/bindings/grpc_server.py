@@ -3,7 +3,7 @@
 ``skillrack serve --grpc-port N`` (or ``[server] grpc_port``) serves the
 ``lf.a2a.v1.A2AService`` on a port of its own, from the same process, event
 loop and request handler as JSON-RPC and HTTP+JSON
-(:func:`skillrack.serve.bindings.app.create_app` builds one handler and hands it to
+(:func:`skillrack.serve.server.build_server` builds one handler and hands it to
 all three), so a task, its Artifacts and the draft's errors are the same
 objects whichever binding carried the call.
 
@@ -39,16 +39,24 @@ are Tasks here too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import grpc
 import grpc.aio
-import pluggy
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import GrpcHandler
 from a2a.server.request_handlers.request_handler import RequestHandler
@@ -62,7 +70,7 @@ from google.protobuf import any_pb2, json_format, message, message_factory
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry import context as otel_context
 
-from skillrack.errors import ErrorCode, SkillrackError
+from skillrack.errors import ErrorCode, SkillrackError, StartupError
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.protocol.wire import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
 from skillrack.serve.bindings.call_context import bind_call
@@ -72,9 +80,19 @@ from skillrack.serve.middleware.binding_errors import error_info, status_name
 from skillrack.serve.middleware.body_guard import struct_too_deep
 from skillrack.serve.middleware.error_sanitizer import sanitize
 from skillrack.serve.middleware.rate_limit import rate_key
+from skillrack.serve.middleware.stack import (
+    AUTHENTICATION,
+    BODY_GUARD,
+    ERROR_SANITIZER,
+    EXTENSION_ECHO,
+    FAILED_AUTHENTICATION_LIMIT,
+    RATE_LIMIT,
+    TRACE_CONTEXT,
+    Layer,
+    Stack,
+)
 from skillrack.serve.middleware.trace_context import attach_trace_context
 from skillrack.serve.observability.metrics import Metrics
-from skillrack.serve.observability.traces import enabled as tracing_enabled
 from skillrack.serve.security.caller import Caller
 from skillrack.serve.security.client_certificate import ClientCertificate
 from skillrack.serve.stores.counters import LimitCounter
@@ -86,19 +104,6 @@ logger = logging.getLogger(__name__)
 SERVICE_PATH = "/lf.a2a.v1.A2AService"
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class GrpcLimits:
-    """What the HTTP middleware enforces, for the gRPC binding (the same settings)."""
-
-    manager: pluggy.PluginManager
-    rate_per_minute: int
-    counter: LimitCounter
-    failures: SlidingWindow
-    max_parts: int
-    max_data_depth: int = DATA_PART_DEPTH
-    metrics: Metrics | None = None
 
 
 class CallRefused(SkillrackError):
@@ -121,14 +126,33 @@ class CallRefused(SkillrackError):
         self.trailing = tuple(trailing)
 
 
-@dataclass(frozen=True)
-class _Admitted:
-    caller: Caller
+@dataclass
+class _Call:
+    """What the admission steps learn of one gRPC call, in the stack's order."""
+
+    request: message.Message | Malformed
+    context: grpc.aio.ServicerContext
+    #: The client's address (the rate and failure windows' key without a caller).
     client_host: str | None
-    headers: dict[str, str]
-    activated: set[str]
-    #: ``traceparent`` / ``tracestate`` values, when tracing is on.
-    trace_carrier: dict[str, list[str]]
+    #: The call's metadata as (name, value) pairs: what HTTP headers are to the middleware.
+    metadata: list[tuple[str, str]]
+    caller: Caller | None = None
+    #: Extensions the call activated (the executor adds to it); echoed when the
+    #: extension echo's step ran.
+    activated: set[str] = field(default_factory=set)
+    echo: bool = False
+    #: ``traceparent`` / ``tracestate`` values, when the trace context's step ran.
+    trace_carrier: dict[str, list[str]] = field(default_factory=dict)
+    #: Called when authentication refuses the call (the failed-authentication window).
+    refused_authentication: Callable[[], None] = lambda: None
+
+    @property
+    def key(self) -> str:
+        return self.client_host or "?"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {name.lower(): value for name, value in self.metadata}
 
 
 def peer_certificate(context: grpc.aio.ServicerContext) -> ClientCertificate | None:
@@ -231,119 +255,57 @@ def _numbers_as_written(value: Any) -> Any:
 
 
 class SkillrackGrpcHandler(GrpcHandler):
-    """a2a-sdk's gRPC servicer, behind the same gates as the HTTP bindings.
+    """a2a-sdk's gRPC servicer, behind the same middleware stack as the HTTP bindings.
 
     Every A2A method of ``GrpcHandler`` runs through ``_handle_unary`` or
-    ``_handle_stream``; both are wrapped here, so no method escapes the gates.
+    ``_handle_stream``; both admit the call through :meth:`_admit`, which runs
+    the gRPC step of each layer of the stack
+    (:mod:`skillrack.serve.middleware.stack`) in the stack's order, with the
+    layer's own settings.  No method escapes the gates, and a layer added to
+    the stack without a step here stops the servicer from being built.
     """
 
-    def __init__(self, request_handler: RequestHandler, limits: GrpcLimits) -> None:
+    def __init__(self, request_handler: RequestHandler, stack: Stack) -> None:
         super().__init__(request_handler)
-        self._limits = limits
-        self._authenticator = Authenticator(limits.manager, limits.metrics)
-        #: As for TraceContext on HTTP: the caller's trace context read only when spans are.
-        self._traced = tracing_enabled()
+        missing = [layer.name for layer in stack if layer.on_grpc and layer.name not in GRPC_STEPS]
+        if missing:
+            raise StartupError(
+                f"the gRPC binding has no step for middleware {', '.join(missing)}: add one to "
+                "skillrack.serve.bindings.grpc_server.GRPC_STEPS or say in the stack why "
+                "it does not apply to gRPC (Layer.not_on_grpc)"
+            )
+        self._layers = tuple(layer for layer in stack if layer.on_grpc)
+        authentication = stack.layer(AUTHENTICATION).options
+        self._authenticator = Authenticator(authentication["manager"], authentication["metrics"])
 
     # -- the gates -----------------------------------------------------------------------------
 
     async def _admit(
-        self, request: message.Message, context: grpc.aio.ServicerContext
-    ) -> _Admitted:
-        limits = self._limits
-        address = peer_host(context.peer())
-        key = address or "?"
-        retry_after = limits.failures.retry_after(key)
-        if retry_after is not None:
-            if limits.metrics is not None:
-                limits.metrics.limit_refused("failed_authentication")
-            raise _too_many("too many failed authentications", retry_after)
-        pairs = [
-            (str(k), v) for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)
-        ]
-        outcome = await self._authenticator.admit(
-            pairs,
-            client_host=address,
-            path=SERVICE_PATH,
-            client_certificate=peer_certificate(context),
+        self, request: message.Message | Malformed, context: grpc.aio.ServicerContext
+    ) -> _Call:
+        """Run each layer's gRPC step, outermost first; a refusal raises :class:`CallRefused`."""
+        call = _Call(
+            request,
+            context,
+            peer_host(context.peer()),
+            [(str(k), v) for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)],
         )
-        if outcome.caller is None:
-            limits.failures.record(key)
-            raise CallRefused(
-                401,
-                ErrorCode.AUTHORIZATION_FAILED,
-                outcome.message,
-                trailing=[("www-authenticate", c) for c in outcome.challenges],
-            )
-        retry_after = await limits.counter.rate(
-            rate_key(outcome.caller, address), limits.rate_per_minute, 60.0
-        )
-        if retry_after is not None:
-            if limits.metrics is not None:
-                limits.metrics.limit_refused("rate")
-            raise _too_many("too many requests", retry_after)
-        if isinstance(request, Malformed):  # after authentication, as the body guard
-            raise CallRefused(
-                400,
-                ErrorCode.INPUT_INVALID,
-                f"the request is not a valid {request.message_type} protobuf message",
-            )
-        self._check_request(request)
-        carrier: dict[str, list[str]] = {}
-        if self._traced:
-            for name, value in pairs:
-                if name.lower() in ("traceparent", "tracestate"):
-                    carrier.setdefault(name.lower(), []).append(value)
-        headers = {k.lower(): v for k, v in pairs}
-        return _Admitted(outcome.caller, address, headers, set(), carrier)
-
-    def _check_request(self, request: message.Message) -> None:
-        """The body guard's refusals that still apply once protobuf has parsed the request."""
-        if not isinstance(request, SendMessageRequest):  # the one request holding Values
-            return
-        if len(request.message.parts) > self._limits.max_parts:
-            raise CallRefused(
-                413, ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the message has too many parts"
-            )
-        try:
-            value = json_format.MessageToDict(request)
-        except (ValueError, json_format.Error):  # NaN or Infinity in a Value
-            raise CallRefused(
-                400, ErrorCode.INPUT_INVALID, "a number in the request is not finite"
-            ) from None
-        deep = struct_too_deep(value, False, self._limits.max_data_depth)
-        if deep is not None:
-            raise CallRefused(
-                413,
-                ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-                f"the value at {deep} nests more deeply than an A2A Data Part carries; flatten it",
-                pointer=deep,
-            )
-        try:
-            check_numbers(_numbers_as_written(value))
-        except UnsafeNumber as exc:
-            raise CallRefused(
-                400,
-                ErrorCode.INPUT_INVALID,
-                f"the integer at {exc.pointer} is outside +/-{SAFE_INTEGER} (2^53-1) "
-                "and would be rounded; send it as a string",
-                pointer=exc.pointer,
-            ) from None
-        except ValueError:
-            raise CallRefused(
-                400, ErrorCode.INPUT_INVALID, "a number in the request is not finite"
-            ) from None
+        for layer in self._layers:
+            await GRPC_STEPS[layer.name](self, layer, call)
+        return call
 
     @staticmethod
-    async def _bind(server_context: ServerCallContext, admitted: _Admitted) -> None:
+    async def _bind(server_context: ServerCallContext, call: _Call) -> None:
         """The caller on ``server_context``; the A2A version checked as the HTTP bindings do."""
-        server_context.state["headers"] = admitted.headers
-        bind_call(server_context, admitted.caller, admitted.client_host, admitted.activated)
+        assert call.caller is not None, "the authentication step runs on every call"
+        server_context.state["headers"] = call.headers
+        bind_call(server_context, call.caller, call.client_host, call.activated)
         await _version_checked(server_context)
 
     @staticmethod
-    async def _echo(context: grpc.aio.ServicerContext, admitted: _Admitted) -> None:
+    async def _echo(context: grpc.aio.ServicerContext, call: _Call) -> None:
         """``a2a-extensions`` in the initial metadata when the call activated the extension."""
-        if EXTENSION_URI in admitted.activated:
+        if call.echo and EXTENSION_URI in call.activated:
             await context.send_initial_metadata((("a2a-extensions", EXTENSION_URI),))
 
     # -- the two paths every method takes ------------------------------------------------------
@@ -355,28 +317,17 @@ class SkillrackGrpcHandler(GrpcHandler):
         handler_func: Callable[[ServerCallContext], Awaitable[T]],
         default_response: T,
     ) -> T:
-        try:
-            admitted = await self._admit(request, context)
+        async with _answered_as_status(context):
+            call = await self._admit(request, context)
 
             async def bound(server_context: ServerCallContext) -> T:
-                await self._bind(server_context, admitted)
+                await self._bind(server_context, call)
                 return await handler_func(server_context)
 
-            token = attach_trace_context(admitted.trace_carrier)
-            try:
+            with _trace_context(call):
                 result: T = await super()._handle_unary(request, context, bound, default_response)
-            finally:
-                if token is not None:
-                    otel_context.detach(token)
-            await self._echo(context, admitted)
+            await self._echo(context, call)
             return result
-        except CallRefused as refused:
-            await abort_refused(context, refused)
-        except grpc.aio.AbortError:
-            raise
-        except Exception:
-            logger.exception("gRPC call failed")
-            await abort_with(context, "INTERNAL", "internal error", [])
         return default_response
 
     async def _handle_stream(
@@ -385,32 +336,21 @@ class SkillrackGrpcHandler(GrpcHandler):
         context: grpc.aio.ServicerContext,
         handler_func: Callable[[ServerCallContext], AsyncIterable[T]],
     ) -> AsyncIterator[T]:
-        try:
-            admitted = await self._admit(request, context)
+        async with _answered_as_status(context):
+            call = await self._admit(request, context)
 
             async def bound(server_context: ServerCallContext) -> AsyncIterator[T]:
-                await self._bind(server_context, admitted)
+                await self._bind(server_context, call)
                 async for item in handler_func(server_context):
                     yield item
 
             first = True
-            token = attach_trace_context(admitted.trace_carrier)
-            try:
+            with _trace_context(call):
                 async for item in super()._handle_stream(request, context, bound):
                     if first:
-                        await self._echo(context, admitted)
+                        await self._echo(context, call)
                         first = False
                     yield item
-            finally:
-                if token is not None:
-                    otel_context.detach(token)
-        except CallRefused as refused:
-            await abort_refused(context, refused)
-        except grpc.aio.AbortError:
-            raise
-        except Exception:
-            logger.exception("gRPC call failed")
-            await abort_with(context, "INTERNAL", "internal error", [])
 
     async def abort_context(self, error: A2AError, context: grpc.aio.ServicerContext) -> None:
         """a2a-sdk's A2A error mapping, with ``error.data`` and the sanitizer's rules."""
@@ -432,6 +372,173 @@ class SkillrackGrpcHandler(GrpcHandler):
         await abort_with(context, mapping.grpc_status, payload["message"], payload["details"])
 
 
+# -- each layer's step: what the middleware does, on a gRPC call ---------------------------------
+
+_Step = Callable[[SkillrackGrpcHandler, Layer, _Call], Awaitable[None]]
+
+
+async def _trace_context_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) -> None:
+    """The caller's ``traceparent``/``tracestate`` metadata, as TraceContext reads headers."""
+    for name, value in call.metadata:
+        if name.lower() in ("traceparent", "tracestate"):
+            call.trace_carrier.setdefault(name.lower(), []).append(value)
+
+
+async def _error_sanitizer_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) -> None:
+    """Nothing to do before the call: :meth:`SkillrackGrpcHandler.abort_context` sanitizes.
+
+    The HTTP middleware rewrites a2a-sdk's error bodies on their way out; on
+    gRPC the same rules (:func:`~skillrack.serve.middleware.error_sanitizer.sanitize`)
+    apply where a2a-sdk's errors become a status, which is every error's way out.
+    """
+
+
+async def _extension_echo_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) -> None:
+    """Echo ``a2a-extensions`` in the initial metadata once the call activated it."""
+    call.echo = True
+
+
+async def _failed_authentication_step(
+    handler: SkillrackGrpcHandler, layer: Layer, call: _Call
+) -> None:
+    """Refuse an address with too many failed authentications, in the HTTP bindings' window."""
+    failures: SlidingWindow = layer.options["failures"]
+    metrics: Metrics | None = layer.options["metrics"]
+    retry_after = failures.retry_after(call.key)
+    if retry_after is not None:
+        if metrics is not None:
+            metrics.limit_refused("failed_authentication")
+        raise _too_many("too many failed authentications", retry_after)
+    call.refused_authentication = lambda: failures.record(call.key)
+
+
+async def _authentication_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) -> None:
+    """The caller, from the metadata as from HTTP headers, or ``UNAUTHENTICATED``."""
+    outcome = await handler._authenticator.admit(
+        call.metadata,
+        client_host=call.client_host,
+        path=SERVICE_PATH,
+        client_certificate=peer_certificate(call.context),
+    )
+    if outcome.caller is None:
+        call.refused_authentication()
+        raise CallRefused(
+            401,
+            ErrorCode.AUTHORIZATION_FAILED,
+            outcome.message,
+            trailing=[("www-authenticate", c) for c in outcome.challenges],
+        )
+    call.caller = outcome.caller
+
+
+async def _rate_limit_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) -> None:
+    """One budget per caller across bindings (the HTTP rate limit's ``rate_key``)."""
+    counter: LimitCounter = layer.options["counter"]
+    metrics: Metrics | None = layer.options["metrics"]
+    retry_after = await counter.rate(
+        rate_key(call.caller, call.client_host), layer.options["per_minute"], 60.0
+    )
+    if retry_after is not None:
+        if metrics is not None:
+            metrics.limit_refused("rate")
+        raise _too_many("too many requests", retry_after)
+
+
+async def _body_guard_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) -> None:
+    """The body guard's refusals that still apply once protobuf has parsed the request.
+
+    The size limit is gRPC's own ``max_receive_message_length`` (``max_body_bytes``).
+    """
+    request = call.request
+    if isinstance(request, Malformed):  # after authentication, as the body guard
+        raise CallRefused(
+            400,
+            ErrorCode.INPUT_INVALID,
+            f"the request is not a valid {request.message_type} protobuf message",
+        )
+    if not isinstance(request, SendMessageRequest):  # the one request holding Values
+        return
+    if len(request.message.parts) > layer.options["max_parts"]:
+        raise CallRefused(413, ErrorCode.RESOURCE_LIMIT_EXCEEDED, "the message has too many parts")
+    try:
+        value = json_format.MessageToDict(request)
+    except (ValueError, json_format.Error):  # NaN or Infinity in a Value
+        raise CallRefused(
+            400, ErrorCode.INPUT_INVALID, "a number in the request is not finite"
+        ) from None
+    deep = struct_too_deep(value, False, layer.options.get("max_data_depth", DATA_PART_DEPTH))
+    if deep is not None:
+        raise CallRefused(
+            413,
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"the value at {deep} nests more deeply than an A2A Data Part carries; flatten it",
+            pointer=deep,
+        )
+    try:
+        check_numbers(_numbers_as_written(value))
+    except UnsafeNumber as exc:
+        raise CallRefused(
+            400,
+            ErrorCode.INPUT_INVALID,
+            f"the integer at {exc.pointer} is outside +/-{SAFE_INTEGER} (2^53-1) "
+            "and would be rounded; send it as a string",
+            pointer=exc.pointer,
+        ) from None
+    except ValueError:
+        raise CallRefused(
+            400, ErrorCode.INPUT_INVALID, "a number in the request is not finite"
+        ) from None
+
+
+#: The gRPC step of each middleware layer that applies to gRPC, by the layer's name.
+GRPC_STEPS: Mapping[str, _Step] = {
+    TRACE_CONTEXT: _trace_context_step,
+    ERROR_SANITIZER: _error_sanitizer_step,
+    EXTENSION_ECHO: _extension_echo_step,
+    FAILED_AUTHENTICATION_LIMIT: _failed_authentication_step,
+    AUTHENTICATION: _authentication_step,
+    RATE_LIMIT: _rate_limit_step,
+    BODY_GUARD: _body_guard_step,
+}
+
+
+class _answered_as_status:
+    """Every way a call can fail before or around a2a-sdk's handler, as a gRPC status.
+
+    A class rather than a generator so that type checkers know it may swallow
+    the exception (its ``__aexit__`` answers ``True`` once the call is aborted).
+    """
+
+    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+        self.context = context
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
+        if isinstance(exc, CallRefused):
+            await abort_refused(self.context, exc)
+            return True
+        if not isinstance(exc, Exception) or isinstance(exc, grpc.aio.AbortError):
+            return False  # none, an abort already made, or cancellation: as it is
+        logger.error("gRPC call failed", exc_info=exc)
+        await abort_with(self.context, "INTERNAL", "internal error", [])
+        return True
+
+
+@contextlib.contextmanager
+def _trace_context(call: _Call) -> Iterator[None]:
+    """The caller's trace context current while a2a-sdk's handler runs (when it sent one)."""
+    token = attach_trace_context(call.trace_carrier)
+    try:
+        yield
+    finally:
+        if token is not None:
+            otel_context.detach(token)
+
+
 @validate_version(PROTOCOL_VERSION_1_0)
 async def _version_checked(context: ServerCallContext) -> None:
     """Raises a2a-sdk's ``VersionNotSupportedError`` unless ``A2A-Version`` is 1.x."""
@@ -448,7 +555,7 @@ def _too_many(text: str, retry_after: int) -> CallRefused:
 
 async def start_grpc_server(
     request_handler: RequestHandler,
-    limits: GrpcLimits,
+    stack: Stack,
     *,
     host: str,
     port: int,
@@ -462,15 +569,13 @@ async def start_grpc_server(
     the port together (``SO_REUSEPORT``); otherwise a port another process
     holds is refused rather than silently shared.
     """
-    from skillrack.errors import StartupError
-
     server = grpc.aio.server(
         options=[
             ("grpc.max_receive_message_length", max_message_bytes),
             ("grpc.so_reuseport", 1 if shared_port else 0),
         ]
     )
-    a2a_grpc_servicer(server, SkillrackGrpcHandler(request_handler, limits))
+    a2a_grpc_servicer(server, SkillrackGrpcHandler(request_handler, stack))
     shown = f"[{host}]" if ":" in host else host
     address = f"{shown}:{port}"
     try:
@@ -537,7 +642,7 @@ def a2a_grpc_servicer(server: grpc.aio.Server, servicer: GrpcHandler) -> None:
 
 __all__ = [
     "SERVICE_PATH",
-    "GrpcLimits",
+    "GRPC_STEPS",
     "Malformed",
     "CallRefused",
     "SkillrackGrpcHandler",

@@ -5,7 +5,7 @@ data in ``templates/``) with no JavaScript at all: collapsible schema trees
 are ``<details>`` elements, filters are GET forms, Grant and Deny are POST
 forms with a CSRF token.  Who may read it is the operations endpoints' rule
 (:mod:`skillrack.serve.bindings.operator_endpoints`).  :class:`Console` builds the routes from
-:class:`ConsoleSources`, the objects ``create_app`` already holds.
+:class:`ConsoleSources`, the objects ``build_server`` already holds.
 """
 
 from skillrack.serve.console.routes import CONSOLE_PATH, Console, ConsoleSources

@@ -99,7 +99,7 @@ def _version() -> str:
 
 @dataclass
 class ConsoleSources:
-    """What the console reads: the agent's own objects, built once in ``create_app``."""
+    """What the console reads: the agent's own objects, built once in ``build_server``."""
 
     registry: Registry
     config: Config

@@ -361,7 +361,8 @@ class SkillExecutor(AgentExecutor):
         """Tell the running handler, then end the task ``TASK_STATE_CANCELED``.
 
         A non-cancellable skill never gets here: the request handler refuses
-        CancelTask first (:class:`skillrack.serve.bindings.app.SkillrackRequestHandler`).
+        CancelTask first
+        (:class:`skillrack.serve.bindings.request_handler.SkillrackRequestHandler`).
         """
         running = self._running.get(context.task_id or "")
         if running is not None:

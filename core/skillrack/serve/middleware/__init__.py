@@ -1,6 +1,8 @@
 """The middleware in front of the A2A bindings, one module each.
 
-Outermost first, as :func:`skillrack.serve.bindings.app.create_app` installs them:
+Outermost first, as the stack declares them once for every binding
+(:mod:`skillrack.serve.middleware.stack`: the HTTP app installs them, the gRPC
+binding runs each one's step in the same order):
 
 * :class:`HostAllowlist` answers a ``Host`` the agent is not reached by with 421;
 * :class:`TraceContext` makes the caller's W3C trace context current (only when tracing is on);

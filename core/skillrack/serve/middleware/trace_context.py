@@ -5,7 +5,7 @@ when its tracing is on, join the caller's trace: a two-hop workflow (caller,
 agent A, agent B) is one trace.  a2a-sdk runs the executor in a copy of the
 request's context, so what is attached here reaches it on both bindings.
 
-Installed only when a tracer provider is (``create_app``): with tracing off
+Installed only when a tracer provider is (``build_server``): with tracing off
 the headers are not even read.  Only the W3C Trace Context headers are read,
 with OpenTelemetry's own propagator, which ignores a malformed or oversized
 value (the request then starts a new trace); ``baggage`` is not read, since

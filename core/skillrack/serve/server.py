@@ -1,0 +1,394 @@
+"""The one place the agent is put together: :func:`build_server`.
+
+``skillrack serve`` (one process or ``--workers N``, through
+:func:`server_from_environment`), the in-process agents of ``skillrack spec``
+and the pytest plugin (:mod:`skillrack.ops.inprocess`), and the tests all call
+:func:`build_server`, so what they run is what an operator runs.  It builds,
+once: the Agent Card, the stores, the executor and the request handler every
+binding calls (:mod:`skillrack.serve.bindings.request_handler`), the routes
+(the card and its JWKS, ``/-/hops``, ``/metrics``, the console, JSON-RPC at
+``/``, HTTP+JSON last, because its ``/{tenant}`` mount shadows anything added
+later), the middleware stack every binding shares
+(:mod:`skillrack.serve.middleware.stack`), and the lifespan that starts the
+stores and, with ``[server] grpc_port``, the gRPC binding over the same
+handler and stack.  Tasks are stored per tenant of the authenticated caller,
+so another tenant's task answers as if it did not exist.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from a2a.server.routes import (
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from a2a.server.tasks import PushNotificationConfigStore, TaskStore
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+from skillrack.host.compose import compose_host
+from skillrack.host.config import Config, ConfigError, load_config
+from skillrack.host.registry import Registry
+from skillrack.protocol.signing import JWKS_PATH
+from skillrack.serve.bindings.card import (
+    CARD_PATH,
+    CardEndpoint,
+    build_card,
+    jwks_endpoint,
+    load_card_signer,
+)
+from skillrack.serve.bindings.jsonrpc import jsonrpc_routes
+from skillrack.serve.bindings.metrics_endpoint import METRICS_PATH, counted_card, metrics_route
+from skillrack.serve.bindings.operator_endpoints import HOPS_PATH, hops_endpoint
+from skillrack.serve.bindings.outbound import delegation_peers
+from skillrack.serve.bindings.outbound import push_delivery as outbound_push
+from skillrack.serve.bindings.push import load_push_key
+from skillrack.serve.bindings.request_handler import (
+    ContextBuilder,
+    SkillrackRequestHandler,
+    tenant_scope,
+)
+from skillrack.serve.bindings.tls import TlsFiles
+from skillrack.serve.console import CONSOLE_PATH, Console, ConsoleSources
+from skillrack.serve.execution.executor import SkillExecutor
+from skillrack.serve.execution.outputs import OutputLimits
+from skillrack.serve.execution.traced_delegation import TracedDelegation
+from skillrack.serve.middleware import (
+    JSONRPC_PATH,
+)
+from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
+from skillrack.serve.middleware.stack import install, middleware_stack
+from skillrack.serve.observability.metrics import Metrics, multiprocess_dir
+from skillrack.serve.observability.traces import configure as configure_traces
+from skillrack.serve.observability.traces import enabled as tracing_enabled
+from skillrack.serve.process import freeze_startup_heap
+from skillrack.serve.scope import HEADER_TIMEOUT_KEY
+from skillrack.serve.security.approvals import PENDING, ApprovalStore, open_approvals
+from skillrack.serve.security.operator_access import OperatorGuard
+from skillrack.serve.security.requirements import skill_requirements
+from skillrack.serve.stores.cluster import ClusterTaskStore
+from skillrack.serve.stores.counters import open_limits
+from skillrack.serve.stores.recovery import fail_interrupted
+from skillrack.serve.stores.storage import (
+    NewTaskNotice,
+    SingleProcessTaskStore,
+    TaskStorage,
+    open_storage,
+    parse_store,
+)
+from skillrack.serve.stores.timed import time_operations
+
+logger = logging.getLogger(__name__)
+
+#: Seconds running gRPC calls get to finish when the agent stops.
+GRPC_STOP_GRACE_S = 5.0
+
+
+async def _json_http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Unknown routes and methods answer in the REST error form, not plain text."""
+    status = getattr(exc, "status_code", 404)
+    reason = "not found" if status == 404 else "method not allowed"
+    names = {404: "NOT_FOUND", 405: "UNIMPLEMENTED"}
+    return JSONResponse(
+        {"error": {"code": status, "status": names.get(status, "NOT_FOUND"), "message": reason}},
+        status_code=status,
+    )
+
+
+def build_server(
+    registry: Registry,
+    config: Config,
+    base_url: str,
+    task_store: TaskStore | None = None,
+    *,
+    cluster: bool = False,
+    listen_host: str | None = None,
+    push_config_store: PushNotificationConfigStore | None = None,
+    tls: TlsFiles | None = None,
+    workers: int = 1,
+    lean: bool = True,
+) -> Starlette:
+    """The composed agent as an ASGI app.
+
+    Tasks go to ``task_store`` when one is given (the caller owns it), else to
+    the store ``config.server.store`` names, opened here, initialized in the
+    lifespan and disposed of at shutdown.  Push configs live beside the tasks:
+    with a ``task_store`` of its own and ``[server] push_notifications`` on, the
+    caller gives ``push_config_store`` too, or the app refuses to be built
+    (a ``ConfigError``) rather than advertise push and deliver nothing.
+    ``cluster`` runs a SQLite store in a2a-sdk's cluster mode, for several
+    processes on one file; PostgreSQL always runs in it.  ``listen_host``
+    (where uvicorn listens) chooses the default ``[server] allowed_hosts``
+    (:func:`~skillrack.serve.middleware.host_allowlist.default_allowed_hosts`).
+    With ``[server] grpc_port``, the lifespan also serves the gRPC binding on
+    that port of ``listen_host`` (:mod:`skillrack.serve.bindings.grpc_server`), over
+    the same request handler, with ``tls`` (the HTTPS files) when given;
+    ``workers`` processes share that port.
+    ``lean=False`` answers every SendMessage through a2a-sdk's own event path and
+    JSON-RPC dispatcher (:mod:`skillrack.serve.bindings.blocking`,
+    :mod:`skillrack.serve.bindings.jsonrpc`):
+    the wire answer is the same, which the tests hold by comparing the two.
+    """
+    manager = registry.manager
+    assert manager is not None, "a registry built from plugins carries its manager"
+    signer = load_card_signer(config.signing, config.base_dir) if config.signing else None
+    requirements = skill_requirements(config, registry)
+    grpc_port = config.server.grpc_port
+    card = build_card(registry, config, base_url, signer, requirements, grpc_port=grpc_port)
+    peers = delegation_peers(config, base_url)
+    storage: TaskStorage | None = None
+    if task_store is None:
+        spec = parse_store(config.server.store, config.base_dir)
+        storage = open_storage(
+            spec,
+            owner_resolver=tenant_scope,
+            cluster=cluster,
+            memory_max_tasks=config.server.memory_max_tasks,
+            memory_task_ttl=config.server.memory_task_ttl,
+            push_encryption_key=load_push_key(
+                config.server.push_encryption_key_file, config.base_dir
+            ),
+        )
+    elif config.server.push_notifications and push_config_store is None:
+        raise ConfigError(
+            "[server] push_notifications is on, but the app was given its own task_store "
+            "and no push_config_store: pass build_server(push_config_store=...) (configs live "
+            "beside the tasks) or turn push notifications off"
+        )
+    # Approvals live where the tasks do when that is PostgreSQL, on the same connections.
+    approvals = open_approvals(config, storage.engine if storage is not None else None)
+    metrics = Metrics(registry)
+    time_operations(storage.task_store if storage is not None else task_store, metrics)
+    if isinstance(approvals, ApprovalStore):  # a file: counted at each scrape, synchronously
+        metrics.count_at_scrape(
+            "skillrack_approvals_waiting",
+            "Approvals waiting for an operator (skillrack approvals list)",
+            lambda: approvals.count(PENDING),
+        )
+    push_store = storage.push_config_store if storage is not None else push_config_store
+    push_check, push_delivery = outbound_push(config, push_store)
+    # Per-caller limits: in this process, or in Redis shared by the replicas.
+    limits = open_limits(config)
+    handler = SkillrackRequestHandler(
+        agent_executor=SkillExecutor(
+            registry,
+            manager,
+            TracedDelegation(peers),  # a CLIENT span per call when tracing is on
+            max_concurrent=config.server.max_concurrent_tasks,
+            approvals=approvals,
+            limits=limits,
+            handler_timeout=config.server.handler_timeout,
+            output_limits=OutputLimits(
+                max_count=config.server.max_task_outputs,
+                max_bytes=config.server.max_task_output_bytes,
+            ),
+            metrics=metrics,
+            requirements=requirements,
+        ),
+        task_store=storage.task_store if storage is not None else task_store,
+        event_stream=storage.event_stream if storage is not None else None,
+        request_context_builder=(
+            NewTaskNotice(storage.task_store)
+            if storage is not None
+            and isinstance(storage.task_store, SingleProcessTaskStore | ClusterTaskStore)
+            else None
+        ),
+        agent_card=card,
+        registry=registry,
+        push_config_store=push_store if push_delivery else None,
+        push_sender=push_delivery,
+        push_check=push_check,
+        blocking=lean,
+    )
+    builder = ContextBuilder()
+    card_endpoint = CardEndpoint.of(card, config.server.card_max_age)
+    guard = OperatorGuard(manager)
+    console = Console(
+        ConsoleSources(
+            registry=registry,
+            config=config,
+            card=card,
+            signer_kid=signer.kid if signer is not None else None,
+            store=(
+                storage.spec.describe(cluster=storage.cluster)
+                if storage is not None
+                else "given by the embedding application"
+            ),
+            task_store=handler.task_store,
+            approvals=approvals,
+            guard=guard,
+            hops=peers.hops.recent,
+        )
+    )
+    public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
+    # Every binding's middleware, declared once (skillrack.serve.middleware.stack).
+    stack = middleware_stack(
+        config.server,
+        manager=manager,
+        metrics=metrics,
+        counter=limits,
+        public=public,
+        allowed_hosts=config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host),
+        traced=tracing_enabled(),
+        forms=CONSOLE_PATH + "/",
+    )
+    routes: list[BaseRoute] = [
+        Route(CARD_PATH, counted_card(card_endpoint.respond, metrics, "card"), methods=["GET"]),
+        Route(HOPS_PATH, hops_endpoint(peers.hops.recent, guard), methods=["GET"]),
+        Route(METRICS_PATH, metrics_route(metrics, guard), methods=["GET"]),
+        *console.routes(),
+    ]
+    published = [card_endpoint]  # each gets its Last-Modified from the store at start-up
+    if signer is not None:  # the card's jku: public, like the card
+        jwks = jwks_endpoint(signer, config.server.card_max_age)
+        routes.append(
+            Route(JWKS_PATH, counted_card(jwks.respond, metrics, "jwks"), methods=["GET"])
+        )
+        published.append(jwks)
+    # [server] a2a_0_3: a2a-sdk's 0.3 layer, the 0.3 JSON-RPC methods at the same endpoint
+    # (message/send, ...) and the 0.3 HTTP+JSON routes under /v1, both into this handler.
+    legacy = config.server.a2a_0_3
+    routes += (jsonrpc_routes if lean else create_jsonrpc_routes)(
+        handler, rpc_url=JSONRPC_PATH, context_builder=builder, enable_v0_3_compat=legacy
+    )
+    # Last: see the module docstring.
+    routes += create_rest_routes(handler, context_builder=builder, enable_v0_3_compat=legacy)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        if storage is None:
+            await approvals.initialize()
+        else:
+            try:
+                await storage.start()
+                for endpoint in published:
+                    endpoint.published = await storage.first_published(
+                        endpoint.etag, endpoint.published
+                    )
+                settled = await storage.settle_interrupted(fail_interrupted)
+                await approvals.initialize()  # after the store: its database exists then
+            except BaseException:
+                await storage.close()  # the lock and the connections, even on a failed start
+                raise
+            if settled:
+                logger.warning(
+                    "task store: %d task(s) left running by a stopped process marked failed"
+                    " (output_invalid): %s",
+                    len(settled),
+                    ", ".join(settled[:10]) + (" ..." if len(settled) > 10 else ""),
+                )
+        grpc_server = None
+        try:
+            if grpc_port:  # needs the grpc extra: imported only when served
+                from skillrack.serve.bindings.grpc_server import start_grpc_server
+
+                grpc_server = await start_grpc_server(
+                    handler,
+                    stack,
+                    host=listen_host or "127.0.0.1",
+                    port=grpc_port,
+                    tls=tls,
+                    max_message_bytes=config.server.max_body_bytes,
+                    shared_port=workers > 1,
+                )
+            # uvicorn hands this state to each connection (skillrack.serve.bindings.connections).
+            yield {HEADER_TIMEOUT_KEY: config.server.header_timeout}
+        finally:
+            if grpc_server is not None:  # first: its calls use the handler and the stores
+                await grpc_server.stop(GRPC_STOP_GRACE_S)
+            await handler.aclose()
+            if push_delivery is not None:
+                await push_delivery.aclose()
+            await peers.aclose()
+            await approvals.aclose()
+            await limits.aclose()
+            if storage is not None:
+                await storage.close()
+            if multiprocess_dir() is not None:  # this worker's live gauges end with it
+                from prometheus_client import multiprocess
+
+                multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: _json_http_error, 405: _json_http_error},
+    )
+    app.state.metrics = metrics
+    # A POST to a path with a missing or extra slash must not be redirected (307).
+    app.router.redirect_slashes = False
+    install(app, stack)
+    return app
+
+
+#: Set by ``skillrack serve`` for the processes uvicorn starts (``--workers``): a JSON
+#: object with ``config`` (a path or null), ``host``, ``port``, ``scheme``,
+#: ``insecure_allow_all``, ``store`` (absolute, or null) and ``cluster``; and for gRPC
+#: ``grpc_port``, ``workers``, ``ssl_certfile``, ``ssl_keyfile`` and ``ssl_client_ca``
+#: (absolute, or null), ``ssl_client_auth``.
+SERVE_ENV = "SKILLRACK_SERVE"
+
+
+def server_from_environment() -> Starlette:
+    """The app of one ``skillrack serve --workers N`` process (uvicorn's ``factory=True``).
+
+    Rebuilds what ``cmd_serve`` built from the settings it left in
+    ``SKILLRACK_SERVE``: the same configuration file, plugins and store, so
+    every worker assembles the same documents and digests.
+    """
+    settings = json.loads(os.environ[SERVE_ENV])
+    config = load_config(Path(settings["config"]) if settings["config"] else None)
+    if settings.get("store"):
+        config = with_store(config, settings["store"])
+    host = compose_host(
+        config,
+        listen_host=settings["host"],
+        insecure_allow_all=bool(settings["insecure_allow_all"]),
+    )
+    base_url = config.public_url(settings["host"], int(settings["port"]), settings["scheme"])
+    configure_traces(
+        os.environ
+    )  # each worker exports its own spans (skillrack.serve.observability.traces)
+    if settings.get("grpc_port"):
+        config = with_grpc_port(config, int(settings["grpc_port"]))
+    certfile = settings.get("ssl_certfile")
+    app = build_server(
+        host.registry,
+        config,
+        base_url,
+        cluster=bool(settings["cluster"]),
+        listen_host=settings["host"],
+        tls=(
+            TlsFiles(
+                certfile,
+                settings.get("ssl_keyfile"),
+                settings.get("ssl_client_ca"),
+                settings.get("ssl_client_auth", "required"),
+            )
+            if certfile
+            else None
+        ),
+        workers=int(settings.get("workers", 1)),
+    )
+    freeze_startup_heap()  # a worker is a process skillrack serve owns, as the parent is
+    return app
+
+
+def with_store(config: Config, store: str) -> Config:
+    """``config`` with another task store (``--store``, already resolved to an absolute path)."""
+    return dataclasses.replace(config, server=dataclasses.replace(config.server, store=store))
+
+
+def with_grpc_port(config: Config, port: int) -> Config:
+    """``config`` serving gRPC on ``port`` (``--grpc-port``)."""
+    return dataclasses.replace(config, server=dataclasses.replace(config.server, grpc_port=port))
