@@ -99,7 +99,7 @@ def bare_app(traced: bool) -> Any:
     from skillrack.host.compose import compose_host
     from skillrack.host.config import Config
     from skillrack.serve.bindings.card import build_card
-    from skillrack.serve.execution.executor import describe_payloads
+    from skillrack.serve.execution.describe import describe_payloads
 
     # skillrack's card and describe_skill answers, prebuilt (as run.py gives them).
     host = compose_host(Config(), distributions=["skillrack-example-vendor"])

@@ -24,7 +24,7 @@ from skillrack.interface.standard_schema import (
     load_verified,
     locate,
 )
-from skillrack.serve.execution.executor import describe_payloads
+from skillrack.serve.execution.describe import describe_payloads
 
 REQUIRED_MEMBERS = [
     "interface_version",

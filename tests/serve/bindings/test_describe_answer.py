@@ -35,7 +35,7 @@ from skillrack.protocol.proto_json import Remembered
 from skillrack.serve.bindings import jsonrpc as jsonrpc_route
 from skillrack.serve.bindings.jsonrpc import PLACEHOLDER, Answer
 from skillrack.serve.execution.artifacts import ArtifactPublisher, describe_artifact
-from skillrack.serve.execution.executor import describe_payloads
+from skillrack.serve.execution.describe import describe_payloads
 from skillrack.testing.serve import HEADERS
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -10,7 +10,7 @@ TASK_STATE_FAILED when an accepted operation cannot complete, including when
 describe_skill cannot produce a valid advertised interface").
 
 skillrack builds every describe_skill payload once, when the agent is
-created (:func:`skillrack.serve.execution.executor.describe_payloads`).  The only way
+created (:func:`skillrack.serve.execution.describe.describe_payloads`).  The only way
 an advertised interface cannot be returned is that its payload could not be
 built then (the document does not convert to an A2A Data Part); that skill
 stays advertised and its describe_skill fails with ``interface_unavailable``
@@ -36,7 +36,7 @@ from helpers.builders import registry_of
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import SkillCallError
 from skillrack.host.registry import Registry
-from skillrack.serve.execution import executor
+from skillrack.serve.execution import describe as describe_module
 from skillrack.testing.serve import error_of, invoke
 
 SKILL = "evaluate_resource_condition"
@@ -65,7 +65,7 @@ def test_describe_skill_served_from_prebuilt_document(
             "skillrack.interface.document.build_document",
             "skillrack.interface.document.verify_document",
             "skillrack.host.registry.assemble",
-            "skillrack.serve.execution.executor.describe_payloads",
+            "skillrack.serve.execution.describe.describe_payloads",
         ):
             monkeypatch.setattr(target, forbidden)
         for _ in range(2):
@@ -81,7 +81,7 @@ def test_describe_skill_served_from_prebuilt_document(
 @pytest.fixture(scope="module")
 def unavailable(registry: Registry) -> Iterator[str]:
     """An agent whose describe_skill payload of SKILL could not be built at start-up."""
-    real = executor.data_part
+    real = describe_module.data_part
 
     def failing(value: Any) -> Any:
         result = value.get("result") if isinstance(value, dict) else None
@@ -90,7 +90,7 @@ def unavailable(registry: Registry) -> Iterator[str]:
         return real(value)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(executor, "data_part", failing)
+        patch.setattr(describe_module, "data_part", failing)
         serving = running_agent(registry)
         base = serving.__enter__()  # the app (and its payloads) are built here
     try:
@@ -126,7 +126,7 @@ async def test_interface_unavailable_reaches_the_client(unavailable: str) -> Non
 def inconsistent(registry: Registry) -> Iterator[str]:
     """An agent whose describe_skill payload of SKILL carries a document other than the
     validated one (injected where the payload is built: one description changed)."""
-    real = executor.data_part
+    real = describe_module.data_part
 
     def altered(value: Any) -> Any:
         result = value.get("result") if isinstance(value, dict) else None
@@ -136,7 +136,7 @@ def inconsistent(registry: Registry) -> Iterator[str]:
         return real(value)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(executor, "data_part", altered)
+        patch.setattr(describe_module, "data_part", altered)
         serving = running_agent(registry)
         base = serving.__enter__()
     try:

@@ -38,7 +38,7 @@ from skillrack.host.config import Config, ServerSettings
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.serve.execution.executor import describe_payloads
+from skillrack.serve.execution.describe import describe_payloads
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.testing.serve import HEADERS, error_of, rpc
 

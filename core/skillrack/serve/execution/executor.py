@@ -40,24 +40,18 @@ import asyncio
 import datetime as dt
 import logging
 import math
-import sys
 import traceback
 from collections.abc import Callable
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import pluggy
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Artifact, Part, Task, TaskState, TaskStatus
-from google.protobuf import json_format
+from a2a.types import Task, TaskState, TaskStatus
 
 from skillrack.errors import REJECTING_CODES, ConditionError, ErrorCode, InputRequired
 from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill, Registry
-from skillrack.interface.canonical import digest_of
-from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.protocol.messages import (
     EXTENSION_URI,
     NOT_A_REQUEST,
@@ -65,14 +59,14 @@ from skillrack.protocol.messages import (
     parse_request,
 )
 from skillrack.protocol.parts import incoming
-from skillrack.protocol.proto_json import remember
 from skillrack.protocol.wire import data_part
 from skillrack.serve.execution.approval_gate import seek_approval
-from skillrack.serve.execution.artifacts import ArtifactPublisher, describe_artifact
-from skillrack.serve.execution.base_replies import BaseReplies, TaskStart, returned_parts
+from skillrack.serve.execution.artifacts import ArtifactPublisher
+from skillrack.serve.execution.base_replies import BaseReplies, returned_parts
 from skillrack.serve.execution.base_routing import claiming_base_skill, named_base_skill
 from skillrack.serve.execution.base_skill_context import BaseSkillContext
 from skillrack.serve.execution.concurrency import ConcurrencyLimiter, Slot
+from skillrack.serve.execution.describe import describe_artifacts
 from skillrack.serve.execution.invocation import (
     BaseCall,
     Invocation,
@@ -90,10 +84,10 @@ from skillrack.serve.execution.outputs import (
 )
 from skillrack.serve.execution.replay import replay, user_messages
 from skillrack.serve.execution.skill_context import Delegation, SkillContext
-from skillrack.serve.observability.metrics import Metrics, Turn
-from skillrack.serve.observability.traces import OFF, TurnTrace
+from skillrack.serve.execution.turn import Turn, begin_turn, caller_of
+from skillrack.serve.observability.metrics import Metrics
 from skillrack.serve.observability.traces import turn as traced_turn
-from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY, CALLER_KEY, CLIENT_HOST_KEY
+from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY
 from skillrack.serve.security.approvals import Approvals
 from skillrack.serve.security.authz import (
     SKILL_SCOPE,
@@ -101,7 +95,6 @@ from skillrack.serve.security.authz import (
     authorize,
     authorize_skill,
 )
-from skillrack.serve.security.caller import ANONYMOUS, Caller
 from skillrack.serve.security.requirements import SkillRequirements, describe
 from skillrack.serve.stores.counters import LimitCounter
 
@@ -128,174 +121,10 @@ def final_state(code: ErrorCode, *, accepted: bool) -> TaskState:
     return TaskState.TASK_STATE_FAILED
 
 
-def _carried_problem(part: Part, skill: RegisteredSkill) -> str | None:
-    """Why the Data Part does not carry ``skill``'s validated document, or None.
-
-    The Part is read back as a receiver reads it (numbers as doubles), and the
-    document it holds must have the advertised digest, as must the
-    ``interface_digest`` beside it: what leaves the agent is then exactly the
-    document that was validated.
-    """
-    try:
-        carried = json_format.MessageToDict(part.data)
-        result = carried["result"]
-        if result["interface_digest"] != skill.interface_digest:
-            return "its interface_digest is not the advertised one"
-        if digest_of(result["interface"]) != skill.interface_digest:
-            return "the document it carries does not have the advertised digest"
-    except Exception as exc:  # anything unreadable is a payload that cannot be trusted
-        return f"it cannot be read back ({type(exc).__name__})"
-    return None
-
-
-def _describe_artifacts(
-    payloads: dict[str, Part | ConditionError],
-) -> dict[str, Artifact | ConditionError]:
-    """Each payload as the Artifact ``describe_skill`` answers with, and its JSON conversion.
-
-    Both are the same for every request, so both are done once: the Artifact
-    here, its Data Part's JSON dict on the first answer that carries it
-    (:func:`skillrack.protocol.proto_json.remember`).
-    """
-    artifacts: dict[str, Artifact | ConditionError] = {}
-    for skill_id, payload in payloads.items():
-        if isinstance(payload, ConditionError):
-            artifacts[skill_id] = payload
-            continue
-        remember(payload.data)
-        artifacts[skill_id] = describe_artifact(payload)
-    return artifacts
-
-
-def describe_payloads(registry: Registry) -> dict[str, Part | ConditionError]:
-    """The ``describe_skill`` result Data Part of every advertised skill, built once.
-
-    The draft: the response "MUST be the previously assembled and validated
-    document"; nothing is assembled per request.  A payload that cannot be
-    built (its document does not convert to a Data Part) is logged and left
-    out: the skill stays advertised, and ``describe_skill`` for it reports
-    ``interface_unavailable`` instead of stopping the whole agent.  A payload
-    that does not carry the validated document (read back, its digest differs
-    from the advertised one) is logged and replaced by the ``interface_invalid``
-    its ``describe_skill`` then reports: the draft's "If the available document
-    is malformed, inconsistent with the selected skill, versions, or digest
-    ... the agent MUST report interface_invalid".
-    """
-    payloads: dict[str, Part | ConditionError] = {}
-    for skill in registry:
-        try:
-            part = data_part(
-                {
-                    "skill": DESCRIBE_SKILL,
-                    "result": {
-                        "interface_digest": skill.interface_digest,
-                        "interface": skill.interface.document,
-                    },
-                }
-            )
-        except Exception as exc:  # one skill's payload must not stop the agent
-            logger.error(
-                "the describe_skill payload of %s (plugin %s) could not be built (%s); "
-                "describe_skill reports interface_unavailable for it",
-                skill.skill_id,
-                skill.plugin,
-                type(exc).__name__,
-            )
-            continue
-        problem = _carried_problem(part, skill)
-        if problem is None:
-            payloads[skill.skill_id] = part
-            continue
-        logger.error(
-            "the describe_skill payload of %s (plugin %s) does not carry its validated "
-            "document: %s; describe_skill reports interface_invalid for it",
-            skill.skill_id,
-            skill.plugin,
-            problem,
-        )
-        payloads[skill.skill_id] = ConditionError(
-            ErrorCode.INTERFACE_INVALID,
-            f"the interface of {skill.skill_id!r} failed validation and cannot be returned",
-        )
-    return payloads
-
-
-def caller_of(context: RequestContext) -> Caller:
-    """The caller authentication established (never taken from message content)."""
-    call = context.call_context
-    caller = call.state.get(CALLER_KEY) if call is not None else None
-    return caller if isinstance(caller, Caller) else ANONYMOUS
-
-
-def client_host_of(context: RequestContext) -> str | None:
-    """The address the request came from, as the server saw it (for anonymous slots)."""
-    call = context.call_context
-    host = call.state.get(CLIENT_HOST_KEY) if call is not None else None
-    return host if isinstance(host, str) else None
-
-
 def skill_of(task: Task) -> str | None:
     """The skill a task invokes, as recorded when the task was created."""
     value = task.metadata.fields.get(SKILL_METADATA_KEY)
     return value.string_value if value is not None and value.string_value else None
-
-
-@dataclass(frozen=True)
-class _Turn:
-    """One call of ``execute``: the request context, where its events go, and who calls."""
-
-    context: RequestContext
-    queue: EventQueue
-    updater: TaskUpdater
-    task_id: str
-    caller: Caller
-    client_host: str | None
-    #: What this turn records in the agent's metrics (:mod:`skillrack.serve.observability.metrics`).
-    observed: Turn
-    #: The turn's server span and its stages (:mod:`skillrack.serve.observability.traces`);
-    #: OFF when untraced.
-    trace: TurnTrace = OFF
-    #: A new task a base skill's turn has not sent yet (it may answer with a Message instead).
-    start: TaskStart = field(default_factory=TaskStart)
-
-    def stage(
-        self, name: str, scope: str | None = None, *, final: bool = True
-    ) -> AbstractContextManager[Any]:
-        """One stage of the pipeline: its histogram and, when tracing, its span.
-
-        One ``with`` for both, so that an untraced turn (the default) pays
-        for the timer alone.  ``final``: see
-        :meth:`skillrack.serve.observability.metrics.Turn.stage`.
-        """
-        timer = self.observed.stage(name, final=final)
-        if self.trace is OFF:
-            return timer
-        return _Both(self.trace.stage(name, scope), timer)
-
-
-class _Both:
-    """A stage's span around its timer (the span entered first, left last)."""
-
-    __slots__ = ("_span", "_timer")
-
-    def __init__(self, span: AbstractContextManager[Any], timer: AbstractContextManager[Any]):
-        self._span = span
-        self._timer = timer
-
-    def __enter__(self) -> None:
-        self._span.__enter__()
-        try:
-            self._timer.__enter__()
-        except BaseException:
-            self._span.__exit__(*sys.exc_info())
-            raise
-
-    def __exit__(self, *exc: Any) -> bool | None:
-        try:
-            self._timer.__exit__(*exc)
-        finally:
-            suppressed = self._span.__exit__(*exc)
-        return suppressed
 
 
 class SkillExecutor(AgentExecutor):
@@ -323,7 +152,7 @@ class SkillExecutor(AgentExecutor):
         self.handler_timeout = handler_timeout
         self.output_limits = output_limits or OutputLimits()
         self.metrics = metrics or Metrics(registry)
-        self._describe = _describe_artifacts(describe_payloads(registry))
+        self._describe = describe_artifacts(registry)
         self._running: dict[str, SkillContext | BaseSkillContext] = {}
         #: Handlers still running after their deadline (held here: asyncio keeps weak references).
         self._overdue: set[asyncio.Task[Any]] = set()
@@ -333,9 +162,9 @@ class SkillExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """One turn of a task, in its server span (:mod:`skillrack.serve.observability.traces`)."""
         with traced_turn(context.task_id or "") as trace:
-            await self._execute(_turn(context, event_queue, self.metrics, trace))
+            await self._execute(begin_turn(context, event_queue, self.metrics, trace))
 
-    async def _execute(self, turn: _Turn) -> None:
+    async def _execute(self, turn: Turn) -> None:
         """Admit the call, then run it; every error ends the task."""
         try:
             admitted = await self._admit(turn)
@@ -379,7 +208,7 @@ class SkillExecutor(AgentExecutor):
 
     # -- admission: a refusal here ends the task REJECTED ---------------------------------------
 
-    async def _admit(self, turn: _Turn) -> tuple[Invocation, Slot] | None:
+    async def _admit(self, turn: Turn) -> tuple[Invocation, Slot] | None:
         """parse -> select -> authorize the skill -> validate -> authorize the call -> approve.
 
         ``None`` when nothing is left to run on this turn: ``describe_skill``
@@ -405,7 +234,7 @@ class SkillExecutor(AgentExecutor):
         return await self._admit_call(invocation, turn)
 
     async def _authorize_skill(
-        self, skill_id: str, request: AuthorizationRequest, details: bool, turn: _Turn
+        self, skill_id: str, request: AuthorizationRequest, details: bool, turn: Turn
     ) -> None:
         """The skill's security requirements, then the skill-scope authorization decision."""
         self._check_requirements(skill_id, turn)
@@ -416,7 +245,7 @@ class SkillExecutor(AgentExecutor):
                 self._refuse(skill_id, verdict.opinions, turn, "the skill")
 
     async def _admit_call(
-        self, invocation: Invocation, turn: _Turn
+        self, invocation: Invocation, turn: Turn
     ) -> tuple[Invocation, Slot] | None:
         """The call's authorization, its approval and a concurrency slot (any skill kind)."""
         with turn.stage("authorization", "call"):  # observes both decisions' time, once
@@ -431,7 +260,7 @@ class SkillExecutor(AgentExecutor):
             self.metrics.limit_refused("concurrency")
             raise
 
-    async def _parse(self, turn: _Turn) -> tuple[SkillRequest | BaseCall, list[Any]]:
+    async def _parse(self, turn: Turn) -> tuple[SkillRequest | BaseCall, list[Any]]:
         """The request and the caller's answers so far; a new task is created first.
 
         A Message routed to a base-A2A skill (:mod:`skillrack.serve.execution.base_routing`)
@@ -473,7 +302,7 @@ class SkillExecutor(AgentExecutor):
         _activate(context)
         return request, answers
 
-    def _base_call(self, turn: _Turn, skill: RegisteredBaseSkill, view: Any) -> BaseCall:
+    def _base_call(self, turn: Turn, skill: RegisteredBaseSkill, view: Any) -> BaseCall:
         """A new exchange with a base skill; its task waits until the turn needs it."""
         context, queue = turn.context, turn.queue
         task = _new_task(context, skill.skill_id)
@@ -481,7 +310,7 @@ class SkillExecutor(AgentExecutor):
         turn.observed.skill = skill.skill_id
         return BaseCall(skill, view)
 
-    async def _admit_base(self, call: BaseCall, turn: _Turn) -> tuple[Invocation, Slot] | None:
+    async def _admit_base(self, call: BaseCall, turn: Turn) -> tuple[Invocation, Slot] | None:
         """The same stages as a schema skill's call, without arguments to validate."""
         skill = call.skill
         scoped = base_authorization_request(skill, turn.caller, SKILL_SCOPE)
@@ -491,7 +320,7 @@ class SkillExecutor(AgentExecutor):
         )
         return await self._admit_call(invocation, turn)
 
-    async def _describe_skill(self, request: SkillRequest, turn: _Turn) -> None:
+    async def _describe_skill(self, request: SkillRequest, turn: Turn) -> None:
         skill_id = request.arguments["skill_id"]
         turn.trace.describing(self.registry.get(skill_id))
         self.metrics.describe_called(skill_id)
@@ -513,7 +342,7 @@ class SkillExecutor(AgentExecutor):
         turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
         turn.observed.ended("TASK_STATE_COMPLETED")
 
-    def _check_requirements(self, skill_id: str, turn: _Turn) -> None:
+    def _check_requirements(self, skill_id: str, turn: Turn) -> None:
         """The skill's own security requirements (the card says them), before any policy."""
         if self.requirements.allows(skill_id, turn.caller):
             return
@@ -533,14 +362,14 @@ class SkillExecutor(AgentExecutor):
             "(the skill's securityRequirements on the Agent Card)",
         )
 
-    async def _authorize(self, invocation: Invocation, turn: _Turn) -> None:
+    async def _authorize(self, invocation: Invocation, turn: Turn) -> None:
         verdict = await authorize(self.manager, invocation.request)
         if not verdict.allowed:
             turn.observed.denied("call")
             self._refuse(invocation.skill.skill_id, verdict.opinions, turn, "the call")
 
     @staticmethod
-    def _refuse(skill_id: str, opinions: Any, turn: _Turn, what: str) -> NoReturn:
+    def _refuse(skill_id: str, opinions: Any, turn: Turn, what: str) -> NoReturn:
         """``authorization_failed``; the policies' reasons go to the log only."""
         logger.info(
             "task %s: %s of %s denied by policy: %s",
@@ -555,7 +384,7 @@ class SkillExecutor(AgentExecutor):
             f"the caller is not authorized to invoke {skill_id!r}",
         )
 
-    async def _approve(self, invocation: Invocation, turn: _Turn) -> bool:
+    async def _approve(self, invocation: Invocation, turn: Turn) -> bool:
         """True when the call may go on; False when it waits for an operator."""
         pending = await seek_approval(
             self.manager, self.approvals, invocation, turn.task_id, observe=self.metrics.approval
@@ -577,7 +406,7 @@ class SkillExecutor(AgentExecutor):
 
     # -- execution: a failure here ends the task FAILED -----------------------------------------
 
-    async def _run(self, invocation: Invocation, turn: _Turn) -> None:
+    async def _run(self, invocation: Invocation, turn: Turn) -> None:
         """Run the handler, then validate and send its result: ``TASK_STATE_COMPLETED``."""
         skill = invocation.skill
         assert isinstance(skill, RegisteredSkill)
@@ -633,7 +462,7 @@ class SkillExecutor(AgentExecutor):
                 extra=_fields(turn.task_id, skill.skill_id),
             )
 
-    async def _run_base(self, invocation: Invocation, call: BaseCall, turn: _Turn) -> None:
+    async def _run_base(self, invocation: Invocation, call: BaseCall, turn: Turn) -> None:
         """Run a base skill's handler: a direct Message, or a task it ends (see base_context)."""
         skill = call.skill
         budget = OutputBudget(skill.skill_id, self.output_limits)
@@ -696,7 +525,7 @@ class SkillExecutor(AgentExecutor):
         handler: Any,
         context: SkillContext | BaseSkillContext,
         budget: OutputBudget,
-        turn: _Turn,
+        turn: Turn,
     ) -> Any:
         """The handler's result by its deadline; a passed output limit wins over what came next."""
         try:
@@ -713,7 +542,7 @@ class SkillExecutor(AgentExecutor):
         handler: Any,
         context: SkillContext | BaseSkillContext,
         close: Callable[[], None],
-        turn: _Turn,
+        turn: Turn,
     ) -> Any:
         """The handler's result, or ``resource_limit_exceeded`` at its deadline.
 
@@ -751,7 +580,7 @@ class SkillExecutor(AgentExecutor):
         )
 
     def _overdue_finished(
-        self, skill_id: str, plugin: str, turn: _Turn
+        self, skill_id: str, plugin: str, turn: Turn
     ) -> Callable[[asyncio.Task[Any]], None]:
         """What to do when a handler left at its deadline finally ends: forget it, log how."""
 
@@ -779,7 +608,7 @@ class SkillExecutor(AgentExecutor):
 
     # -- respond with an error ------------------------------------------------------------------
 
-    async def _respond_with_error(self, turn: _Turn, exc: Exception, *, accepted: bool) -> None:
+    async def _respond_with_error(self, turn: Turn, exc: Exception, *, accepted: bool) -> None:
         """End the task with one Data Part ``{"error": ...}`` in the draft's state."""
         await turn.start.ensure()  # a base skill's task, when it was not sent yet
         if isinstance(exc, ConditionError):
@@ -800,26 +629,6 @@ class SkillExecutor(AgentExecutor):
         message = turn.updater.new_agent_message([data_part(error.to_error_object())])
         await turn.updater.update_status(state, message=message)
         turn.trace.ended(TaskState.Name(state), error.code.value)
-
-
-def _turn(
-    context: RequestContext, event_queue: EventQueue, metrics: Metrics, trace: TurnTrace = OFF
-) -> _Turn:
-    assert context.task_id is not None and context.context_id is not None
-    assert context.message is not None
-    # A follow-up Message may omit contextId; the task keeps the one it started with.
-    task = context.current_task
-    context_id = task.context_id if task is not None else context.context_id
-    return _Turn(
-        context=context,
-        queue=event_queue,
-        updater=TaskUpdater(event_queue, context.task_id, context_id),
-        task_id=context.task_id,
-        caller=caller_of(context),
-        client_host=client_host_of(context),
-        observed=metrics.turn(),
-        trace=trace,
-    )
 
 
 def _fields(task_id: str, skill: str | None, code: ErrorCode | None = None) -> dict[str, Any]:
@@ -872,7 +681,7 @@ def _activate(context: RequestContext) -> None:
             activated.add(EXTENSION_URI)
 
 
-def _failed(turn: _Turn) -> ConditionError:
+def _failed(turn: Turn) -> ConditionError:
     """What the caller learns of an unexpected exception: that it happened, and the task id."""
     return ConditionError(
         ErrorCode.OUTPUT_INVALID,

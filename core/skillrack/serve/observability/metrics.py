@@ -26,7 +26,7 @@ scrape, and a scrape is rendered off the event loop
 **One observation per stage and turn.**  Authorization is asked twice in a
 turn (may the caller use the skill, before validation; may it make this call,
 after): ``skillrack_stage_duration_seconds{stage="authorization"}`` gets one
-observation per turn, the two decisions' time added up (:meth:`Turn.stage`),
+observation per turn, the two decisions' time added up (:meth:`TurnMetrics.stage`),
 so its count is the number of turns authorized, as for every other stage.
 
 **Several processes.**  ``skillrack serve --workers N`` sets
@@ -313,9 +313,9 @@ class Metrics:
 
     # -- what the request path records ------------------------------------------------------
 
-    def turn(self) -> Turn:
-        """A recorder for one turn of a task (:class:`Turn`)."""
-        return Turn(self)
+    def turn(self) -> TurnMetrics:
+        """A recorder for one turn of a task (:class:`TurnMetrics`)."""
+        return TurnMetrics(self)
 
     def ended(self, skill: str | None, state_name: str, code: ErrorCode | None) -> None:
         """One turn ended in ``state_name`` (a ``TASK_STATE_*`` name) with ``code``."""
@@ -441,7 +441,7 @@ class _Authorizing:
 
     __slots__ = ("_final", "_started", "_turn")
 
-    def __init__(self, turn: Turn, final: bool) -> None:
+    def __init__(self, turn: TurnMetrics, final: bool) -> None:
         self._turn = turn
         self._final = final
         self._started = 0.0
@@ -456,7 +456,7 @@ class _Authorizing:
             turn._observe_authorization()
 
 
-class Turn:
+class TurnMetrics:
     """What one turn of a task records: its skill once known, its stages, how it ended."""
 
     __slots__ = ("_authorizing", "_metrics", "_stages", "_started", "skill")
@@ -536,7 +536,7 @@ __all__ = [
     "UNKNOWN",
     "Metrics",
     "StoreTimer",
-    "Turn",
+    "TurnMetrics",
     "fast_observer",
     "multiprocess_dir",
     "short_state",
