@@ -33,7 +33,7 @@ from skillrack.host.registry import build_registry
 from skillrack.interface.canonical import canonical_bytes
 from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema, ensure_format_checkers
 from skillrack.interface.standard_schema import skill_interface_schema
-from skillrack.protocol.wire import check_numbers, data_part
+from skillrack.protocol.values import check_numbers, data_part
 
 EXAMPLE = "skillrack_example_vendor"
 

@@ -80,13 +80,13 @@ def skillrack_app(workdir: Path) -> Any:
     from skillrack.serve.process import default_tracing
 
     default_tracing(os.environ)  # before a2a-sdk is imported, as skillrack serve does
-    from skillrack.host.compose import compose_host
     from skillrack.host.config import load_config
+    from skillrack.host.startup import build_host
     from skillrack.serve.server import build_server
 
     (workdir / "bench.toml").write_text(CONFIG)
     config = load_config(workdir / "bench.toml")
-    host = compose_host(config, listen_host="127.0.0.1", distributions=["skillrack-example-vendor"])
+    host = build_host(config, listen_host="127.0.0.1", distributions=["skillrack-example-vendor"])
     return build_server(host.registry, config, f"http://{HOST}", listen_host="127.0.0.1")
 
 
@@ -96,13 +96,13 @@ def bare_app(traced: bool) -> Any:
     from bare_agent import build_server
     from google.protobuf import json_format
 
-    from skillrack.host.compose import compose_host
     from skillrack.host.config import Config
+    from skillrack.host.startup import build_host
     from skillrack.serve.bindings.card import build_card
     from skillrack.serve.execution.describe import describe_payloads
 
     # skillrack's card and describe_skill answers, prebuilt (as run.py gives them).
-    host = compose_host(Config(), distributions=["skillrack-example-vendor"])
+    host = build_host(Config(), distributions=["skillrack-example-vendor"])
     card = build_card(host.registry, Config(), f"http://{HOST}", None)
     describe = {
         skill_id: json_format.MessageToDict(part.data)["result"]

@@ -22,10 +22,10 @@ from helpers.builders import (
 from skillrack import BaseSkill
 from skillrack.cli import main as cli
 from skillrack.errors import StartupError
-from skillrack.host import compose as host_compose
-from skillrack.host.compose import Host
+from skillrack.host import startup as host_startup
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
+from skillrack.host.startup import Host
 
 
 async def _help(message: object, context: object) -> str:
@@ -47,11 +47,11 @@ def composed(monkeypatch: pytest.MonkeyPatch) -> Registry:
         ]
     )
 
-    def compose_host(config: Config) -> Host:
+    def build_host(config: Config) -> Host:
         assert config == Config(base_dir=config.base_dir)  # no --config: the embedded default
         return Host(registry, None)
 
-    monkeypatch.setattr(host_compose, "compose_host", compose_host)  # imported when run
+    monkeypatch.setattr(host_startup, "build_host", build_host)  # imported when run
     return registry
 
 
@@ -124,7 +124,7 @@ def test_startup_error_is_one_line_exit_1(
     def clash(config: Config) -> Host:
         raise StartupError("skill id 'x' is declared by plugins 'a' and 'b'")
 
-    monkeypatch.setattr(host_compose, "compose_host", clash)
+    monkeypatch.setattr(host_startup, "build_host", clash)
     assert cli.main(["plugins"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'a' and 'b'" in err and "Traceback" not in err

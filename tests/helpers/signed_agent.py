@@ -16,10 +16,10 @@ from starlette.types import ASGIApp
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.tamper import Tamper
-from skillrack.host.compose import first_party_plugins
 from skillrack.host.config import AgentIdentity, Config, SigningSettings
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
+from skillrack.host.startup import first_party_plugins
 from skillrack.protocol.signing import CardSigner
 from skillrack.serve.bindings.card import load_card_signer
 from skillrack_plugins.api_keys import hash_key

@@ -25,9 +25,9 @@ from helpers.agent_skills import AllowAll, DenyForbidden, TestSkills
 from helpers.builders import registry_of
 
 from skillrack.cli import main as cli
-from skillrack.host.compose import first_party_plugins
 from skillrack.host.config import FIRST_PARTY, Config, ConfigError, load_config
 from skillrack.host.registry import Registry
+from skillrack.host.startup import first_party_plugins
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.serve.security.authz import AuthorizationRequest, Decision

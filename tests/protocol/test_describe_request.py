@@ -17,7 +17,7 @@ from a2a.types import Message, Role
 from skillrack.errors import ConditionError
 from skillrack.protocol import messages
 from skillrack.protocol.messages import parse_request
-from skillrack.protocol.wire import data_part
+from skillrack.protocol.values import data_part
 
 
 def request(value: Any) -> Message:

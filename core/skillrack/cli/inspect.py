@@ -29,10 +29,10 @@ CONFIG_HELP = "TOML configuration whose plugins to load too, as serve does (defa
 
 def _registry(args: argparse.Namespace) -> Registry:
     """The registry ``serve --config`` would build: configured and installed plugins."""
-    from skillrack.host.compose import compose_host
     from skillrack.host.config import load_config
+    from skillrack.host.startup import build_host
 
-    return compose_host(load_config(Path(args.config) if args.config else None)).registry
+    return build_host(load_config(Path(args.config) if args.config else None)).registry
 
 
 def nothing_loaded_reason() -> str:

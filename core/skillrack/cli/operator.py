@@ -3,7 +3,7 @@
 Registered by ``cli.build_parser`` with :func:`add_commands`; errors and exit
 statuses follow ``cli``: 0 success, 1 refused input or a failed diagnosis, 2
 usage.  ``spec`` and ``doctor`` compose the host as ``skillrack serve`` does
-(:func:`skillrack.host.compose.compose_host`: the configuration's first-party
+(:func:`skillrack.host.startup.build_host`: the configuration's first-party
 and built-in plugins, the installed vendor plugins selected by
 ``SKILLRACK_LOAD_PLUGINS``) and serve nothing.  The host, the scaffold and
 the diagnostics are imported by the commands, not by the parser.
@@ -40,7 +40,7 @@ DEFAULT_SKILL = "check_reachability"
 
 def development_policy_note(registry: Registry, host: str) -> str | None:
     """What ``skillrack serve`` would do about authorization when no policy is configured."""
-    from skillrack.host.compose import is_loopback
+    from skillrack.host.startup import is_loopback
 
     if registry.manager is not None and registry.manager.hook.authorize_invocation.get_hookimpls():
         return None
@@ -85,12 +85,12 @@ def cmd_spec(args: argparse.Namespace) -> int:
     import asyncio
 
     from skillrack.client.challenge import credential_header
-    from skillrack.host.compose import compose_host
+    from skillrack.host.startup import build_host
     from skillrack.ops.spec import build_spec
     from skillrack.ops.spec_evidence import gather_evidence
 
     config = _config(args)
-    registry = compose_host(config).registry
+    registry = build_host(config).registry
     base_url = config.public_url(args.host, args.port, "https" if args.https else "http")
     evidence = asyncio.run(
         gather_evidence(
@@ -144,8 +144,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     import asyncio
 
     from skillrack.errors import StartupError
-    from skillrack.host.compose import compose_host
     from skillrack.host.config import ConfigError
+    from skillrack.host.startup import build_host
     from skillrack.ops.doctor import diagnose_agent, diagnose_configuration
 
     if args.url:
@@ -156,7 +156,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         registry: Registry | None = None
         error: str | None = None
         try:
-            registry = compose_host(config).registry
+            registry = build_host(config).registry
         except (StartupError, ConfigError, RuntimeError) as exc:
             error = str(exc)
         diagnosis = diagnose_configuration(config, registry, error, where)

@@ -443,7 +443,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     import uvicorn
 
     from skillrack.errors import StartupError
-    from skillrack.host.compose import compose_host
+    from skillrack.host.startup import build_host
     from skillrack.serve.bindings.card import load_card_signer
     from skillrack.serve.bindings.connections import HeaderDeadlineProtocol
     from skillrack.serve.bindings.metrics_endpoint import exposition_registry, serve_metrics_port
@@ -455,7 +455,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     from skillrack.serve.process import describe_tracing, freeze_startup_heap
     from skillrack.serve.security.approvals import PENDING, ApprovalStore, approvals_location
     from skillrack.serve.server import SERVE_ENV, build_server, with_grpc_port, with_store
-    from skillrack.serve.stores.counters import check_limits_store, limits_location
+    from skillrack.serve.stores.counters import check_counter_store, counter_location
     from skillrack.serve.stores.storage import parse_store, prepare
 
     client_ca, client_auth = client_tls(args, config)
@@ -489,10 +489,10 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             "postgresql+asyncpg://...): with --store memory each worker would hold its own tasks"
         )
     cluster = args.workers > 1 or store.kind == "postgresql"
-    host = compose_host(config, listen_host=args.host, insecure_allow_all=args.insecure_allow_all)
+    host = build_host(config, listen_host=args.host, insecure_allow_all=args.insecure_allow_all)
     registry = host.registry
     asyncio.run(prepare(store, cluster=cluster))
-    asyncio.run(check_limits_store(config))  # a Redis limits store answers, or one line
+    asyncio.run(check_counter_store(config))  # a Redis limits store answers, or one line
     scheme = "https" if args.ssl_certfile else "http"
     base_url = config.public_url(args.host, args.port, scheme)
     try:  # the OTEL_* variables; each worker configures its own (server_from_environment)
@@ -565,7 +565,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         # Beside the tasks in PostgreSQL; else a SQLite file, even under --store memory:
         # pending approvals must survive a restart.
         print(f"  approvals store: {approvals_location(config)}")
-        print(f"  limits counted in: {limits_location(config)} ([server] limits_store)")
+        print(f"  limits counted in: {counter_location(config)} ([server] limits_store)")
         print(f"  a2a-sdk tracing: {describe_tracing()}")
         print(f"  traces: {traces}")
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)

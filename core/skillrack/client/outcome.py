@@ -22,7 +22,7 @@ from a2a.types import Artifact, StreamResponse, Task, TaskState
 from skillrack.errors import ConditionError, ErrorCode, SkillCallError, parse_error_object
 from skillrack.interface.document import VerifiedInterface
 from skillrack.protocol.messages import APPROVAL_KEY
-from skillrack.protocol.wire import from_value
+from skillrack.protocol.values import from_value
 
 
 def state_name(state: int) -> str:

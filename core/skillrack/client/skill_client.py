@@ -82,7 +82,7 @@ from skillrack.protocol.messages import APPROVAL_KEY, EXTENSION_URI
 from skillrack.protocol.parts import PartLike, user_message
 from skillrack.protocol.signing import CardKeys, CardSignatureError, verify_card_signature
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
-from skillrack.protocol.wire import UnsafeNumber, check_numbers, data_part, from_value
+from skillrack.protocol.values import UnsafeNumber, check_numbers, data_part, from_value
 
 logger = logging.getLogger(__name__)
 

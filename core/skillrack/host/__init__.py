@@ -1,1 +1,1 @@
-"""Loading plugins, calling their hooks, configuration, the registry, ``compose_host``."""
+"""Loading plugins, calling their hooks, configuration, the registry, ``build_host``."""

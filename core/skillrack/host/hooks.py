@@ -24,7 +24,7 @@ one line naming the plugin and the hook; :func:`implementations` refuses the
 same way for a manager built by hand.
 
 Tracing.  With ``SKILLRACK_TRACE_PLUGINS`` set the plugin manager is a
-:class:`~skillrack.host.tracing.TracingPluginManager`, which wraps every
+:class:`~skillrack.host.hook_log.HookLoggingPluginManager`, which wraps every
 implementation when its plugin registers; the calls made here go through
 those wrappers, so every answer is logged with its plugin by the same
 mechanism that traces whole-hook calls (``security_schemes``).

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import pluggy
 
 from skillrack import hookspecs
-from skillrack.host import tracing
+from skillrack.host import hook_log
 from skillrack.host.hooks import refuse_wrappers
 from skillrack.host.selection import (
     ENTRY_POINT_GROUP,
@@ -71,8 +71,8 @@ class LoadedPlugins:
 
 
 def new_manager() -> pluggy.PluginManager:
-    # SKILLRACK_TRACE_PLUGINS=1: every hook call is logged with its plugin (tracing.py).
-    factory = tracing.TracingPluginManager if tracing.enabled() else pluggy.PluginManager
+    # SKILLRACK_LOG_HOOKS=1: every hook call is logged with its plugin (hook_log.py).
+    factory = hook_log.HookLoggingPluginManager if hook_log.enabled() else pluggy.PluginManager
     manager = factory(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
     return manager

@@ -132,12 +132,12 @@ def _from_parts(value: Any, memo: dict[int, tuple[Any, bytes]]) -> bytes | None:
     are written as ``json.dumps`` writes them); anything else returns None.
     """
     try:
-        return _compose(value, memo)
+        return _joined_bytes(value, memo)
     except (RecursionError, ValueError):  # a cycle, or a lone surrogate: the usual way decides
         return None
 
 
-def _compose(value: Any, memo: dict[int, tuple[Any, bytes]]) -> bytes | None:
+def _joined_bytes(value: Any, memo: dict[int, tuple[Any, bytes]]) -> bytes | None:
     kind = type(value)
     if kind is dict or kind is list:
         known = memo.get(id(value))
@@ -149,13 +149,13 @@ def _compose(value: Any, memo: dict[int, tuple[Any, bytes]]) -> bytes | None:
                 if type(key) is not str or not (key.isascii() or max(key, default="") < "\ud800"):
                     return None
             for key in sorted(value):
-                part = _compose(value[key], memo)
+                part = _joined_bytes(value[key], memo)
                 if part is None:
                     return None
                 parts.append(_string(key) + b":" + part)
             return b"{" + b",".join(parts) + b"}"
         for item in value:
-            part = _compose(item, memo)
+            part = _joined_bytes(item, memo)
             if part is None:
                 return None
             parts.append(part)

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 #: The deepest JSON value one A2A Data Part carries, end to end, through a2a-sdk 1.3:
 #: its value is a protobuf ``Value`` that protobuf parses with a nesting limit
-#: (the derivation is :data:`skillrack.protocol.wire.DATA_PART_DEPTH`'s, which
+#: (the derivation is :data:`skillrack.protocol.values.DATA_PART_DEPTH`'s, which
 #: a test checks against protobuf itself).  Every depth limit below is lowered
 #: to what this leaves, so that nothing legal under a configured limit fails
 #: on the wire instead.

@@ -19,7 +19,7 @@ from skillrack.client.outcome import state_name
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import ErrorCode, SkillCallError, parse_error_object
 from skillrack.interface.document import DESCRIBE_SKILL
-from skillrack.protocol.wire import from_value
+from skillrack.protocol.values import from_value
 
 #: Candidate arguments for "an invalid input": the first one the skill's own
 #: input_schema refuses is sent.  A skill whose schema accepts all of them has

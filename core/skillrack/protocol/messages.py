@@ -19,7 +19,7 @@ from a2a.types import Message, Role
 from skillrack.errors import ConditionError, ErrorCode
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.interface.inline import DRAFT_2020_12, CompiledSchema, compile_inline_schema
-from skillrack.protocol.wire import from_value
+from skillrack.protocol.values import from_value
 
 EXTENSION_URI = (
     "https://agentic-network-management.github.io/agent-schema-interfaces/"

@@ -16,7 +16,7 @@ from typing import Any
 
 from a2a.types import Message, Part, Role
 
-from skillrack.protocol.wire import data_part, from_value
+from skillrack.protocol.values import data_part, from_value
 
 #: Message metadata key naming the skill a Message is for (base-A2A skills' explicit routing).
 SKILL_METADATA = "skill"

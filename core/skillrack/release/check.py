@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from skillrack.host.compose import run_startup_checks
 from skillrack.host.registry import base_problem, collect_declarations
+from skillrack.host.startup import run_startup_checks
 from skillrack.interface.canonical import CanonicalizationError, digest_of, loads_strict
 from skillrack.interface.declare import BaseSkill, DomainSchema, Skill
 from skillrack.interface.document import InterfaceError, VerifiedInterface, assemble

@@ -36,9 +36,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from skillrack.host.compose import compose_host
 from skillrack.host.config import Config, ConfigError, load_config
 from skillrack.host.registry import Registry
+from skillrack.host.startup import build_host
 from skillrack.protocol.signing import JWKS_PATH
 from skillrack.serve.bindings.card import (
     CARD_PATH,
@@ -77,7 +77,7 @@ from skillrack.serve.security.approvals import PENDING, ApprovalStore, open_appr
 from skillrack.serve.security.operator_access import OperatorGuard
 from skillrack.serve.security.requirements import skill_requirements
 from skillrack.serve.stores.cluster import ClusterTaskStore
-from skillrack.serve.stores.counters import open_limits
+from skillrack.serve.stores.counters import open_counter
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (
     NewTaskNotice,
@@ -178,7 +178,7 @@ def build_server(
     push_store = storage.push_config_store if storage is not None else push_config_store
     push_check, push_delivery = outbound_push(config, push_store)
     # Per-caller limits: in this process, or in Redis shared by the replicas.
-    limits = open_limits(config)
+    limits = open_counter(config)
     handler = SkillrackRequestHandler(
         agent_executor=SkillExecutor(
             registry,
@@ -350,7 +350,7 @@ def server_from_environment() -> Starlette:
     config = load_config(Path(settings["config"]) if settings["config"] else None)
     if settings.get("store"):
         config = with_store(config, settings["store"])
-    host = compose_host(
+    host = build_host(
         config,
         listen_host=settings["host"],
         insecure_allow_all=bool(settings["insecure_allow_all"]),

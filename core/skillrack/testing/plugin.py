@@ -181,16 +181,16 @@ def registry_under_test(
     """The registry of the plugin(s) under test: only ``distributions`` and ``objects``.
 
     Composed as ``skillrack serve`` composes it on 127.0.0.1
-    (:func:`skillrack.host.compose.compose_host`): the start-up checks run,
+    (:func:`skillrack.host.startup.build_host`): the start-up checks run,
     first-party plugins the configuration enables are loaded too, and without
     an authorization policy the development policy is added (allow every call).
     Installed distributions not named here, and ``SKILLRACK_LOAD_PLUGINS``,
     are ignored.
     """
-    from skillrack.host.compose import compose_host
     from skillrack.host.config import Config
+    from skillrack.host.startup import build_host
 
-    host = compose_host(
+    host = build_host(
         config or Config(),
         listen_host="127.0.0.1",
         distributions=distributions,
@@ -254,7 +254,7 @@ def check_examples(
     that must pass must also travel through A2A unchanged (no integer beyond
     2**53: A2A carries numbers as doubles).
     """
-    from skillrack.protocol.wire import UnsafeNumber, check_numbers
+    from skillrack.protocol.values import UnsafeNumber, check_numbers
 
     skill = interface.skill_id
     problems: list[ExampleProblem] = []

@@ -23,7 +23,7 @@ from helpers.builders import registry_of
 from skillrack import DomainSchema, Skill, hookimpl
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
-from skillrack.protocol.wire import SAFE_INTEGER
+from skillrack.protocol.values import SAFE_INTEGER
 from skillrack.testing.serve import HEADERS
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]

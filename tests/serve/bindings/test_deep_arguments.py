@@ -6,7 +6,7 @@ JSON object level.  Before, arguments 20-22 levels deep in a legal recursive
 schema (a tree) ended in HTTP 500 / JSON-RPC -32006 (the task was never
 created), deeper ones in a2a-sdk's own "invalid request".  Now every depth
 limit is lowered to what a Data Part carries
-(:data:`skillrack.protocol.wire.DATA_PART_DEPTH`), deeper requests are
+(:data:`skillrack.protocol.values.DATA_PART_DEPTH`), deeper requests are
 refused by the body guard with ``resource_limit_exceeded`` before protobuf
 sees them, and a handler's too-deep result, progress or record fails its task
 with the same code.
@@ -43,7 +43,7 @@ from skillrack.interface.limits import (
     WIRE_DATA_DEPTH,
     Limits,
 )
-from skillrack.protocol.wire import DATA_PART_DEPTH
+from skillrack.protocol.values import DATA_PART_DEPTH
 from skillrack.testing.serve import HEADERS
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]

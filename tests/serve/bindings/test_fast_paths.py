@@ -8,10 +8,10 @@ and every refusal still comes from jsonschema and ``canonical_bytes``.  These
 tests hold them to that, schema by schema and instance by instance, including
 the corners where Python and JSON Schema disagree (``True == 1``, ``1.0`` as an
 integer, ``-0.0``, floats JCS writes differently from ``repr``).  Likewise
-:func:`skillrack.protocol.wire.data_part` and :func:`skillrack.protocol.wire.from_value` build and
-read protobuf Values without ``json_format``'s per-member bookkeeping and must
-give the same messages, the same JSON (key order and int/float included) and
-the same errors.
+:func:`skillrack.protocol.values.data_part` and
+:func:`skillrack.protocol.values.from_value` build and read protobuf Values
+without ``json_format``'s per-member bookkeeping and must give the same
+messages, the same JSON (key order and int/float included) and the same errors.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
 from skillrack.interface.limits import Limits, json_depth
 from skillrack.interface.validation import CompiledSchema, measure_plain_json
-from skillrack.protocol.wire import DATA_PART_DEPTH, _integral, data_part, from_value
+from skillrack.protocol.values import DATA_PART_DEPTH, _integral, data_part, from_value
 
 SCALARS = (
     st.none()

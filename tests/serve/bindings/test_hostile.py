@@ -45,7 +45,7 @@ from skillrack.errors import ErrorCode
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
 from skillrack.interface.limits import Limits
-from skillrack.protocol.wire import DATA_PART_DEPTH
+from skillrack.protocol.values import DATA_PART_DEPTH
 from skillrack.testing.serve import HEADERS
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]

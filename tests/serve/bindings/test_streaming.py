@@ -32,7 +32,7 @@ from helpers.builders import VECTOR_DIGEST, registry_of
 
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.protocol.wire import data_part, from_value
+from skillrack.protocol.values import data_part, from_value
 
 BINDINGS = [TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON]
 

@@ -24,9 +24,9 @@ from helpers.agent_harness import running_agent
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
 
 from skillrack import hookimpl
-from skillrack.host.compose import first_party_plugins
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
+from skillrack.host.startup import first_party_plugins
 from skillrack.serve.security.authz import (
     SKILL_SCOPE,
     AuthorizationRequest,

@@ -25,10 +25,10 @@ from skillrack.cli import main as cli
 from skillrack.client.oauth import ClientCredentials
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import SkillCallError
-from skillrack.host.compose import first_party_plugins
 from skillrack.host.config import Config, ConfigError, PeerOAuth, load_config
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
+from skillrack.host.startup import first_party_plugins
 from skillrack.serve.bindings.outbound import peer_credentials
 from skillrack.testing.serve import CARD_PATH, error_of, invoke, send, skill_request
 

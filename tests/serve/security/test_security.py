@@ -17,10 +17,10 @@ from helpers.agent_skills import TestSkills
 from helpers.builders import VECTOR_DIGEST
 
 from skillrack.cli import main as cli
-from skillrack.host.compose import first_party_plugins
 from skillrack.host.config import Config
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
+from skillrack.host.startup import first_party_plugins
 from skillrack.serve.security.approvals import ApprovalStore
 from skillrack.testing.serve import HEADERS, error_of, rpc, skill_request
 from skillrack_plugins.api_keys import hash_key

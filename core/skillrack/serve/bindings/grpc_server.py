@@ -72,7 +72,7 @@ from opentelemetry import context as otel_context
 
 from skillrack.errors import ErrorCode, SkillrackError, StartupError
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.protocol.wire import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
+from skillrack.protocol.values import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
 from skillrack.serve.bindings.call_context import bind_call
 from skillrack.serve.bindings.tls import TlsFiles, grpc_server_credentials
 from skillrack.serve.middleware.authentication import Authenticator

@@ -25,7 +25,7 @@ from skillrack.errors import ConditionError
 from skillrack.host.registry import RegisteredSkill, Registry
 from skillrack.protocol.messages import request_value
 from skillrack.protocol.states import TERMINAL
-from skillrack.protocol.wire import from_value
+from skillrack.protocol.values import from_value
 from skillrack.serve.console.masking import masked, masked_resources
 from skillrack.serve.console.schema_tree import SchemaNode, schema_tree
 from skillrack.serve.execution.executor import SKILL_METADATA_KEY, STARTED_METADATA_KEY

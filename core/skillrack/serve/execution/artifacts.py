@@ -19,7 +19,7 @@ from a2a.types import Artifact, Part, TaskArtifactUpdateEvent
 
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.protocol.wire import data_part
+from skillrack.protocol.values import data_part
 
 #: The primary result Artifact's id.  Artifact ids are task-scoped, so one
 #: fixed id is unambiguous, and a replayed or progressive result replaces it.

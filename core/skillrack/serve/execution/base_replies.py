@@ -20,7 +20,7 @@ from a2a.types import Message, Part, Role, TaskState
 
 from skillrack.errors import ConditionError, ErrorCode
 from skillrack.protocol.parts import PartLike, to_parts
-from skillrack.protocol.wire import from_value
+from skillrack.protocol.values import from_value
 from skillrack.serve.execution.outputs import OutputBudget, check_safe_numbers
 
 

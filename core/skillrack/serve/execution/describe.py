@@ -17,7 +17,7 @@ from skillrack.host.registry import RegisteredSkill, Registry
 from skillrack.interface.canonical import digest_of
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.protocol.proto_json import remember
-from skillrack.protocol.wire import data_part
+from skillrack.protocol.values import data_part
 from skillrack.serve.execution.artifacts import describe_artifact
 
 logger = logging.getLogger(__name__)

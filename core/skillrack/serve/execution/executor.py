@@ -59,7 +59,7 @@ from skillrack.protocol.messages import (
     parse_request,
 )
 from skillrack.protocol.parts import incoming
-from skillrack.protocol.wire import data_part
+from skillrack.protocol.values import data_part
 from skillrack.serve.execution.approval_gate import seek_approval
 from skillrack.serve.execution.artifacts import ArtifactPublisher
 from skillrack.serve.execution.base_replies import BaseReplies, returned_parts

@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 
 from skillrack.errors import ConditionError, ErrorCode, ErrorDetail
 from skillrack.host.registry import RegisteredSkill
-from skillrack.protocol.wire import UnsafeNumber, check_numbers
+from skillrack.protocol.values import UnsafeNumber, check_numbers
 from skillrack.serve.execution.artifacts import RESULT_ARTIFACT_ID, ArtifactPublisher
 
 

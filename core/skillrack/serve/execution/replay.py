@@ -21,7 +21,7 @@ from skillrack.protocol.messages import (
     follow_up_value,
     parse_request,
 )
-from skillrack.protocol.wire import from_value
+from skillrack.protocol.values import from_value
 
 
 def replay(task: Task, message: Message) -> tuple[SkillRequest, list[Any]]:

@@ -9,7 +9,7 @@ body it read to the application, so the bindings parse what was checked.
 Two more refusals protect what a2a-sdk does next with the body.  Every value
 it will hold as a protobuf ``Struct``/``Value`` (a Part's ``data`` and
 ``metadata``, the Message's and the request's ``metadata``) may nest at most
-:data:`~skillrack.protocol.wire.DATA_PART_DEPTH` levels: deeper, protobuf's
+:data:`~skillrack.protocol.values.DATA_PART_DEPTH` levels: deeper, protobuf's
 nesting limit fails the request inside a2a-sdk (an internal error, or a task
 that is never created), so it is refused here first with
 ``resource_limit_exceeded`` (HTTP 413 / JSON-RPC -32600), naming the field.
@@ -38,7 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
 from skillrack.interface.limits import json_depth
-from skillrack.protocol.wire import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
+from skillrack.protocol.values import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
 from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error
 
 

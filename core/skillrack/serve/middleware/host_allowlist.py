@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
-from skillrack.host.compose import is_loopback
+from skillrack.host.startup import is_loopback
 from skillrack.serve.middleware.binding_errors import binding_error
 
 #: What a loopback agent is reached by: names, not ports (any port is allowed).

@@ -19,7 +19,7 @@ import pluggy
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from skillrack.host.compose import is_loopback
+from skillrack.host.startup import is_loopback
 from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.caller import ANONYMOUS, Caller, owner_of
 

@@ -265,11 +265,11 @@ def _without_password(url: str) -> str:
 
 
 def _redis_where(url: str, prefix: str) -> str:
-    """The line naming a Redis counter (:attr:`RedisCounter.where`, :func:`limits_location`)."""
+    """The line naming a Redis counter (:attr:`RedisCounter.where`, :func:`counter_location`)."""
     return f"redis {_without_password(url)} (keys {prefix}*)"
 
 
-def limits_location(config: Config) -> str:
+def counter_location(config: Config) -> str:
     """Where ``config`` counts per-caller limits, in one line (no password), opening nothing."""
     url = config.server.limits_store.strip()
     if not url:
@@ -277,7 +277,7 @@ def limits_location(config: Config) -> str:
     return _redis_where(url, config.server.limits_key_prefix)
 
 
-def open_limits(config: Config) -> LimitCounter:
+def open_counter(config: Config) -> LimitCounter:
     """The counter ``[server] limits_store`` names: Redis, or (empty) this process."""
     url = config.server.limits_store.strip()
     if not url:
@@ -290,9 +290,9 @@ def open_limits(config: Config) -> LimitCounter:
     return RedisCounter(url, config.server.limits_key_prefix)
 
 
-async def check_limits_store(config: Config) -> None:
+async def check_counter_store(config: Config) -> None:
     """Start-up check: a Redis limits store answers (one line of ConfigError otherwise)."""
-    counter = open_limits(config)
+    counter = open_counter(config)
     try:
         if isinstance(counter, RedisCounter):
             try:

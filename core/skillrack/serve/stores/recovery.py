@@ -22,7 +22,7 @@ from a2a.types import Message, Role, Task, TaskState
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from skillrack.errors import ConditionError, ErrorCode
-from skillrack.protocol.wire import data_part
+from skillrack.protocol.values import data_part
 
 INTERRUPTED = (
     "the agent stopped while this task was running, so the skill did not finish; "

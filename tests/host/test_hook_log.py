@@ -1,4 +1,4 @@
-"""``SKILLRACK_TRACE_PLUGINS``: every hook call is logged with its plugin, to stderr."""
+"""``SKILLRACK_LOG_HOOKS``: every hook call is logged with its plugin, to stderr."""
 
 from __future__ import annotations
 
@@ -16,8 +16,13 @@ from helpers.fake_dist import PLUGIN_MODULE, fake_distribution, pythonpath
 
 from skillrack import hookimpl
 from skillrack.host.config import Config
+from skillrack.host.hook_log import (
+    LOG_HOOKS_ENV,
+    OLD_LOG_HOOKS_ENV,
+    HookLoggingPluginManager,
+    enabled,
+)
 from skillrack.host.plugins import new_manager
-from skillrack.host.tracing import TRACE_PLUGINS_ENV, TracingPluginManager, enabled
 from skillrack.serve.bindings.card import build_card
 from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials, authenticate
 from skillrack.serve.security.authz import AuthorizationRequest, Decision, authorize
@@ -42,7 +47,7 @@ class Keys:
 
 @pytest.fixture
 def traced(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(TRACE_PLUGINS_ENV, "1")
+    monkeypatch.setenv(LOG_HOOKS_ENV, "1")
 
 
 def request_for(skill_id: str) -> AuthorizationRequest:
@@ -57,28 +62,34 @@ def request_for(skill_id: str) -> AuthorizationRequest:
 
 @pytest.mark.parametrize(("value", "on"), [("1", True), ("yes", True), ("", False), ("0", False)])
 def test_switch(value: str, on: bool) -> None:
-    assert enabled({TRACE_PLUGINS_ENV: value}) is on
+    assert enabled({LOG_HOOKS_ENV: value}) is on
     assert enabled({}) is False
+
+
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("0", False)])
+def test_the_old_name_of_the_switch_is_still_read(value: str, on: bool) -> None:
+    assert enabled({OLD_LOG_HOOKS_ENV: value}) is on
+    assert enabled({OLD_LOG_HOOKS_ENV: "1", LOG_HOOKS_ENV: "0"}) is False  # the new name wins
 
 
 def test_off_by_default(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv(TRACE_PLUGINS_ENV, raising=False)
-    assert type(new_manager()) is not TracingPluginManager
+    monkeypatch.delenv(LOG_HOOKS_ENV, raising=False)
+    assert type(new_manager()) is not HookLoggingPluginManager
     registry_of([("vendor", SkillsPlugin(draft_skill()))])
-    assert "skillrack trace" not in capsys.readouterr().err
+    assert "skillrack hooks" not in capsys.readouterr().err
 
 
 async def test_every_kind_of_hook_call_names_its_plugin(
     traced: None, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="skillrack.trace")
+    caplog.set_level(logging.INFO, logger="skillrack.hooks")
     registry = registry_of(
         [("vendor", SkillsPlugin(draft_skill())), ("policy", AsyncPolicy()), ("keys", Keys())]
     )
     assert registry.manager is not None
-    assert isinstance(registry.manager, TracingPluginManager)
+    assert isinstance(registry.manager, HookLoggingPluginManager)
     # Per implementation, as the registry, authn and authz call them.
     verdict = await authorize(registry.manager, request_for("evaluate_resource_condition"))
     assert verdict.allowed
@@ -88,7 +99,7 @@ async def test_every_kind_of_hook_call_names_its_plugin(
     build_card(registry, Config(), "http://127.0.0.1:1")
 
     err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("skillrack trace: ")]
+    lines = [line for line in err.splitlines() if line.startswith("skillrack hooks: ")]
     expected = [
         "registered plugin vendor",
         "plugin vendor: register(evaluate_resource_condition 1.0)",
@@ -122,7 +133,7 @@ def test_the_command_line_traces_to_stderr(tmp_path: Path) -> None:
         [sys.executable, "-m", "skillrack.cli.main", "plugins", "--json"],
         env={
             **os.environ,
-            TRACE_PLUGINS_ENV: "1",
+            LOG_HOOKS_ENV: "1",
             "SKILLRACK_LOAD_PLUGINS": "acme-ping",
             "PYTHONPATH": pythonpath(tmp_path),
         },
@@ -132,4 +143,4 @@ def test_the_command_line_traces_to_stderr(tmp_path: Path) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout)["plugins"][0]["name"] == "acme-ping"  # stdout stays JSON
-    assert "skillrack trace: plugin acme_ping: register(ping 1.0)" in completed.stderr
+    assert "skillrack hooks: plugin acme_ping: register(ping 1.0)" in completed.stderr

@@ -1,13 +1,13 @@
-"""Composing the host: start-up checks, plugins, registry, and a safe default policy.
+"""Building the host: start-up checks, plugins, registry, and a safe default policy.
 
 Every command that touches plugins (``serve`` and its workers, ``spec``,
-``doctor``, ``plugins``, ``interface``) and the pytest plugin compose the host
-with :func:`compose_host`, so they load the same plugins from the same
+``doctor``, ``plugins``, ``interface``) and the pytest plugin build the host
+with :func:`build_host`, so they load the same plugins from the same
 configuration and run the same start-up checks (:func:`run_startup_checks`).
 
 With no authorization policy installed, every call would be denied (the veto
 rule denies when no policy allows).  On a loopback address that is needlessly
-hostile to a developer, so a host composed to listen there enables the
+hostile to a developer, so a host built to listen there enables the
 development policy and says so; on any other address it refuses to start until
 a policy is configured (or the operator explicitly passes
 ``--insecure-allow-all``).  A host composed to be described rather than served
@@ -70,14 +70,14 @@ def run_startup_checks() -> None:
     installed (``RuntimeError`` naming the missing one otherwise), and the
     pinned Skill Interface standard schema must match its digest
     (:class:`~skillrack.interface.standard_schema.InterfaceSchemaIntegrityError`).
-    :func:`compose_host` runs them; so does ``skillrack plugin check``, which
+    :func:`build_host` runs them; so does ``skillrack plugin check``, which
     loads a package its own way.
     """
     ensure_format_checkers()
     skill_interface_schema()
 
 
-def compose_host(
+def build_host(
     config: Config,
     *,
     listen_host: str | None = None,

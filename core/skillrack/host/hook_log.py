@@ -1,4 +1,4 @@
-"""``SKILLRACK_TRACE_PLUGINS``: log every hook call with the plugin that answered, to stderr.
+"""``SKILLRACK_LOG_HOOKS``: log every hook call with the plugin that answered, to stderr.
 
 For debugging a composition ("which policy denied this?", "did my plugin's
 ``register_skills`` run at all?").  Two things are traced, because skillrack
@@ -18,7 +18,10 @@ Wrapping the implementations themselves is the one mechanism for both ways:
 
 Argument *values* are never logged, only their names: the ``authenticate`` hook
 receives credentials.  Results are shortened.  Off unless the variable is set
-to a non-empty value other than ``0``.
+to a non-empty value other than ``0``.  "Trace" in skillrack means OpenTelemetry
+spans (:mod:`skillrack.serve.observability.traces`); this is the hook log, and
+its logger is ``skillrack.hooks``.  ``SKILLRACK_TRACE_PLUGINS``, its name in
+0.1, is still read.
 """
 
 from __future__ import annotations
@@ -33,16 +36,19 @@ from typing import Any
 
 import pluggy
 
-TRACE_PLUGINS_ENV = "SKILLRACK_TRACE_PLUGINS"
+LOG_HOOKS_ENV = "SKILLRACK_LOG_HOOKS"
+#: The variable's name in skillrack 0.1, still read so that existing set-ups keep logging.
+OLD_LOG_HOOKS_ENV = "SKILLRACK_TRACE_PLUGINS"
 
-logger = logging.getLogger("skillrack.trace")
+logger = logging.getLogger("skillrack.hooks")
 
 #: Results longer than this are cut (a security_schemes dict, a long Decision reason).
 MAX_RESULT_CHARS = 300
 
 
 def enabled(environ: Mapping[str, str] | None = None) -> bool:
-    value = (os.environ if environ is None else environ).get(TRACE_PLUGINS_ENV, "")
+    environ = os.environ if environ is None else environ
+    value = environ.get(LOG_HOOKS_ENV, environ.get(OLD_LOG_HOOKS_ENV, ""))
     return value.strip() not in ("", "0")
 
 
@@ -60,7 +66,7 @@ def _ensure_output() -> None:
     """Tracing was asked for explicitly, so make sure it reaches stderr at INFO."""
     if not any(isinstance(h, _Stderr) for h in logger.handlers):
         handler = _Stderr()
-        handler.setFormatter(logging.Formatter("skillrack trace: %(message)s"))
+        handler.setFormatter(logging.Formatter("skillrack hooks: %(message)s"))
         logger.addHandler(handler)
     logger.setLevel(logging.INFO)
 
@@ -136,7 +142,7 @@ def _traced(function: Callable[..., Any], plugin: str, hook: str) -> Callable[..
     return traced
 
 
-class TracingPluginManager(pluggy.PluginManager):
+class HookLoggingPluginManager(pluggy.PluginManager):
     """A plugin manager whose every hook call, whole or per implementation, is logged."""
 
     def __init__(self, project_name: str) -> None:
