@@ -108,7 +108,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
     machinery: no push sender, no versioned store but skillrack's cluster
     store (whose event log it keeps as a2a-sdk would), no push config in the
     request, not ``returnImmediately``, no required field missing.  Every
-    other request takes a2a-sdk's path, as before.
+    other request takes a2a-sdk's path.
     """
 
     def __init__(
