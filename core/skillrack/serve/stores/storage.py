@@ -74,7 +74,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from a2a.server.cluster import (
     ConcurrentTaskModificationError,
     DatabaseTaskEventStream,
@@ -94,7 +93,7 @@ from a2a.server.tasks import (
 from a2a.server.tasks.database_push_notification_config_store import (
     DatabasePushNotificationConfigStore,
 )
-from a2a.types import ListTasksRequest, ListTasksResponse, SendMessageRequest, Task
+from a2a.types import ListTasksRequest, ListTasksResponse, Task
 from sqlalchemy import Table, event, func, select
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
@@ -505,32 +504,6 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         key = (self.owner_resolver(context), task_id)
         if key not in self._shown and not self._uncommitted(key):
             self._show(key, _Kept(self._seq, _ABSENT, key[0]))
-
-
-class NewTaskNotice(SimpleRequestContextBuilder):
-    """a2a-sdk's request context builder, telling the store about the task ids it generates.
-
-    a2a-sdk then looks the new task up before its first save; the store
-    answers that from memory instead of asking the database about a UUID
-    that was generated a moment ago.
-    """
-
-    def __init__(self, store: SingleProcessTaskStore | ClusterTaskStore) -> None:
-        super().__init__()
-        self._store = store
-
-    async def build(
-        self,
-        context: ServerCallContext,
-        params: SendMessageRequest | None = None,
-        task_id: str | None = None,
-        context_id: str | None = None,
-        task: Task | None = None,
-    ) -> RequestContext:
-        built = await super().build(context, params, task_id, context_id, task)
-        if task_id is None and built.task_id:
-            self._store.note_new(built.task_id, context)
-        return built
 
 
 @dataclass
