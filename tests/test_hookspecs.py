@@ -9,7 +9,7 @@ cannot be implemented without reading the source.  So, for every hookspec in
   implements the hook with ``@hookimpl`` (the tests below, one per hook, go
   through a composed agent: plugins loaded by the host, the app
   ``skillrack serve`` runs, a client on the other side);
-* ``docs/vendor-guide.md`` or ``docs/operator-guide.md`` has a heading
+* ``docs/vendor-guide.md`` or ``docs/operator-hooks.md`` has a heading
   ``name(arguments)`` followed by a paragraph.
 
 Adding a hookspec without both fails here, naming what is missing.
@@ -48,8 +48,8 @@ from skillrack.testing import registry_under_test
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 VENDOR_GUIDE = ROOT / "docs" / "vendor-guide.md"
-OPERATOR_GUIDE = ROOT / "docs" / "operator-guide.md"
-#: Hooks a vendor implements are in the vendor guide; the security hooks in the operator guide.
+OPERATOR_HOOKS_PAGE = ROOT / "docs" / "operator-hooks.md"
+#: Hooks a vendor implements are in the vendor guide; the security hooks on the operator hooks page.
 VENDOR_HOOKS = {"register_skills"}
 
 
@@ -147,7 +147,7 @@ def documented(guide: Path, heading: str) -> str | None:
 
 @pytest.mark.parametrize("hook", HOOKS)
 def test_every_hook_is_documented(hook: str) -> None:
-    guide = VENDOR_GUIDE if hook in VENDOR_HOOKS else OPERATOR_GUIDE
+    guide = VENDOR_GUIDE if hook in VENDOR_HOOKS else OPERATOR_HOOKS_PAGE
     heading = heading_for(hook)
     paragraph = documented(guide, heading)
     assert paragraph is not None, f"{guide.relative_to(ROOT)} has no heading '{heading}'"

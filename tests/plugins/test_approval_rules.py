@@ -361,9 +361,9 @@ def test_configuration_errors_name_the_key(settings: dict[str, Any], message: st
     assert "\n" not in str(info.value)
 
 
-def test_the_operator_guide_example_is_a_valid_configuration() -> None:
-    guide = (Path(__file__).parents[2] / "docs" / "operator-guide.md").read_text()
-    section = guide.split("## approve_invocation(request)", 1)[1].split("\n## ", 1)[0]
+def test_the_approvals_page_example_is_a_valid_configuration() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "approvals.md").read_text()
+    section = page.split("## Approval rules", 1)[1].split("\n## ", 1)[0]
     example = section.split("```toml", 1)[1].split("```", 1)[0]
     plugin = rules_plugin(example)
     assert [rule.effect for rule in plugin.rules] == ["approve", "refuse"]
