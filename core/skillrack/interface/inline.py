@@ -197,7 +197,7 @@ class _MetaVerdicts:
     only on the dialect and the schema's value, and two values with one JCS
     form are the same value, so a pass is remembered by the SHA-256 of the JCS
     bytes.  Only passes are kept: a refusal is checked again, so every refusal
-    and its message stay exactly as before.  The limits are part of the key so
+    and its message are the full check's own.  The limits are part of the key so
     that a schema checked under generous limits is not waved through a
     compilation under a tighter compile-time limit; a remembered pass costs no
     time, so the limit is still met for the work actually done.  Bounded

@@ -20,7 +20,7 @@ compiles it into plain Python.
 
 The predicate only answers "valid".  Anything else (invalid, a match out of
 time, a value it cannot judge) sends the schema to the clocked jsonschema
-check, which words the refusal exactly as before.  It does not tick the
+check, which words the refusal as jsonschema does.  It does not tick the
 compile clock, so it is used only up to :data:`FAST_CHECK_BYTES`, which it
 checks in a few milliseconds (about 60 ms for 64 KiB of empty subschemas;
 its pattern matches and format checks share a time budget of at most a

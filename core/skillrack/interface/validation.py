@@ -266,11 +266,11 @@ BoundedValidator: Any = jsonschema_validators.extend(
 # Every request validates four instances (the request object, the arguments,
 # each supporting record, the result), and jsonschema spends most of its time
 # building evaluation state for each subschema it descends into.  Two shortcuts
-# keep the outcome exactly what it was:
+# give exactly the outcome jsonschema alone gives:
 #
 # * ``measure_plain_json`` computes the depth and the JCS size of an instance
 #   made only of dict, list, str, int, float, bool and None without building
-#   the JCS bytes; anything else is measured the long way, as before.
+#   the JCS bytes; anything else is measured the long way, from its JCS bytes.
 # * ``compile_validity_check`` turns a schema into a predicate that answers
 #   True only when jsonschema would report no error.  It knows the keywords
 #   domain schemas use; a schema with any other validating keyword (or a
