@@ -295,7 +295,7 @@ def test_named_paths_and_modules_exist(path: Path) -> None:
 
 def _resolves(dotted: str) -> bool:
     """``dotted`` is a module, or an attribute of one (``skillrack.audit`` is a logger name)."""
-    if dotted in {"skillrack.audit", "skillrack.hops", "skillrack.toml"}:
+    if dotted in {"skillrack.audit", "skillrack.hooks", "skillrack.hops", "skillrack.toml"}:
         return True
     if dotted in traces.NAMES:  # span and attribute names (observability.md, Traces)
         return True

@@ -163,7 +163,7 @@ def data_part(value: Any) -> Part:
             raise ConditionError(ErrorCode.RESOURCE_LIMIT_EXCEEDED, TOO_DEEP) from None
         built = json_format.ParseDict(value, struct_pb2.Value())
     part = Part(media_type="application/json")
-    # Copied in, as before: a copy can lay out a Struct's map differently from
+    # Copied in on purpose: a copy can lay out a Struct's map differently from
     # the message it came from, and the JSON on the wire follows that layout.
     part.data.CopyFrom(built)
     return part
