@@ -84,7 +84,7 @@ PEER = "skillrack.peer"
 
 #: The pipeline's stages, in order; each is a child span ``skillrack.<stage>``.
 STAGES = ("authorization", "validation", "approval", "handler", "output_validation")
-#: Every span and attribute name skillrack records (the operator guide lists them).
+#: Every span and attribute name skillrack records (docs/observability.md lists them).
 NAMES = frozenset(
     {INVOKE_SPAN, DESCRIBE_SPAN, DELEGATE_SPAN, *(f"skillrack.{stage}" for stage in STAGES)}
     | {SKILL_ID, SKILL_VERSION, INTERFACE_DIGEST, PLUGIN, TASK_ID, TASK_STATE, CONDITION}
