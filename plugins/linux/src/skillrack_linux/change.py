@@ -268,7 +268,7 @@ class Change:
         try:
             applied = await put(after)
         except Exception as exc:
-            await self._restore_or_say(device, put, before)
+            await self._restore_or_say(device, put, read, before)
             raise _change_failed(exc, device, "/mtu" if mtu is not None else "/admin_state")
         result["after"] = applied
         refs.append(await self._record(context, INTERFACE_CHANGE, device, subject, "applied", applied))
@@ -281,9 +281,16 @@ class Change:
         return await self._confirmed(context, arguments, result, restore)
 
     async def _restore_or_say(
-        self, device: Device, put: Callable[[Any], Awaitable[Any]], before: Any
+        self,
+        device: Device,
+        put: Callable[[Any], Awaitable[Any]],
+        read: Callable[[], Awaitable[Any]],
+        before: Any,
     ) -> None:
+        """Put ``before`` back unless the device still holds it (the first step failed)."""
         try:
+            if _same(before, await read()):
+                return
             await put(before)
         except Exception as exc:
             logging.getLogger("skillrack_linux").error(
