@@ -65,7 +65,5 @@ def plugin(settings: Settings) -> LinuxPlugin:
 
 
 @pytest.fixture
-def skillrack_plugin_objects(
-    plugin: LinuxPlugin, approver: Approver
-) -> list[tuple[str, object]]:
+def skillrack_plugin_objects(plugin: LinuxPlugin, approver: Approver) -> list[tuple[str, object]]:
     return [("linux", plugin), ("approver", approver)]

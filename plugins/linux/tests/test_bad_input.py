@@ -20,7 +20,7 @@ import pytest
 from lab import Lab
 
 from skillrack import Skill
-from skillrack.testing import assert_skill_examples, assemble
+from skillrack.testing import assemble, assert_skill_examples
 from skillrack_linux import SKILLS
 
 BY_ID = {skill.id: skill for skill in SKILLS}
@@ -44,12 +44,15 @@ def test_shipped_examples_behave(skill: Skill) -> None:
         ("set_static_route", {"action": "remove", "prefix": "10.0.0.256/24"}, "/prefix"),
         ("set_static_route", {"action": "remove", "prefix": "10.0.0.0"}, "/prefix"),
         ("set_static_route", {"action": "remove", "prefix": "2001:db8::/129"}, "/prefix"),
-        ("set_static_route", {"action": "add", "prefix": "10.9.0.0/16",
-                              "next_hop": {"address": "10.0.0"}}, "/next_hop/address"),
+        (
+            "set_static_route",
+            {"action": "add", "prefix": "10.9.0.0/16", "next_hop": {"address": "10.0.0"}},
+            "/next_hop/address",
+        ),
         ("check_reachability", {"target": "10.0.12.300"}, "/target"),
         ("get_routes", {"lookup": "fe80::zz"}, "/lookup"),
     ],
-)  # fmt: skip
+)
 def test_the_schema_refuses_with_a_pointer(skill: str, arguments: Any, pointer: str) -> None:
     interface = assemble(BY_ID[skill])
     details = interface.input.validate({"device_id": "r1", **arguments})
@@ -90,10 +93,19 @@ def test_without_cap_net_admin_one_line_and_nothing_changed(lab: Lab) -> None:
     )
     # setpriv drops CAP_NET_ADMIN from every set; entering the namespace (CAP_SYS_ADMIN) stays.
     done = subprocess.run(
-        ["setpriv", "--inh-caps=-net_admin", "--bounding-set=-net_admin", "--",
-         sys.executable, "-c", script],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            "setpriv",
+            "--inh-caps=-net_admin",
+            "--bounding-set=-net_admin",
+            "--",
+            sys.executable,
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     error = json.loads(done.stdout)["error"]
     assert error["code"] == "constraint_rejected"

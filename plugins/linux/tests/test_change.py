@@ -60,9 +60,14 @@ async def test_dry_run_returns_the_change_and_changes_nothing(
 ) -> None:
     outcome = await skillrack_client.invoke(
         "set_interface_state",
-        {"device_id": "r3", "interface": r3_link, "admin_state": "down", "mtu": 1400,
-         "dry_run": True},
-    )  # fmt: skip
+        {
+            "device_id": "r3",
+            "interface": r3_link,
+            "admin_state": "down",
+            "mtu": 1400,
+            "dry_run": True,
+        },
+    )
     result = outcome.result
     assert result["outcome"] == "dry_run" and not outcome.records
     assert result["before"]["admin_state"] == "up" and result["before"]["mtu"] == 1500
@@ -83,7 +88,10 @@ async def test_taking_a_link_down_drops_the_bgp_session(
     assert not admin_up(lab, "r3", r3_link)
     assert approver.asked == ["set_interface_state"]
     # Before and after, as records carrying the caller and the task.
-    phases = {outcome.records[ref]["phase"]: outcome.records[ref] for ref in result["supporting_record_refs"]}
+    phases = {
+        outcome.records[ref]["phase"]: outcome.records[ref]
+        for ref in result["supporting_record_refs"]
+    }
     assert set(phases) == {"before", "applied"}
     assert phases["before"]["state"]["admin_state"] == "up"
     assert phases["applied"]["state"]["admin_state"] == "down"
@@ -138,8 +146,10 @@ async def test_an_unconfirmed_change_rolls_back_by_itself(
     assert result["before"]["mtu"] == 1500 and result["after"]["mtu"] == 1400
     assert result["restored"]["mtu"] == 1500
     assert [ref.rsplit("-", 1)[-1] for ref in result["supporting_record_refs"]] == [
-        "before", "applied", "restored",
-    ]  # fmt: skip
+        "before",
+        "applied",
+        "restored",
+    ]
     [restored] = [done.records[ref] for ref in done.records if ref.endswith("-restored")]
     assert restored["state"]["mtu"] == 1500
 
@@ -205,7 +215,12 @@ async def test_values_the_link_cannot_take_are_refused_with_a_pointer(
 
 async def test_static_route_add_and_remove(skillrack_client: AgentClient, lab: Lab) -> None:
     prefix = "198.51.100.0/24"
-    add = {"device_id": "r1", "action": "add", "prefix": prefix, "next_hop": {"address": "10.0.12.2"}}
+    add = {
+        "device_id": "r1",
+        "action": "add",
+        "prefix": prefix,
+        "next_hop": {"address": "10.0.12.2"},
+    }
     dry = await skillrack_client.invoke("set_static_route", {**add, "dry_run": True})
     assert dry.result["before"] == {"present": False} and dry.result["after"]["present"]
     assert route(lab, "r1", prefix) == []
@@ -240,9 +255,14 @@ async def test_an_unconfirmed_route_is_removed_again(
     prefix = "203.0.113.0/24"
     asked = await skillrack_client.invoke(
         "set_static_route",
-        {"device_id": "r1", "action": "add", "prefix": prefix, "next_hop": {"blackhole": True},
-         "confirm_within": 1},
-    )  # fmt: skip
+        {
+            "device_id": "r1",
+            "action": "add",
+            "prefix": prefix,
+            "next_hop": {"blackhole": True},
+            "confirm_within": 1,
+        },
+    )
     assert asked.state == "TASK_STATE_INPUT_REQUIRED"
     [seen] = route(lab, "r1", prefix)
     assert seen["type"] == "blackhole"
@@ -258,12 +278,18 @@ async def test_an_unconfirmed_route_is_removed_again(
     ("arguments", "code", "pointer"),
     [
         ({"prefix": "10.0.0.1/24"}, "input_invalid", "/prefix"),  # host bits set
-        ({"prefix": "2001:db8::/32", "next_hop": {"address": "10.0.12.2"}}, "input_invalid",
-         "/next_hop/address"),
-        ({"prefix": "10.0.0.0/24", "next_hop": {"interface": "nope0"}}, "constraint_rejected",
-         "/next_hop/interface"),
+        (
+            {"prefix": "2001:db8::/32", "next_hop": {"address": "10.0.12.2"}},
+            "input_invalid",
+            "/next_hop/address",
+        ),
+        (
+            {"prefix": "10.0.0.0/24", "next_hop": {"interface": "nope0"}},
+            "constraint_rejected",
+            "/next_hop/interface",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_bad_routes_are_refused_with_a_pointer(
     skillrack_client: AgentClient, lab: Lab, arguments: dict[str, Any], code: str, pointer: str
 ) -> None:

@@ -29,15 +29,21 @@ async def test_get_interfaces_matches_ip_link_and_addr(
         entry = entries[name]
         assert entry["if-index"] == link["ifindex"]
         assert entry["admin-status"] == ("up" if "UP" in link["flags"] else "down")
-        assert entry["oper-status"] == link["operstate"].lower().replace("lowerlayerdown", "lower-layer-down")
+        assert entry["oper-status"] == link["operstate"].lower().replace(
+            "lowerlayerdown", "lower-layer-down"
+        )
         assert entry["skillrack-linux:mtu"] == link["mtu"]
         assert entry.get("phys-address") == link["address"]
         stats = entry["statistics"]
         # Counters only grow: the plugin's read lies between two reads by ip.
         assert int(stats["in-octets"]) >= 0 and isinstance(stats["in-octets"], str)
         assert int(stats["in-errors"]) == link["stats64"]["rx"]["errors"]
-        v4 = {(a["local"], a["prefixlen"]) for a in addrs[name]["addr_info"] if a["family"] == "inet"}
-        v6 = {(a["local"], a["prefixlen"]) for a in addrs[name]["addr_info"] if a["family"] == "inet6"}
+        v4 = {
+            (a["local"], a["prefixlen"]) for a in addrs[name]["addr_info"] if a["family"] == "inet"
+        }
+        v6 = {
+            (a["local"], a["prefixlen"]) for a in addrs[name]["addr_info"] if a["family"] == "inet6"
+        }
         assert {(a["ip"], a["prefix-length"]) for a in entry["ietf-ip:ipv4"]["address"]} == v4
         assert {(a["ip"], a["prefix-length"]) for a in entry["ietf-ip:ipv6"]["address"]} == v6
     assert ("10.0.12.2", 30) in {
@@ -46,7 +52,9 @@ async def test_get_interfaces_matches_ip_link_and_addr(
     after = {link["ifname"]: link for link in lab.ip("r2", "-s", "link", "show")}
     for name, entry in entries.items():
         seen = int(entry["statistics"]["in-octets"])
-        assert links[name]["stats64"]["rx"]["bytes"] <= seen <= after[name]["stats64"]["rx"]["bytes"]
+        assert (
+            links[name]["stats64"]["rx"]["bytes"] <= seen <= after[name]["stats64"]["rx"]["bytes"]
+        )
     # One supporting record per interface, referenced by the result.
     refs = outcome.result["supporting_record_refs"]
     assert len(refs) == 3 and set(refs) == set(outcome.records)
@@ -94,7 +102,9 @@ async def test_evaluate_interface_health_judges_traffic_in_the_window(
     first, second = (s["statistics"] for s in record["samples"])
     tx = int(second["out-octets"]) - int(first["out-octets"])
     assert tx > 0
-    seen_by_ip = after["r1-r2"]["stats64"]["tx"]["bytes"] - before["r1-r2"]["stats64"]["tx"]["bytes"]
+    seen_by_ip = (
+        after["r1-r2"]["stats64"]["tx"]["bytes"] - before["r1-r2"]["stats64"]["tx"]["bytes"]
+    )
     assert tx <= seen_by_ip
     assert before["r1-r2"]["stats64"]["tx"]["bytes"] <= int(first["out-octets"])
     assert int(second["out-octets"]) <= after["r1-r2"]["stats64"]["tx"]["bytes"]
@@ -136,7 +146,8 @@ async def test_get_routes_matches_ip_route_and_frr(skillrack_client: AgentClient
     assert _kernel_prefixes(result, "frr-ipv4") == expected_frr
     [rib] = [r for r in result["ietf-routing:routing"]["ribs"]["rib"] if r["name"] == "frr-ipv4"]
     [bgp] = [
-        r for r in rib["routes"]["route"]
+        r
+        for r in rib["routes"]["route"]
         if r["ietf-ipv4-unicast-routing:destination-prefix"] == "192.0.2.3/32"
     ]
     assert bgp["source-protocol"] == "skillrack-linux:bgp"

@@ -26,14 +26,23 @@ def test_a_devices_table_is_read() -> None:
     ("table", "message"),
     [
         ({"device": {}}, "unknown key plugins.linux.device (known: devices)"),
-        ({"devices": {"r1": {"netns": "r1", "ffr": True}}}, "unknown key plugins.linux.devices.r1.ffr"),
+        (
+            {"devices": {"r1": {"netns": "r1", "ffr": True}}},
+            "unknown key plugins.linux.devices.r1.ffr",
+        ),
         ({"devices": {"r1": {}}}, "plugins.linux.devices.r1.netns must name a network namespace"),
         ({"devices": {"r1": {"netns": "../etc"}}}, "plugins.linux.devices.r1.netns must name"),
-        ({"devices": {"r1": {"netns": "r1", "frr": "yes"}}}, "plugins.linux.devices.r1.frr must be"),
+        (
+            {"devices": {"r1": {"netns": "r1", "frr": "yes"}}},
+            "plugins.linux.devices.r1.frr must be",
+        ),
         ({"devices": {"-r1": {"netns": "r1"}}}, "plugins.linux.devices.-r1: a device id is"),
-        ({"devices": {"a": {"netns": "x"}, "b": {"netns": "x"}}}, "namespace 'x' is already device 'a'"),
+        (
+            {"devices": {"a": {"netns": "x"}, "b": {"netns": "x"}}},
+            "namespace 'x' is already device 'a'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_every_key_is_checked(table: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse(table)
@@ -50,9 +59,12 @@ def test_the_file_is_named_by_the_environment(tmp_path: Path) -> None:
 
 
 def test_a_missing_namespace_is_one_line_naming_the_device(lab: Lab) -> None:
-    devices = Devices(parse({"devices": {"r1": {"netns": lab.ns("r1")}, "gone": {"netns": "sl-no-such"}}}))
+    devices = Devices(
+        parse({"devices": {"r1": {"netns": lab.ns("r1")}, "gone": {"netns": "sl-no-such"}}})
+    )
     assert devices.problems() == [
-        "skillrack-linux: device gone: network namespace 'sl-no-such' does not exist (ip netns list)"
+        "skillrack-linux: device gone: network namespace 'sl-no-such' does not exist "
+        "(ip netns list)"
     ]
     assert not Path("/run/netns/sl-no-such").exists()  # looking never creates it
 

@@ -45,8 +45,8 @@ def confirmation_request(confirm_by: str) -> dict[str, Any]:
         "needed": "confirmation",
         "confirm_by": confirm_by,
         "message": (
-            f"The change is applied. Reply {{\"confirm\": true}} by {confirm_by} to keep it, "
-            f"or {{\"confirm\": false}} to roll it back now; without a reply by then it is "
+            f'The change is applied. Reply {{"confirm": true}} by {confirm_by} to keep it, '
+            f'or {{"confirm": false}} to roll it back now; without a reply by then it is '
             "rolled back by itself."
         ),
         "schema": {
@@ -91,7 +91,7 @@ def _interface_state(link: netlink.Link) -> dict[str, Any]:
 
 
 def _same(wanted: Mapping[str, Any], seen: Mapping[str, Any]) -> bool:
-    return wanted["admin_state"] == seen["admin_state"] and wanted["mtu"] == seen["mtu"]
+    return bool(wanted["admin_state"] == seen["admin_state"] and wanted["mtu"] == seen["mtu"])
 
 
 class Change:
@@ -206,14 +206,21 @@ class Change:
         async def read() -> dict[str, Any]:
             link = await kernel(device, lambda: netlink.link(device.netns, name))
             if link is None:
-                raise rejected(f"device {device.device_id!r} has no interface {name!r}", "/interface")
+                raise rejected(
+                    f"device {device.device_id!r} has no interface {name!r}", "/interface"
+                )
             return _interface_state(link)
 
         pending = self.confirmations.get(context.task_id)
         if pending is not None:
-            result = copy.deepcopy(pending.result)
             return await self._follow_up(
-                pending, context, arguments, INTERFACE_CHANGE, device, subject, result
+                pending,
+                context,
+                arguments,
+                INTERFACE_CHANGE,
+                device,
+                subject,
+                copy.deepcopy(pending.result),
             )
 
         link = await kernel(device, lambda: netlink.link(device.netns, name))
@@ -249,10 +256,12 @@ class Change:
             result["outcome"] = "unchanged"
             return result
         refs = result["supporting_record_refs"]
-        refs.append(await self._record(context, INTERFACE_CHANGE, device, subject, "before", before))
+        refs.append(
+            await self._record(context, INTERFACE_CHANGE, device, subject, "before", before)
+        )
 
         async def put(state: Mapping[str, Any]) -> dict[str, Any]:
-            """Set ``state`` (MTU, then admin state), read it back; restore ``before`` on failure."""
+            """Set ``state`` (MTU, then admin state) and read it back."""
             await kernel(
                 device,
                 lambda: netlink.set_link(
@@ -269,9 +278,13 @@ class Change:
             applied = await put(after)
         except Exception as exc:
             await self._restore_or_say(device, put, read, before)
-            raise _change_failed(exc, device, "/mtu" if mtu is not None else "/admin_state")
+            raise _change_failed(
+                exc, device, "/mtu" if mtu is not None else "/admin_state"
+            ) from None
         result["after"] = applied
-        refs.append(await self._record(context, INTERFACE_CHANGE, device, subject, "applied", applied))
+        refs.append(
+            await self._record(context, INTERFACE_CHANGE, device, subject, "applied", applied)
+        )
         result["outcome"] = "applied"
 
         async def restore() -> dict[str, Any]:
@@ -322,9 +335,14 @@ class Change:
 
         pending = self.confirmations.get(context.task_id)
         if pending is not None:
-            result = copy.deepcopy(pending.result)
             return await self._follow_up(
-                pending, context, arguments, ROUTE_CHANGE, device, subject, result
+                pending,
+                context,
+                arguments,
+                ROUTE_CHANGE,
+                device,
+                subject,
+                copy.deepcopy(pending.result),
             )
 
         next_hop: Mapping[str, Any] = arguments.get("next_hop", {})
@@ -450,7 +468,8 @@ class Change:
                     f"the change failed and the route to {prefix} on {device.device_id!r} "
                     "could not be restored: check it",
                 ) from None
-            raise _change_failed(exc, device, "/next_hop" if action == "add" else "/prefix")
+            pointer = "/next_hop" if action == "add" else "/prefix"
+            raise _change_failed(exc, device, pointer) from None
         result["after"] = applied
         refs.append(await self._record(context, ROUTE_CHANGE, device, subject, "applied", applied))
         result["outcome"] = "applied"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from skillrack import ConditionError, ErrorCode
@@ -40,7 +40,7 @@ class Devices:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Device]:
         return iter(self.settings.devices.values())
 
     def get(self, device_id: str, pointer: str = "/device_id") -> Device:
@@ -53,7 +53,7 @@ class Devices:
         return device
 
     async def precheck(self, arguments: Mapping[str, Any], caller: Any) -> None:
-        """``Skill.precheck``: the device is one of ours (an unknown one never waits for approval)."""
+        """``Skill.precheck``: the device is one of ours (never approve a call for another)."""
         self.get(arguments["device_id"])
 
     async def precheck_frr(self, arguments: Mapping[str, Any], caller: Any) -> None:

@@ -45,7 +45,9 @@ async def show(pathspace: str, command: str) -> Any:
     except TimeoutError:
         process.kill()
         await process.wait()
-        raise FrrUnavailable(f"vtysh -N {pathspace} did not answer within {VTYSH_TIMEOUT_S:g} s")
+        raise FrrUnavailable(
+            f"vtysh -N {pathspace} did not answer within {VTYSH_TIMEOUT_S:g} s"
+        ) from None
     if process.returncode != 0:
         reason = err.decode(errors="replace").strip().splitlines()
         raise FrrUnavailable(

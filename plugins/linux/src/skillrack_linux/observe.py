@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import icmplib
+
 from skillrack import ConditionError, ErrorCode
 
 from . import encoding, frr, netlink
@@ -94,8 +95,7 @@ class Observe:
         started, t0 = encoding.now(), time.monotonic()
         await asyncio.sleep(window)
         second = {
-            link.name: link
-            for link in await kernel(device, lambda: netlink.links(device.netns))
+            link.name: link for link in await kernel(device, lambda: netlink.links(device.netns))
         }
         ended, elapsed = encoding.now(), time.monotonic() - t0
         discontinuity = encoding.boot_time()
@@ -163,7 +163,10 @@ class Observe:
         ribs: list[dict[str, Any]] = []
         if "kernel" in sources:
             found = await kernel(device, lambda: netlink.routes(device.netns))
-            for version, module in ((4, "ietf-ipv4-unicast-routing"), (6, "ietf-ipv6-unicast-routing")):
+            for version, module in (
+                (4, "ietf-ipv4-unicast-routing"),
+                (6, "ietf-ipv6-unicast-routing"),
+            ):
                 family = socket.AF_INET if version == 4 else socket.AF_INET6
                 routes = [encoding.kernel_route(r) for r in found if r.family == family]
                 ribs.append(encoding.rib(f"kernel-main-ipv{version}", module, routes))
@@ -229,9 +232,7 @@ class Observe:
                 links = await asyncio.to_thread(netlink.links, other.netns)
             except (netlink.NamespaceMissing, netlink.NotPermitted):
                 continue
-            if any(
-                ipaddress.ip_address(a.ip) == target for link in links for a in link.addresses
-            ):
+            if any(ipaddress.ip_address(a.ip) == target for link in links for a in link.addresses):
                 return other.device_id
         raise rejected(
             f"{target} is not an address of another device this agent manages; "
@@ -334,9 +335,9 @@ def _longest(ribs: list[dict[str, Any]], address: Any) -> list[dict[str, Any]]:
             if "active" not in route:
                 continue
             network = ipaddress.ip_network(encoding.destination(route))
-            if network.version == address.version and address in network:
-                if network.prefixlen > best_len:
-                    best, best_len = route, network.prefixlen
+            inside = network.version == address.version and address in network
+            if inside and network.prefixlen > best_len:
+                best, best_len = route, network.prefixlen
         if best is not None:
             matches.append({"rib": rib["name"], "route": best})
     return matches

@@ -73,7 +73,7 @@ def parse(table: Mapping[str, Any], where: str = "plugins.linux") -> Settings:
                 "starting with a letter or digit"
             )
         if not isinstance(entry, Mapping):
-            raise ConfigError(f"{here} must be a table with netns = \"<namespace>\"")
+            raise ConfigError(f'{here} must be a table with netns = "<namespace>"')
         bad = sorted(set(entry) - set(_DEVICE_KEYS))
         if bad:
             raise ConfigError(f"unknown key {here}.{bad[0]} (known: {', '.join(_DEVICE_KEYS)})")
