@@ -300,3 +300,16 @@ async def test_bad_routes_are_refused_with_a_pointer(
     assert info.value.code == code
     assert [d["instance_path"] for d in info.value.details] == [pointer]
     assert lab.ip("r1", "route", "show") == before
+
+
+async def test_an_unknown_device_is_refused_before_any_approval(
+    skillrack_client: AgentClient, approver: Approver
+) -> None:
+    """The issue's 24 s lost: nobody is asked to approve a change on a device not managed here."""
+    with pytest.raises(SkillCallError) as info:
+        await skillrack_client.invoke(
+            "set_interface_state", {"device_id": "r9", "interface": "r9-r1", "admin_state": "down"}
+        )
+    assert info.value.code == "constraint_rejected"
+    assert [d["instance_path"] for d in info.value.details] == ["/device_id"]
+    assert approver.asked == []
