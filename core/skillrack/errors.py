@@ -28,7 +28,7 @@ builtin in parentheses is a second base)::
       x EcmaPatternError (ValueError)         interface.ecma_regex
       x RetrievalRefused                      interface.schemawalk
       x InterfaceSchemaIntegrityError         interface.standard_schema
-      x UnsafeNumber (ValueError)             protocol.wire
+      x UnsafeNumber (ValueError)             protocol.values
       x CardSignatureError                    protocol.signing
       x AuthenticationFailed                  serve.security.authn
       x CallRefused                           serve.bindings.grpc_server
