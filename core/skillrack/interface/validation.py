@@ -202,7 +202,7 @@ class _ValidatorSlot:
     """A compiled schema's jsonschema validator, built on first use.
 
     Building one (jsonschema combines the registry with its own and makes a
-    resolver) was about a twentieth of assembling a skill, and most schemas
+    resolver) costs about a twentieth of assembling a skill, and most schemas
     are validated through the compiled validity check, which needs it only
     when it is built itself.  Two threads may both build it the first time;
     both get an equivalent validator and one of them is kept, so no lock is
@@ -346,7 +346,7 @@ class CompiledSchema:
         """True only when jsonschema would report no error; False means "ask jsonschema".
 
         Any exception (a comparison a number type refuses, a deep recursion)
-        also sends the instance to jsonschema, which then fails as it always did.
+        also sends the instance to jsonschema, which then reports what is wrong.
         """
         try:
             fast = self._fast
