@@ -45,8 +45,8 @@ composed and a decomposed ``é`` are one letter), invisible format characters
 whitespace stripped, and case folded unless the rule says ``case_sensitive =
 true``.  A value matches a pattern when it matches as written **or** in the
 normal form, so normalization only ever widens a rule: ``Core-Router-1``,
-a full-width ``c`` or a leading space no longer pass a deny rule written
-for ``core-router-*``, and nothing a rule matched before escapes it now.
+a full-width ``c`` or a leading space do not pass a deny rule written for
+``core-router-*``, and nothing that matches a rule as written escapes it.
 
 Decision: if any deny rule matches, the call is denied; otherwise if any allow
 rule matches, it is allowed; otherwise this plugin has no opinion (``None``)

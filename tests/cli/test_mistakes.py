@@ -135,7 +135,7 @@ def test_the_banner_means_the_agent_answers(tmp_path: Path, mode: tuple[str, ...
     """Once "serving at" is printed, the card answers at once: no retry, no wait.
 
     With ``--workers`` the banner waits for every worker's start-up, not for
-    the socket alone (it used to come before any worker had started).
+    the socket alone (a bound socket answers nothing until a worker accepts).
     """
     agent = start_agent(tmp_path, plugins="", args=mode, log_level="info")
     try:
