@@ -167,7 +167,7 @@ class JwtBearer:
 
 def create(settings: Mapping[str, Any], base_dir: Path) -> JwtBearer:
     """Validate ``settings``, load the JWKS, and return the plugin object."""
-    refuse_unknown_keys("[plugins.jwt_bearer]", settings, _SETTINGS)
+    refuse_unknown_keys("[plugins.jwt]", settings, _SETTINGS)
     for required in ("jwks", "issuer", "audience"):
         if required not in settings:
             raise ConfigError(f"jwt_bearer.{required} is required")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers.agent_harness import free_port
 
 from skillrack.host.config import Config, ConfigError, load_config
+from skillrack.testing.serve import free_port
 
 
 def test_default_config_is_embedded() -> None:

@@ -104,6 +104,7 @@ def test_the_dataclass_is_the_schema() -> None:
     for table, fragment in [
         ({"cont": 1}, '[ex]: unknown key "cont" (did you mean "count"?)'),
         ({"count": 1.5}, "ex.count must be a positive number"),
+        ({"count": 0}, "ex.count must be a positive number"),
         ({"on": 1}, "ex.on must be true or false"),
         ({"count": True}, "ex.count cannot be set"),
         ({"hosts": "a"}, "ex.hosts must be a list of non-empty strings"),
@@ -113,3 +114,8 @@ def test_the_dataclass_is_the_schema() -> None:
         with pytest.raises(ConfigError) as info:
             read_settings(_Example, table, "ex")
         assert fragment in str(info.value)
+    assert read_settings(_Example, {"count": 0}, "ex", zero_is_off={"count"}).count == 0
+    with pytest.raises(
+        ConfigError, match=r"^ex\.count must be a positive number or 0 \(no limit\)$"
+    ):
+        read_settings(_Example, {"count": -1}, "ex", zero_is_off={"count"})

@@ -21,7 +21,7 @@ from skillrack import ConfigError
 #: (module, the smallest settings it needs besides the unknown key, the name in the line)
 PLUGINS: list[tuple[str, dict[str, Any], str]] = [
     ("api_keys", {"env": "SKILLRACK_TEST_KEYS"}, "api_keys"),
-    ("jwt_bearer", {}, "jwt_bearer"),
+    ("jwt_bearer", {}, "jwt"),  # the table is [plugins.jwt]
     ("mtls", {}, "mtls"),
     ("oidc", {}, "oidc"),
     ("approval_rules", {}, "approval_rules"),

@@ -97,6 +97,9 @@ FIRST_PARTY: Mapping[str, str] = {
 }
 
 
+#: ``[server]`` limits for which 0 is allowed and turns the limit off.
+_ZERO_IS_OFF = frozenset({"memory_max_tasks", "memory_task_ttl"})
+
 #: The tables of the configuration file.
 TABLES = ("agent", "limits", "server", "plugins", "peers", "signing", "skills")
 
@@ -508,7 +511,9 @@ def load_config(path: Path | None) -> Config:
         if not isinstance(settings, dict):
             raise ConfigError(f"[plugins.{name}] must be a table of settings")
     peers, peer_allow_origins = _peers(raw.get("peers", {}))
-    server = read_settings(ServerSettings, raw.get("server", {}), "server")
+    server = read_settings(
+        ServerSettings, raw.get("server", {}), "server", zero_is_off=_ZERO_IS_OFF
+    )
     for host in server.allowed_hosts:
         if host != "*" and not _HOST_PATTERN.fullmatch(host.removeprefix("*.")):
             raise ConfigError(

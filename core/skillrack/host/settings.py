@@ -48,17 +48,13 @@ def refuse_unknown_keys(where: str, given: Iterable[str], known: Collection[str]
     raise ConfigError(f'{where}: unknown key "{key}"{hint}; known: {listed}')
 
 
-#: Numeric settings for which 0 is allowed and turns the limit off.
-ZERO_IS_OFF = frozenset({"memory_max_tasks", "memory_task_ttl"})
-
-
-def read_settings(cls: type[T], table: Any, where: str) -> T:
+def read_settings(cls: type[T], table: Any, where: str, *, zero_is_off: Collection[str] = ()) -> T:
     """Instantiate the dataclass ``cls`` from a TOML table, checking each value by its default.
 
     Every field has a default, and its type is the type the operator must
     give: a boolean, a list of non-empty strings (a tuple default), a
-    positive number (a float setting also accepts an integer; 0 where
-    :data:`ZERO_IS_OFF` allows it), or a string.  ``where`` is the table's
+    positive number (a float setting also accepts an integer; 0 too for the
+    keys in ``zero_is_off``, limits that 0 turns off), or a string.  ``where`` is the table's
     dotted path (``server``, ``agent.provider``).
     """
     if not isinstance(table, dict):
@@ -83,12 +79,12 @@ def read_settings(cls: type[T], table: Any, where: str) -> T:
             number = isinstance(value, int) or (
                 isinstance(value, float) and isinstance(default, float)
             )
-            if key in ZERO_IS_OFF and number and value == 0:
+            if key in zero_is_off and number and value == 0:
                 continue
             if not number or not value > 0:
                 raise ConfigError(
                     f"{where}.{key} must be a positive number"
-                    + (" or 0 (no limit)" if key in ZERO_IS_OFF else "")
+                    + (" or 0 (no limit)" if key in zero_is_off else "")
                 )
         elif not isinstance(value, str):
             raise ConfigError(f"{where}.{key} must be a string")
