@@ -85,8 +85,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl
-from skillrack_plugins._settings import refuse_unknown
+from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl, refuse_unknown_keys
 from skillrack_plugins.rules import Effects, Rule, normalize_resource, parse_rule
 
 __all__ = ["PolicyFile", "Rule", "create", "normalize_resource", "parse_policy"]
@@ -109,9 +108,7 @@ def parse_policy(text: str, where: str) -> tuple[Rule, ...]:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where} is not valid TOML: {exc}") from exc
-    unknown = sorted(set(raw) - {"rule"})
-    if unknown:
-        raise ConfigError(f"{where}: unknown key '{unknown[0]}' (a policy holds only [[rule]])")
+    refuse_unknown_keys(where, raw, ("rule",))
     tables = raw.get("rule", [])
     if not isinstance(tables, list):
         raise ConfigError(f"{where}: key 'rule' must be an array of tables ([[rule]])")
@@ -237,7 +234,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> PolicyFile:
     """The policy plugin for ``settings`` (``file``: the policy path, relative to ``base_dir``)."""
     if not isinstance(settings, Mapping):
         raise ConfigError("[plugins.policy] must be a table with setting 'file'")
-    refuse_unknown("policy", settings, _SETTINGS_KEYS)
+    refuse_unknown_keys("[plugins.policy]", settings, _SETTINGS_KEYS)
     file = settings.get("file")
     if file is None:
         raise ConfigError("[plugins.policy]: setting 'file' is required (path of the TOML policy)")

@@ -24,7 +24,7 @@ from skillrack.cli import main as cli
 from skillrack.cli.exits import EXIT_STATUSES
 from skillrack.host.selection import ENTRY_POINT_GROUP
 from skillrack.release.check import counted
-from skillrack.testing.serve import CARD_PATH, skillrack_command, start_agent
+from skillrack.testing.serve import CARD_PATH, free_port, skillrack_command, start_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120  # seconds; the command itself answers in a few on an idle machine
@@ -182,13 +182,6 @@ def test_a_worker_that_cannot_start_stops_serve_in_one_line(tmp_path: Path) -> N
     assert "serving at" not in run.stdout and "Traceback" not in run.stderr, run.stderr
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith("skillrack: the agent did not start: skill id 'probe' is registered")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def test_version_names_the_host_the_sdk_and_every_plugin() -> None:
