@@ -11,7 +11,8 @@ implementation only the arguments it names, so old plugins keep working.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -108,4 +109,20 @@ def approve_invocation(request: AuthorizationRequest) -> Decision | None:
     say the call needs approval (the chosen operation's flag, for a skill that
     flags operations), else the call goes on.  Any refusal wins.  May be
     ``async``.
+    """
+
+
+@hookspec
+def configure_plugin(settings: Mapping[str, Any], base_dir: Path) -> None:
+    """Receive the operator's settings for this plugin, before ``register_skills`` is called.
+
+    ``settings`` is the ``[plugins.<name>]`` table of the configuration file,
+    where ``<name>`` is the plugin's entry-point name (``{}`` when the operator
+    wrote none); ``base_dir`` is the directory relative paths in it resolve
+    against (the configuration file's).  Check every key
+    (``skillrack.refuse_unknown_keys``) and raise ``skillrack.ConfigError``
+    naming the key and what to write: start-up stops with that one line.
+    Called once per process, synchronously, with this plugin's own table only.
+    The first-party plugins' names (``api_keys``, ``jwt``, ``mtls``, ``oidc``,
+    ``policy``, ``approval_rules``) are reserved.  Return value is ignored.
     """

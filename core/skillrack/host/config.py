@@ -269,6 +269,8 @@ class Config:
     builtin_plugins: tuple[str, ...] = ()
     #: First-party plugins enabled by configuration: short name -> its settings table.
     first_party: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Installed plugins' tables, by entry-point name, for their ``configure_plugin`` hook.
+    plugin_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: Directory relative paths in plugin settings resolve against (the config file's).
     base_dir: Path = field(default_factory=Path.cwd)
     #: Agents that skills may delegate to, by name (``context.delegate(name, ...)``).
@@ -506,10 +508,13 @@ def load_config(path: Path | None) -> Config:
     builtin = plugins.pop("builtin", [])
     if not isinstance(builtin, list) or not all(isinstance(m, str) for m in builtin):
         raise ConfigError("plugins.builtin must be a list of module names")
-    refuse_unknown_keys("[plugins]", plugins, ("builtin", *FIRST_PARTY))
     for name, settings in plugins.items():
         if not isinstance(settings, dict):
             raise ConfigError(f"[plugins.{name}] must be a table of settings")
+    # Other names are installed plugins' tables (the configure_plugin hook); which plugins
+    # are installed is known once they are loaded (skillrack.host.startup.configure_plugins).
+    plugin_settings = {name: table for name, table in plugins.items() if name not in FIRST_PARTY}
+    plugins = {name: table for name, table in plugins.items() if name in FIRST_PARTY}
     peers, peer_allow_origins = _peers(raw.get("peers", {}))
     server = read_settings(
         ServerSettings, raw.get("server", {}), "server", zero_is_off=_ZERO_IS_OFF
@@ -550,6 +555,7 @@ def load_config(path: Path | None) -> Config:
         server=server,
         builtin_plugins=tuple(builtin),
         first_party=plugins,
+        plugin_settings=plugin_settings,
         base_dir=base_dir,
     )
 
