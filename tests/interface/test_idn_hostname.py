@@ -121,7 +121,8 @@ def test_253_octets_in_all() -> None:
 
 
 def test_non_strings_pass() -> None:
-    assert all(is_idn_hostname(value) for value in (12, 13.7, {}, [], False, None))
+    values: tuple[object, ...] = (12, 13.7, {}, [], False, None)
+    assert all(is_idn_hostname(value) for value in values)
 
 
 def test_every_defined_format_has_a_checker_of_skillracks() -> None:
