@@ -48,6 +48,7 @@ import ast
 import importlib
 import importlib.util
 import inspect
+import re
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,8 +77,7 @@ CONTRACT: dict[str, str] = {
         "instance attribute"
     ),
     "a2a.server.cluster.database_event_stream.DatabaseTaskEventStream._seq_at_or_before_version": (
-        "(self, session: sqlalchemy.ext.asyncio.session.AsyncSession, task_id: str, after: "
-        "a2a.server.cluster.version.TaskVersion) -> int"
+        "(self, session: AsyncSession, task_id: str, after: TaskVersion) -> int"
     ),
     "a2a.server.cluster.database_event_stream.DatabaseTaskEventStream._session_maker": (
         "instance attribute"
@@ -94,40 +94,33 @@ CONTRACT: dict[str, str] = {
     ),
     "a2a.server.cluster.version.TaskVersion._value": "slot",
     "a2a.server.request_handlers.grpc_handler.GrpcHandler._handle_stream": (
-        "(self, request: google.protobuf.message.Message, context: "
-        "grpc.aio._base_server.ServicerContext, handler_func: "
-        "collections.abc.Callable[[a2a.server.context.ServerCallContext], "
-        "collections.abc.AsyncIterable[~TResponse]]) -> "
-        "collections.abc.AsyncIterable[~TResponse]"
+        "(self, request: Message, context: ServicerContext, handler_func: "
+        "Callable[[ServerCallContext], AsyncIterable[~TResponse]]) -> AsyncIterable[~TResponse]"
     ),
     "a2a.server.request_handlers.grpc_handler.GrpcHandler._handle_unary": (
-        "(self, request: google.protobuf.message.Message, context: "
-        "grpc.aio._base_server.ServicerContext, handler_func: "
-        "collections.abc.Callable[[a2a.server.context.ServerCallContext], "
-        "collections.abc.Awaitable[~TResponse]], default_response: ~TResponse) -> ~TResponse"
+        "(self, request: Message, context: ServicerContext, handler_func: "
+        "Callable[[ServerCallContext], Awaitable[~TResponse]], default_response: ~TResponse) -> "
+        "~TResponse"
     ),
     "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._create_response": (
-        "(self, context: a2a.server.context.ServerCallContext, handler_result: "
-        "collections.abc.AsyncGenerator[dict[str, typing.Any]] | dict[str, typing.Any]) -> "
-        "starlette.responses.Response"
+        "(self, context: ServerCallContext, handler_result: AsyncGenerator[dict[str, Any]] | "
+        "dict[str, Any]) -> Response"
     ),
     "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._handle_get_task": (
-        "(self, request_obj: a2a_pb2.GetTaskRequest, context: "
-        "a2a.server.context.ServerCallContext) -> dict[str, typing.Any]"
+        "(self, request_obj: GetTaskRequest, context: ServerCallContext) -> dict[str, Any]"
     ),
     "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._handle_send_message": (
-        "(self, request_obj: a2a_pb2.SendMessageRequest, context: "
-        "a2a.server.context.ServerCallContext) -> dict[str, typing.Any]"
+        "(self, request_obj: SendMessageRequest, context: ServerCallContext) -> dict[str, Any]"
     ),
     "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher.handle_requests.__wrapped__": (
-        "(self, request: starlette.requests.Request) -> starlette.responses.Response"
+        "(self, request: Request) -> Response"
     ),
     "a2a.server.tasks.database_task_store.DatabaseTaskStore._ensure_initialized": "(self) -> None",
     "a2a.server.tasks.database_task_store.DatabaseTaskStore._from_orm": (
-        "(self, task_model: a2a.server.models.TaskModel) -> a2a_pb2.Task"
+        "(self, task_model: TaskModel) -> Task"
     ),
     "a2a.server.tasks.database_task_store.DatabaseTaskStore._to_orm": (
-        "(self, task: a2a_pb2.Task, owner: str) -> a2a.server.models.TaskModel"
+        "(self, task: Task, owner: str) -> TaskModel"
     ),
     "a2a.server.tasks.task_manager.append_artifact_to_task.__wrapped__": (
         "(task: 'Task', event: 'TaskArtifactUpdateEvent') -> 'None'"
@@ -136,19 +129,18 @@ CONTRACT: dict[str, str] = {
     # of an unpublished module.
     "a2a.client.service_parameters.ServiceParametersFactory": "class()",
     "a2a.client.service_parameters.with_a2a_extensions": (
-        "(extensions: list[str]) -> collections.abc.Callable[[dict[str, str]], None]"
+        "(extensions: list[str]) -> Callable[[dict[str, str]], None]"
     ),
     "a2a.server.cluster.database_event_stream.stream_response_to_event": (
-        "(response: a2a_pb2.StreamResponse) -> a2a_pb2.Message | a2a_pb2.Task | "
-        "a2a_pb2.TaskStatusUpdateEvent | a2a_pb2.TaskArtifactUpdateEvent"
+        "(response: StreamResponse) -> Message | Task | TaskStatusUpdateEvent | "
+        "TaskArtifactUpdateEvent"
     ),
     "a2a.server.request_handlers.response_helpers.agent_card_to_dict": (
-        "(card: a2a_pb2.AgentCard) -> dict[str, typing.Any]"
+        "(card: AgentCard) -> dict[str, Any]"
     ),
     "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher": (
-        "class(request_handler: a2a.server.request_handlers.request_handler.RequestHandler, "
-        "context_builder: a2a.server.routes.common.ServerCallContextBuilder | None = None, "
-        "enable_v0_3_compat: bool = False, shutdown_grace_period: float = 0) -> None"
+        "class(request_handler: RequestHandler, context_builder: ServerCallContextBuilder | None "
+        "= None, enable_v0_3_compat: bool = False, shutdown_grace_period: float = 0) -> None"
     ),
     "a2a.server.tasks.task_manager.append_artifact_to_task": (
         "(task: 'Task', event: 'TaskArtifactUpdateEvent') -> 'None'"
@@ -156,9 +148,7 @@ CONTRACT: dict[str, str] = {
     "a2a.types.a2a_pb2": "module",
     "a2a.types.a2a_pb2.DESCRIPTOR": "FileDescriptor",
     "a2a.utils.constants.PROTOCOL_VERSION_1_0": "str = '1.0'",
-    "a2a.utils.error_handlers.build_error_details": (
-        "(error: a2a.utils.errors.A2AError) -> list[dict[str, typing.Any]]"
-    ),
+    "a2a.utils.error_handlers.build_error_details": "(error: A2AError) -> list[dict[str, Any]]",
     "a2a.utils.errors.A2AError": "class(message: str | None = None, data: dict | None = None)",
     "a2a.utils.errors.A2A_ERROR_MAPPING": "dict",
     "a2a.utils.errors.InternalError": "class(message: str | None = None, data: dict | None = None)",
@@ -180,22 +170,16 @@ CONTRACT: dict[str, str] = {
     "a2a.utils.errors.UnsupportedOperationError": (
         "class(message: str | None = None, data: dict | None = None)"
     ),
-    "a2a.utils.grpc_status.status_to_grpc": (
-        "(status: google.rpc.status_pb2.Status) -> a2a.utils.grpc_status.GrpcStatus"
-    ),
+    "a2a.utils.grpc_status.status_to_grpc": "(status: Status) -> GrpcStatus",
     "a2a.utils.task.apply_history_length": (
-        "(task: a2a_pb2.Task, config: a2a.utils.task.HistoryLengthConfig | None) -> a2a_pb2.Task"
+        "(task: Task, config: HistoryLengthConfig | None) -> Task"
     ),
-    "a2a.utils.task.validate_history_length": (
-        "(config: a2a.utils.task.HistoryLengthConfig | None) -> None"
-    ),
+    "a2a.utils.task.validate_history_length": "(config: HistoryLengthConfig | None) -> None",
     "a2a.utils.telemetry": "module",
     "a2a.utils.telemetry.env_value": "str",
     "a2a.utils.telemetry.otel_enabled": "bool",
     "a2a.utils.telemetry.otel_installed": "bool",
-    "a2a.utils.version_validator.validate_version": (
-        "(expected_version: str) -> collections.abc.Callable[[~F], ~F]"
-    ),
+    "a2a.utils.version_validator.validate_version": "(expected_version: str) -> Callable[[~F], ~F]",
 }
 
 
@@ -262,6 +246,20 @@ def _qualified(owner: Any) -> str:
     return f"{owner.__module__}.{owner.__qualname__}"
 
 
+#: A dotted prefix (``grpc.aio._base_server.``), left out of a signature's annotations.
+_QUALIFIER = re.compile(r"\b(?:[A-Za-z_][A-Za-z0-9_]*\.)+(?=[A-Za-z_])")
+
+
+def _signature(obj: Any) -> str:
+    """``str(inspect.signature(obj))`` with the annotations' names bare.
+
+    Parameter names, kinds, defaults and annotation names are what an override
+    depends on; where grpcio or SQLAlchemy keep a class a2a-sdk names in an
+    annotation is theirs to move, and is no change of a2a-sdk's.
+    """
+    return _QUALIFIER.sub("", str(inspect.signature(obj)))
+
+
 def describe(obj: Any, name: str = "") -> str:
     """What the contract records for ``obj``: its signature, or its type (and a constant's value).
 
@@ -274,12 +272,12 @@ def describe(obj: Any, name: str = "") -> str:
         return "property"
     if isinstance(obj, type):
         try:
-            return f"class{inspect.signature(obj)}"
+            return f"class{_signature(obj)}"
         except (TypeError, ValueError):
             return "class"
     if callable(obj):
         try:
-            return str(inspect.signature(obj))
+            return _signature(obj)
         except (TypeError, ValueError):
             return f"callable {type(obj).__name__}"
     if isinstance(obj, str | int | float) and not isinstance(obj, bool) and name.isupper():
@@ -615,6 +613,22 @@ def test_the_scan_finds_each_kind_of_use(tmp_path: Path) -> None:
     )
 
 
+def entry_source(name: str, value: str) -> str:
+    """``name: value,`` as a line (or lines) of :data:`CONTRACT`, within 100 columns."""
+    line = f"    {name!r}: {value!r},"
+    if len(line) <= 100:
+        return line
+    pieces, current = [], ""
+    for word in value.split(" "):
+        if current and len(repr(f"{current} {word} ")) > 90:
+            pieces.append(current + " ")
+            current = word
+        else:
+            current = f"{current} {word}" if current else word
+    pieces.append(current)
+    return "\n".join([f"    {name!r}: (", *(f"        {p!r}" for p in pieces), "    ),"])
+
+
 if __name__ == "__main__":
     # The table as the installed a2a-sdk has it, for the names skillrack uses now; a use
     # of unknown type (``*._x``) needs its entry qualified by hand.
@@ -623,4 +637,4 @@ if __name__ == "__main__":
             where = ", ".join(use.where for use in private_uses() if use.name == name)
             print(f"    # {name}: qualify by hand ({where})")
         else:
-            print(f"    {name!r}: {installed(name)!r},")
+            print(entry_source(name, installed(name)))
