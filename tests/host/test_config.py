@@ -73,7 +73,7 @@ file = "policy.toml"
         ("[agent]\nname = 7\n", "agent.name must be a string"),
         ("[nonsense]\n", r'toml: unknown key "nonsense"; known: agent, limits, '),
         ("[plugins]\nbuiltin = 'x'\n", "list of module names"),
-        ("[plugins.ldap]\nurl = 'x'\n", r'\[plugins\]: unknown key "ldap"; known: api_keys, '),
+        ("[plugins]\nldap = 'x'\n", r"\[plugins.ldap\] must be a table of settings"),
         ("[peers]\nobserver = 'ftp://x'\n", "http"),
         ("not toml = = =", "not valid TOML"),
         (

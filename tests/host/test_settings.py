@@ -76,7 +76,6 @@ def test_plugins_reach_the_same_check_through_the_public_api() -> None:
             "[peers.lab]\nurl = 'http://x'\nallow_privat = true\n",
             '[peers.lab]: unknown key "allow_privat"',
         ),
-        ("[plugins.oidcc]\n", '[plugins]: unknown key "oidcc" (did you mean "oidc"?); known: '),
         ("[server]\n[serve]\n", 'unknown key "serve" (did you mean "server"?); known: agent,'),
     ],
 )
