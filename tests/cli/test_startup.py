@@ -32,6 +32,7 @@ HEAVY = (
     "jsonschema",
     "jwt",
     "pluggy",
+    "pyang",
     "rfc3987_syntax",
     "sqlalchemy",
     "starlette",
