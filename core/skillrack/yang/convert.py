@@ -250,7 +250,25 @@ def _object(stmt: Any, path: str, state: _State, *, keys: tuple[str, ...] = ()) 
 
 
 def _present(name: str) -> dict[str, Any]:
+    """The member is there; a non-presence container only counts with something in it.
+
+    Such a container carries no meaning of its own (RFC 7950 section 7.5.1):
+    ``{"next-hop-list": {}}`` does not make its case the choice's case.
+    """
+    if name.startswith(_NP):
+        name = name[len(_NP) :]
+        return {"required": [name], "properties": {name: {"minProperties": 1}}}
     return {"required": [name]}
+
+
+#: Marks a choice member that is a non-presence container (never a YANG identifier character).
+_NP = "\x00np\x00"
+
+
+def _member(stmt: Any, name: str) -> str:
+    if stmt.keyword == "container" and stmt.search_one("presence") is None:
+        return _NP + name
+    return name
 
 
 def _any_present(names: list[str]) -> dict[str, Any]:
@@ -288,7 +306,7 @@ def _choice(
                 continue
             name = _name(child, module)
             properties[name] = _node(child, f"{path}/{name}", state)
-            members.append(name)
+            members.append(_member(child, name))
             if _is_mandatory(child):
                 mandatory.append(name)
         if members:

@@ -243,7 +243,10 @@ def leaf_type_schema(type_stmt: Any, leaf: Any, context: Context) -> TypeSchema:
             values.append(f"{module}:{identity}")
             if module == context.module:
                 values.append(identity)
-        return TypeSchema({"type": "string", "enum": sorted(set(values))})
+        if not values:
+            names = ", ".join(base.arg for base in bases)
+            notes.append({"identityref": f"no identity derived from {names} is loaded"})
+        return TypeSchema({"type": "string", "enum": sorted(set(values))}, notes)
     if name == "instance-identifier":
         require = _require_instance(spec)
         if require:
