@@ -249,12 +249,16 @@ def _object(stmt: Any, path: str, state: _State, *, keys: tuple[str, ...] = ()) 
     return schema
 
 
-def _present(name: str) -> dict[str, Any]:
+def _present(name: str, *, written: bool = False) -> dict[str, Any]:
     """The member is there; a non-presence container only counts with something in it.
 
     Such a container carries no meaning of its own (RFC 7950 section 7.5.1):
-    ``{"next-hop-list": {}}`` does not make its case the choice's case.
+    ``{"next-hop-list": {}}`` does not satisfy a mandatory choice.  It is
+    still data of its case, though, when two cases are compared (``written``),
+    as libyang has it.
     """
+    if name.startswith(_NP) and written:
+        return {"required": [name[len(_NP) :]]}
     if name.startswith(_NP):
         name = name[len(_NP) :]
         return {"required": [name], "properties": {name: {"minProperties": 1}}}
@@ -271,8 +275,10 @@ def _member(stmt: Any, name: str) -> str:
     return name
 
 
-def _any_present(names: list[str]) -> dict[str, Any]:
-    return _present(names[0]) if len(names) == 1 else {"anyOf": [_present(n) for n in names]}
+def _any_present(names: list[str], *, written: bool = False) -> dict[str, Any]:
+    if len(names) == 1:
+        return _present(names[0], written=written)
+    return {"anyOf": [_present(n, written=written) for n in names]}
 
 
 def _choice(
@@ -321,7 +327,8 @@ def _choice(
                 constraints.append({"if": _any_present(members), "then": then})
     for index, (members, _) in enumerate(cases[:-1]):
         later = [name for other, _ in cases[index + 1 :] for name in other]
-        constraints.append({"not": {"allOf": [_any_present(members), _any_present(later)]}})
+        both = [_any_present(members, written=True), _any_present(later, written=True)]
+        constraints.append({"not": {"allOf": both}})
     mandatory_choice = choice.search_one("mandatory")
     return [name for members, _ in cases for name in members], bool(
         mandatory_choice is not None and mandatory_choice.arg == "true"
