@@ -64,7 +64,7 @@ SAMPLES: dict[str, list[Any]] = {
     "domain-name": ["example.com"],
     "host": ["example.net"],
     "uri": ["https://example.com/x"],
-    "port-number": [80, 443],
+    "port-number": [80],  # one value: lower-port <= upper-port (a must) always holds
     "ipv4-multicast-group-address": ["239.1.1.1"],
     "ipv6-multicast-group-address": ["ff0e::1"],
     "ipv6-flow-label": [5],
