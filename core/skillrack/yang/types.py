@@ -36,7 +36,7 @@ BASE64 = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 #: RFC 7951 section 6.11: an absolute data path with module-qualified first names and
 #: predicates; the syntax only (whether the instance exists is a note).
 _ID = "[A-Za-z_][A-Za-z0-9_.-]*"
-_PREDICATE = r"\[(?:[^\]'\"]|'[^']*'|\"[^\"]*\")*\]"
+_PREDICATE = "\\[(?:[^\\]'\"]|'[^']*'|\"[^\"]*\")*\\]"
 INSTANCE_IDENTIFIER = f"^(?:/(?:{_ID}:)?{_ID}(?:{_PREDICATE})*)+$"
 
 

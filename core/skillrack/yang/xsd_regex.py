@@ -275,6 +275,8 @@ class _Parser:
             if self.peek() == "-" and self.text[self.pos + 1 : self.pos + 2] not in ("]", "["):
                 self.pos += 1
                 high_char = self.peek()
+                if not high_char:
+                    raise self.fail("unclosed '['")
                 if high_char == "\\":
                     escaped = self.escape(in_class=True)
                     if len(escaped) != 1 or escaped[0][0] != escaped[0][1]:
