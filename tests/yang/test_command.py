@@ -1,0 +1,224 @@
+"""``skillrack yang schema``: output, identity, determinism, use in a Skill, and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.builders import simple_skill
+from helpers.yang_modules import IANA, IETF, module_file
+
+from skillrack import DomainSchema
+from skillrack.cli.main import main
+from skillrack.interface.canonical import digest_of
+from skillrack.interface.document import assemble
+
+DATA = Path(__file__).parent / "data"
+
+INTERFACES = [
+    str(module_file(n)) for n in ("ietf-interfaces", "ietf-ip", "iana-if-type")
+]
+ROUTING = [
+    str(module_file(n))
+    for n in ("ietf-routing", "ietf-ipv4-unicast-routing", "ietf-ipv6-unicast-routing")
+]
+SEARCH = ["-p", str(IETF), "-p", str(IANA)]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(["yang", "schema", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_interfaces_with_ip_augment(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, *INTERFACES, *SEARCH, "--node", "/ietf-interfaces:interfaces")
+    assert status == 0, err
+    schema = json.loads(out)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["required"] == ["ietf-interfaces:interfaces"]
+    interface = schema["$defs"]["ietf-interfaces:interfaces/interface"]
+    # RFC 7951 section 4: the augment's module qualifies its members, the parent's do not.
+    assert "ietf-ip:ipv4" in interface["properties"]
+    assert "name" in interface["properties"]
+    assert interface["required"][0] == "name"
+    assert "iana-if-type:ethernetCsmacd" in interface["properties"]["type"]["enum"]
+    # config false is kept in the full tree, and marked
+    assert interface["properties"]["oper-status"]["readOnly"] is True
+    assert "not checked: /ietf-interfaces:interfaces/interface: key uniqueness (name)" in err
+    assert (
+        "schema_uri urn:ietf:params:xml:ns:yang:ietf-interfaces#/ietf-interfaces:interfaces "
+        "version 1.1 digest " + digest_of(schema)
+    ) in err
+
+
+def test_config_only_drops_state(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(
+        capsys, *INTERFACES, *SEARCH, "--node", "/ietf-interfaces:interfaces", "--config-only"
+    )
+    assert status == 0, err
+    interface = json.loads(out)["$defs"]["ietf-interfaces:interfaces/interface"]
+    assert "oper-status" not in interface["properties"]
+    assert "statistics" not in interface["properties"]
+    assert "enabled" in interface["properties"]
+    assert "#/ietf-interfaces:interfaces;config version 1.1" in err
+
+
+def test_routing_full_tree_assembles_as_a_skill_output(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    target = tmp_path / "routing.json"
+    status, _out, err = run(
+        capsys, *ROUTING, *SEARCH, "--node", "/ietf-routing:routing", "-o", str(target)
+    )
+    assert status == 0, err
+    schema = json.loads(target.read_text())
+    rib = schema["$defs"]["ietf-routing:routing/ribs/rib"]
+    assert rib["properties"]["routes"]["readOnly"] is True  # config false, kept in the full tree
+    skill = simple_skill(
+        "routing.get",
+        output_schema=DomainSchema.inline(
+            schema, schema_uri="urn:ietf:params:xml:ns:yang:ietf-routing#/x", version="1.1"
+        ),
+    )
+    verified = assemble(skill)
+    assert verified.document is not None
+
+
+def test_reference_output_is_a_schema_reference(capsys: pytest.CaptureFixture[str]) -> None:
+    from skillrack.interface.schemaref import SchemaReference
+
+    status, out, err = run(
+        capsys, *INTERFACES, *SEARCH, "--node", "/ietf-interfaces:interfaces",
+        "--reference", "--schema-uri", "urn:acme:if", "--version", "2.3",
+    )  # fmt: skip
+    assert status == 0, err
+    reference = SchemaReference.from_json(json.loads(out))  # verifies the digest
+    assert reference.schema_uri == "urn:acme:if"
+    assert reference.version == "2.3"
+
+
+def test_rpc_input_and_notification(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(DATA / "rules.yang")]
+    status, out, err = run(capsys, *files, "--node", "/rules:reset/input")
+    assert status == 0, err
+    schema = json.loads(out)
+    assert schema["required"] == ["rules:input"]
+    assert schema["properties"]["rules:input"]["$ref"] == "#/$defs/rules:reset~1input"
+    assert schema["$defs"]["rules:reset/input"]["required"] == ["delay"]
+    status, out, err = run(capsys, *files, "--node", "/rules:fired")
+    assert status == 0, err
+    assert "why" in json.loads(out)["$defs"]["rules:fired"]["properties"]
+    status, out, err = run(capsys, *files, "--node", "/rules:reset")
+    assert status == 1
+    assert "name the rpc's input or output: /rules:reset/input" in err
+
+
+def test_feature_selection(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(DATA / "rules.yang")]
+    status, out, _ = run(capsys, *files, "--node", "/rules:top")
+    assert "fancy-leaf" in json.loads(out)["$defs"]["rules:top"]["properties"]
+    status, out, err = run(capsys, *files, "--node", "/rules:top", "--feature", "rules:")
+    assert status == 0, err
+    assert "fancy-leaf" not in json.loads(out)["$defs"]["rules:top"]["properties"]
+    status, _, err = run(capsys, *files, "--feature", "rules:nope")
+    assert status == 1
+    assert "module rules has no such feature; it has: fancy" in err
+
+
+def test_deviation_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    deviation = tmp_path / "rules-dev.yang"
+    deviation.write_text(
+        'module rules-dev { namespace "urn:d"; prefix d; import rules { prefix r; }\n'
+        '  deviation "/r:top/r:i8" { deviate not-supported; } }\n'
+    )
+    files = [str(DATA / "rules.yang")]
+    status, out, err = run(
+        capsys, *files, "--node", "/rules:top", "--deviation", str(deviation), "-p", str(tmp_path)
+    )
+    assert status == 0, err
+    assert "i8" not in json.loads(out)["$defs"]["rules:top"]["properties"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('module bad { namespace "u:b"; prefix b; leaf a { type strin; } }', "bad.yang:1: "),
+        ('module bad { namespace "u:b"; prefix b;\n leaf a { type string; }', "bad.yang:2: "),
+        (
+            'module bad { namespace "u:b"; prefix b;\n leaf a { type string {\n'
+            "   pattern '\\p{IsBasicLatin}+'; } } }",
+            "bad.yang:3: /bad:a: pattern",
+        ),
+    ],
+)
+def test_bad_yang_is_one_line_with_file_and_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "bad.yang"
+    path.write_text(text)
+    status, out, err = run(capsys, str(path))
+    assert status == 1
+    assert out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert expected in err
+
+
+def test_block_escape_names_itself(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "bad.yang"
+    path.write_text(
+        'module bad { namespace "u:b"; prefix b;\n leaf a { type string {\n'
+        "   pattern '\\p{IsBasicLatin}+'; } } }"
+    )
+    _, _, err = run(capsys, str(path))
+    assert "Unicode block escape \\p{IsBasicLatin} is not supported" in err
+
+
+def test_unknown_node_lists_what_it_could_be(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, *INTERFACES, *SEARCH, "--node", "/ietf-interfaces:interface")
+    assert status == 1
+    assert err.strip() == (
+        "skillrack: --node '/ietf-interfaces:interface': no node ietf-interfaces:interface at "
+        "the top level; it has: ietf-interfaces:interfaces, ietf-interfaces:interfaces-state"
+    )
+
+
+def test_missing_file_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    status, _, err = run(capsys, str(tmp_path / "nope.yang"))
+    assert status == 1
+    assert err.count("\n") == 1 and "nope.yang" in err
+
+
+def _generate_in_subprocess() -> bytes:
+    code = (
+        "import sys; from skillrack.cli.main import main; "
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    argv = ["yang", "schema", *ROUTING, *SEARCH, "--node", "/ietf-routing:routing"]
+    env = {**os.environ, "PYTHONHASHSEED": "random"}
+    run = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, check=True, env=env, timeout=120
+    )
+    return run.stdout
+
+
+def test_output_is_byte_identical_across_processes(capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = _generate_in_subprocess(), _generate_in_subprocess()
+    assert first == second
+    status, out, _ = run(capsys, *ROUTING, *SEARCH, "--node", "/ietf-routing:routing")
+    assert out.encode() == first
+
+
+def test_union_member_order_is_kept() -> None:
+    from skillrack.yang.convert import convert
+    from skillrack.yang.load import load_modules
+
+    schema: Any = convert(load_modules([DATA / "rules.yang"]), "/rules:top").schema
+    members = schema["$defs"]["rules:top"]["properties"]["either"]["anyOf"]
+    assert [m.get("type") for m in members] == ["integer", "string", "boolean"]
+    assert schema["$defs"]["rules:top"]["properties"]["color"]["enum"] == ["red", "green"]
