@@ -1,4 +1,4 @@
-"""Converting ``ietf-routing`` (with its imports) to JSON Schema, beside pyang's own parse, in one run.
+"""``ietf-routing`` (with its imports) converted to JSON Schema, beside pyang's own parse.
 
 Issue 30's target: under 2 s on this machine.  Each round runs in a fresh
 interpreter, because that is what ``skillrack yang schema`` costs a vendor

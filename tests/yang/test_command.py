@@ -20,9 +20,7 @@ from skillrack.interface.document import assemble
 
 DATA = Path(__file__).parent / "data"
 
-INTERFACES = [
-    str(module_file(n)) for n in ("ietf-interfaces", "ietf-ip", "iana-if-type")
-]
+INTERFACES = [str(module_file(n)) for n in ("ietf-interfaces", "ietf-ip", "iana-if-type")]
 ROUTING = [
     str(module_file(n))
     for n in ("ietf-routing", "ietf-ipv4-unicast-routing", "ietf-ipv6-unicast-routing")
@@ -195,10 +193,7 @@ def test_missing_file_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: 
 
 
 def _generate_in_subprocess() -> bytes:
-    code = (
-        "import sys; from skillrack.cli.main import main; "
-        "sys.exit(main(sys.argv[1:]))"
-    )
+    code = "import sys; from skillrack.cli.main import main; sys.exit(main(sys.argv[1:]))"
     argv = ["yang", "schema", *ROUTING, *SEARCH, "--node", "/ietf-routing:routing"]
     env = {**os.environ, "PYTHONHASHSEED": "random"}
     run = subprocess.run(
@@ -211,6 +206,7 @@ def test_output_is_byte_identical_across_processes(capsys: pytest.CaptureFixture
     first, second = _generate_in_subprocess(), _generate_in_subprocess()
     assert first == second
     status, out, _ = run(capsys, *ROUTING, *SEARCH, "--node", "/ietf-routing:routing")
+    assert status == 0
     assert out.encode() == first
 
 

@@ -102,7 +102,7 @@ CASES: list[tuple[str, dict[str, Any], bool, str]] = [
     ("two cases", {"tcp-port": 1, "udp-port": 2}, False, ""),
     ("shorthand case against a case", {"raw": [None], "udp-port": 2}, False, ""),
     ("case's mandatory member", {"tcp-opt": "x"}, False, ""),
-        ("mandatory choice, other case", {"a": DROP, "b": "2"}, True, ""),
+    ("mandatory choice, other case", {"a": DROP, "b": "2"}, True, ""),
     ("mandatory choice, both cases", {"b": "2"}, False, ""),
     ("mandatory choice, no case", {"a": DROP}, False, ""),
     ("grouping expanded", {"from-grouping": "g"}, True, ""),

@@ -348,11 +348,12 @@ def _mutations(gen: Generated, rnd: random.Random) -> list[tuple[str, Callable[[
         for other in others:
             members = [other] if other.keyword != "case" else list(other.i_children)
             leaves = [m for m in members if m.keyword == "leaf" and not _avoid(m)]
-            for leaf in leaves:
-                value = Generator(rnd, None).value(leaf, leaf.search_one("type")) if False else None
-                del value
-                out.append(("two cases", lambda c=container, m=leaf: c.__setitem__(m.arg, _any_value(m))))
-                break
+            for leaf in leaves[:1]:
+
+                def both(c: dict[str, Any] = container, m: Any = leaf) -> None:
+                    c[m.arg] = _any_value(m)
+
+                out.append(("two cases", both))
     rnd.shuffle(out)
     return out
 
@@ -381,7 +382,6 @@ def test_verdicts_agree_with_yanglint(
     from skillrack.yang.convert import find_node
 
     target = find_node(loaded, node)
-    rnd = random.Random(f"{node}{config_only}")
     from skillrack.yang.convert import _is_mandatory, _top_nodes
 
     rest: dict[str, Any] = {}
@@ -422,10 +422,13 @@ def test_verdicts_agree_with_yanglint(
         ours = not details
         if ours != lint_ok:
             disagreements.append(
-                f"{label}: skillrack {ours} {details[:1]}, yanglint {lint_ok} {why[:700]} {json.dumps(instance)}"
+                f"{label}: skillrack {ours} {details[:1]}, yanglint {lint_ok} {why[:700]} "
+                + json.dumps(instance)
             )
     valid = sum(
-        1 for (label, _), (ok, _) in zip(instances, verdicts, strict=True) if label == "valid" and ok
+        1
+        for (label, _), (ok, _) in zip(instances, verdicts, strict=True)
+        if label == "valid" and ok
     )
     assert disagreements == [], "\n".join(disagreements)
     assert valid >= RUNS // 2, "the generator writes instances yanglint accepts"

@@ -46,8 +46,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     for line in conversion.report:
         print(f"not checked: {line}", file=sys.stderr)
     print(
-        f"schema_uri {identity.schema_uri} version {identity.version} "
-        f"digest {reference['digest']}",
+        f"schema_uri {identity.schema_uri} version {identity.version} digest {reference['digest']}",
         file=sys.stderr,
     )
     return EXIT_OK
@@ -61,16 +60,21 @@ def add_commands(sub: Any) -> None:
         "schema",
         help="write the JSON Schema 2020-12 of a YANG node's RFC 7951 JSON encoding",
         description="Write the JSON Schema 2020-12 that accepts exactly the RFC 7951 JSON of "
-        "a YANG node (as RESTCONF sends it: {\"module:node\": ...}); what JSON Schema cannot "
+        'a YANG node (as RESTCONF sends it: {"module:node": ...}); what JSON Schema cannot '
         "check is listed on stderr and kept in the schema under 'x-yang'.",
     )
     p.add_argument("modules", nargs="+", metavar="MODULE.yang", help="YANG module files")
     p.add_argument(
-        "-p", "--path", action="append", default=[], metavar="DIR",
+        "-p",
+        "--path",
+        action="append",
+        default=[],
+        metavar="DIR",
         help="directory to search for imported modules (repeatable)",
     )
     p.add_argument(
-        "--node", metavar="PATH",
+        "--node",
+        metavar="PATH",
         help="data path of the node, e.g. /ietf-interfaces:interfaces, /m:rpc/input, "
         "/m:notification (default: every top-level data node of the modules named)",
     )
@@ -78,18 +82,25 @@ def add_commands(sub: Any) -> None:
         "--config-only", action="store_true", help="drop config false nodes (default: full tree)"
     )
     p.add_argument(
-        "--feature", action="append", default=[], metavar="MODULE:FEATURE",
+        "--feature",
+        action="append",
+        default=[],
+        metavar="MODULE:FEATURE",
         help="enable only the named features of MODULE (repeatable; MODULE: for none); "
         "modules not named keep all their features",
     )
     p.add_argument(
-        "--deviation", action="append", default=[], metavar="MODULE.yang",
+        "--deviation",
+        action="append",
+        default=[],
+        metavar="MODULE.yang",
         help="apply the deviations of this module (repeatable)",
     )
     p.add_argument("--schema-uri", help="schema_uri (default: namespace#node, see docs)")
     p.add_argument("--version", help="MAJOR.MINOR (default: 1.<revisions - 1>, see docs)")
     p.add_argument(
-        "--reference", action="store_true",
+        "--reference",
+        action="store_true",
         help="write the whole Schema Reference (identity, digest, inline schema)",
     )
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")

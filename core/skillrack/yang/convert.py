@@ -120,9 +120,7 @@ def _is_mandatory(stmt: Any) -> bool:
 def _annotations(stmt: Any, path: str, state: _State) -> dict[str, Any]:
     """``must`` and ``when`` (the node's own, its augment's, its uses') under ``x-yang``."""
     notes: dict[str, Any] = {}
-    musts = [
-        {"condition": must.arg, **_error_message(must)} for must in stmt.search("must")
-    ]
+    musts = [{"condition": must.arg, **_error_message(must)} for must in stmt.search("must")]
     if musts:
         notes["must"] = musts
     whens = [when.arg for when in _whens(stmt)]
@@ -429,7 +427,9 @@ def find_node(loaded: Loaded, path: str) -> Any:
         if not match:
             options = ", ".join(_label(n) for n in candidates) or "nothing"
             where = walked or "the top level"
-            raise YangError(f"--node {path!r}: no node {module}:{name} at {where}; it has: {options}")
+            raise YangError(
+                f"--node {path!r}: no node {module}:{name} at {where}; it has: {options}"
+            )
         found = match[0]
         walked += "/" + _label(found)
         candidates = list(_steps(found))
@@ -466,7 +466,9 @@ def convert(loaded: Loaded, node: str | None, *, config_only: bool = False) -> C
                 f"{node.rstrip('/')}/input or {node.rstrip('/')}/output"
             )
         if target.keyword == "choice":
-            raise YangError(f"--node {node!r}: a choice has no data node of its own; name a case member")
+            raise YangError(
+                f"--node {node!r}: a choice has no data node of its own; name a case member"
+            )
         if config_only and getattr(target, "i_config", None) is False:
             raise YangError(f"--node {node!r} is config false: drop --config-only to describe it")
         name = _label(target)

@@ -77,7 +77,11 @@ def load_modules(
     if not files:
         raise YangError("name at least one YANG module file")
     directories: list[str] = []
-    for directory in [*search_path, *(Path(f).parent for f in files), *(Path(d).parent for d in deviations)]:
+    for directory in [
+        *search_path,
+        *(Path(f).parent for f in files),
+        *(Path(d).parent for d in deviations),
+    ]:
         text = str(directory) or "."
         if text not in directories:
             directories.append(text)

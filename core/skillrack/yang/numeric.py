@@ -48,10 +48,7 @@ def _split(low: int, high: int) -> list[list[tuple[int, int]]]:
         for seq in _split(int(tail_low), 10**rest - 1):
             seqs.append([*prefix, (first, first), *_pad(seq, rest)])
         start_full = first + 1
-    if tail_high == "9" * rest:
-        end_full = last
-    else:
-        end_full = last - 1
+    end_full = last if tail_high == "9" * rest else last - 1
     if start_full <= end_full:
         seqs.append([*prefix, (start_full, end_full), *[(0, 9)] * rest])
     if tail_high != "9" * rest:
@@ -79,7 +76,7 @@ def _digits(seq: list[tuple[int, int]]) -> str:
         count = 2
         while "[0-9]" * (count + 1) in text:
             count += 1
-        text = text.replace("[0-9]" * count, "[0-9]{%d}" % count, 1)
+        text = text.replace("[0-9]" * count, f"[0-9]{{{count}}}", 1)
     return text
 
 

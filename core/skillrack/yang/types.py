@@ -83,10 +83,7 @@ def _intervals(spec: Any, attribute: str, low: Any, high: Any) -> list[tuple[Any
             out = []
             for lo, hi in values:
                 lo_v = _bound(lo, base_low if lo == "min" else base_high)
-                if hi is None:
-                    hi_v = lo_v
-                else:
-                    hi_v = _bound(hi, base_high if hi == "max" else base_low)
+                hi_v = lo_v if hi is None else _bound(hi, base_high if hi == "max" else base_low)
                 out.append((lo_v, hi_v))
             return out
         del index
@@ -184,7 +181,9 @@ def bits_pattern(names: list[str]) -> str:
 
 
 def _escape(name: str) -> str:
-    return "".join(c if c.isascii() and (c.isalnum() or c == "_") else "\\u{%X}" % ord(c) for c in name)
+    return "".join(
+        c if c.isascii() and (c.isalnum() or c == "_") else f"\\u{{{ord(c):X}}}" for c in name
+    )
 
 
 @dataclass(frozen=True)
@@ -210,9 +209,7 @@ def leaf_type_schema(type_stmt: Any, leaf: Any, context: Context) -> TypeSchema:
         intervals = _intervals(spec, "ranges", *_JSON_INTEGERS[name]) or [_JSON_INTEGERS[name]]
         return TypeSchema(_number_schema(intervals))
     if name in _STRING_INTEGERS:
-        intervals = _intervals(spec, "ranges", *_STRING_INTEGERS[name]) or [
-            _STRING_INTEGERS[name]
-        ]
+        intervals = _intervals(spec, "ranges", *_STRING_INTEGERS[name]) or [_STRING_INTEGERS[name]]
         return TypeSchema({"type": "string", "pattern": integer_pattern(intervals)})
     if name == "decimal64":
         digits = builtin.fraction_digits
@@ -233,7 +230,11 @@ def leaf_type_schema(type_stmt: Any, leaf: Any, context: Context) -> TypeSchema:
         lengths = _intervals(spec, "lengths", 0, None)
         if lengths:
             notes.append(
-                {"binary-length": " | ".join(f"{lo}..{'max' if hi is None else hi}" for lo, hi in lengths)}
+                {
+                    "binary-length": " | ".join(
+                        f"{lo}..{'max' if hi is None else hi}" for lo, hi in lengths
+                    )
+                }
             )
         return TypeSchema(schema, notes)
     if name == "identityref":

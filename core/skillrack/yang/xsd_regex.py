@@ -44,9 +44,12 @@ _META = frozenset(".\\?*+{}()|[]")
 _SINGLE_ESCAPES = {"n": 0x0A, "r": 0x0D, "t": 0x09}
 _SINGLE_LITERAL_ESCAPES = frozenset("\\|.?*+(){}-[]^")
 _CATEGORIES = frozenset(
-    "L Lu Ll Lt Lm Lo M Mn Mc Me N Nd Nl No P Pc Pd Ps Pe Pi Pf Po "
-    "Z Zs Zl Zp S Sm Sc Sk So C Cc Cf Co Cn".split()
-)
+    {
+        "L", "Lu", "Ll", "Lt", "Lm", "Lo", "M", "Mn", "Mc", "Me", "N", "Nd", "Nl", "No",
+        "P", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Z", "Zs", "Zl", "Zp",
+        "S", "Sm", "Sc", "Sk", "So", "C", "Cc", "Cf", "Co", "Cn",
+    }
+)  # fmt: skip
 
 
 class XsdPatternError(YangError):
@@ -165,9 +168,14 @@ class _Parser:
             if high and int(high) < int(low):
                 raise self.fail(f"quantifier {{{body}}} has its maximum below its minimum")
             self.pos = close + 1
-            return atom + "{" + str(int(low)) + ("," if comma else "") + (
-                str(int(high)) if high else ""
-            ) + "}"
+            return (
+                atom
+                + "{"
+                + str(int(low))
+                + ("," if comma else "")
+                + (str(int(high)) if high else "")
+                + "}"
+            )
         return atom
 
     def atom(self) -> str:
@@ -307,10 +315,10 @@ def _code(code: int) -> str:
     """
     char = chr(code)
     if char.isascii():
-        return char if char.isalnum() else "\\u{%X}" % code
+        return char if char.isalnum() else f"\\u{{{code:X}}}"
     if unicodedata.category(char)[0] in "LNPS":
         return char
-    return "\\u{%X}" % code
+    return f"\\u{{{code:X}}}"
 
 
 def _literal(code: int) -> str:
