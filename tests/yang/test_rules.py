@@ -101,6 +101,7 @@ CASES: list[tuple[str, dict[str, Any], bool, str]] = [
     ("one case", {"tcp-port": 1, "tcp-opt": "x"}, True, ""),
     ("two cases", {"tcp-port": 1, "udp-port": 2}, False, ""),
     ("shorthand case against a case", {"raw": [None], "udp-port": 2}, False, ""),
+    ("augmented case against a case", {"rules-aug:sctp-port": 1, "udp-port": 2}, False, ""),
     ("case's mandatory member", {"tcp-opt": "x"}, False, ""),
     ("mandatory choice, other case", {"a": DROP, "b": "2"}, True, ""),
     ("mandatory choice, both cases", {"b": "2"}, False, ""),
@@ -172,6 +173,7 @@ def test_the_listed_limits_are_in_the_report() -> None:
         "/rules:top/checked: must '. > 0'",
         "/rules:top/item: key uniqueness (name)",
         "/rules:top/item: unique 'value'",
+        "/rules:top (case sctp): when 'r:i8 = 1'",
     ):
         assert expected in report
     top = conversion.schema["$defs"]["rules:top"]

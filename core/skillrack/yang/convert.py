@@ -171,7 +171,13 @@ def _default(stmt: Any, schema: dict[str, Any]) -> Any:
     if not defaults:
         return None
 
+    prefixes = _prefixes(stmt)
+
     def value(text: str) -> Any:
+        if "enum" in schema and text not in schema["enum"] and ":" in text:
+            prefix, _, name = text.partition(":")
+            if prefix in prefixes:  # an identityref default is written with a YANG prefix
+                return f"{prefixes[prefix]}:{name}"
         kind = schema.get("type")
         if kind == "integer":
             return int(text)
@@ -181,6 +187,14 @@ def _default(stmt: Any, schema: dict[str, Any]) -> Any:
 
     values = [value(text) for text in defaults]
     return values if stmt.keyword == "leaf-list" else values[0]
+
+
+def _prefixes(stmt: Any) -> dict[str, str]:
+    """Prefix -> module name in the module where ``stmt``'s default was written."""
+    default = stmt.search_one("default")
+    module = getattr(default if default is not None else stmt, "i_orig_module", None)
+    table = getattr(module, "i_prefixes", None) or {}
+    return {prefix: value[0] for prefix, value in table.items()}
 
 
 def _leaf(stmt: Any, path: str, state: _State) -> dict[str, Any]:
@@ -295,7 +309,10 @@ def _choice(
     choice itself is mandatory.
     """
     cases: list[tuple[list[str], list[str]]] = []
+    _case_notes(choice, f"{path} (choice {choice.arg})", state, constraints)
     for case in _children(choice, state):
+        if case.keyword == "case":
+            _case_notes(case, f"{path} (case {case.arg})", state, constraints)
         members: list[str] = []
         mandatory: list[str] = []
         nested: list[tuple[list[str], bool]] = []
@@ -331,6 +348,16 @@ def _choice(
     return [name for members, _ in cases for name in members], bool(
         mandatory_choice is not None and mandatory_choice.arg == "true"
     )
+
+
+def _case_notes(stmt: Any, where: str, state: _State, constraints: list[dict[str, Any]]) -> None:
+    """A choice's or case's ``when`` (its own or its augment's): kept as an annotation-only
+    member of the object's ``allOf`` (``{"x-yang": ...}`` asserts nothing) and reported."""
+    notes = _annotations(stmt, where, state)
+    if notes:
+        constraints.append(
+            {ANNOTATION: {"choice" if stmt.keyword == "choice" else "case": stmt.arg, **notes}}
+        )
 
 
 def _node(stmt: Any, path: str, state: _State) -> dict[str, Any]:
