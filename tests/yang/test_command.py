@@ -218,3 +218,12 @@ def test_union_member_order_is_kept() -> None:
     members = schema["$defs"]["rules:top"]["properties"]["either"]["anyOf"]
     assert [m.get("type") for m in members] == ["integer", "string", "boolean"]
     assert schema["$defs"]["rules:top"]["properties"]["color"]["enum"] == ["red", "green"]
+
+
+def test_missing_pyang_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from skillrack.yang.errors import YangError
+    from skillrack.yang.load import load_modules
+
+    monkeypatch.setitem(sys.modules, "pyang", None)  # import pyang raises ImportError
+    with pytest.raises(YangError, match=r"pip install 'skillrack\[yang\]'"):
+        load_modules([DATA / "rules.yang"])

@@ -34,6 +34,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
         deviations=[Path(d) for d in args.deviation],
     )
     conversion = convert(loaded, args.node, config_only=args.config_only)
+    _check_usable(conversion.schema)
     default = default_identity(conversion, config_only=args.config_only)
     identity = Identity(args.schema_uri or default.schema_uri, args.version or default.version)
     reference = schema_reference(conversion.schema, identity)
@@ -50,6 +51,20 @@ def cmd_schema(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return EXIT_OK
+
+
+def _check_usable(schema: Any) -> None:
+    """The schema passes the inline-schema rules a Skill's schema must pass at assembly."""
+    from skillrack.interface.inline import DRAFT_2020_12, InlineSchemaError, compile_inline_schema
+    from skillrack.yang.errors import YangError
+
+    try:
+        compile_inline_schema(schema, DRAFT_2020_12)
+    except InlineSchemaError as exc:
+        raise YangError(
+            f"the generated schema breaks skillrack's inline-schema rules ({exc}); "
+            "please report it with the modules"
+        ) from None
 
 
 def add_commands(sub: Any) -> None:

@@ -34,6 +34,16 @@ def parse_feature(text: str) -> tuple[str, str]:
     return module, feature
 
 
+def _pyang() -> None:
+    """Refuse in one line when pyang (the ``yang`` extra) is not installed."""
+    try:
+        import pyang  # noqa: F401
+    except ImportError:
+        raise YangError(
+            "pyang is not installed: pip install 'skillrack[yang]' (or pip install pyang)"
+        ) from None
+
+
 def _first_error(context: Any) -> str | None:
     from pyang import error
 
@@ -72,6 +82,7 @@ def load_modules(
     the features named for it, every other module keeps all of its features) and the
     ``deviations`` modules, and validate.  Raises :class:`YangError` with the first error.
     """
+    _pyang()
     from pyang import context, repository
 
     if not files:
