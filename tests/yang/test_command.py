@@ -227,3 +227,38 @@ def test_missing_pyang_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pyang", None)  # import pyang raises ImportError
     with pytest.raises(YangError, match=r"pip install 'skillrack\[yang\]'"):
         load_modules([DATA / "rules.yang"])
+
+
+def test_a_submodule_names_its_module(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, str(module_file("ietf-snmp-common")), *SEARCH)
+    assert status == 1
+    assert "a submodule of ietf-snmp; name ietf-snmp's file instead" in err
+
+
+def test_every_module_pyang_ships_converts_and_assembles() -> None:
+    """No traceback and no schema skillrack would refuse, on any IETF or IANA module."""
+    from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
+    from skillrack.yang.convert import convert
+    from skillrack.yang.errors import YangError
+    from skillrack.yang.load import load_modules
+
+    converted = operations = 0
+    for path in sorted([*IETF.glob("*.yang"), *IANA.glob("*.yang")]):
+        try:
+            loaded = load_modules([path], search_path=[IETF, IANA])
+        except YangError as exc:
+            assert "a submodule of" in str(exc), f"{path.name}: {exc}"
+            continue
+        compile_inline_schema(convert(loaded, None).schema, DRAFT_2020_12)
+        converted += 1
+        module = loaded.modules[0]
+        for top in module.i_children:
+            nodes = {
+                "rpc": [f"/{module.arg}:{top.arg}/input", f"/{module.arg}:{top.arg}/output"],
+                "notification": [f"/{module.arg}:{top.arg}"],
+            }.get(top.keyword, [])
+            for node in nodes:
+                compile_inline_schema(convert(loaded, node).schema, DRAFT_2020_12)
+                operations += 1
+    assert converted >= 60
+    assert operations >= 30

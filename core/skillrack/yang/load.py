@@ -115,6 +115,13 @@ def load_modules(
             raise YangError(problem)
         if module is None:
             raise YangError(f"{path}: pyang could not read this module")
+        if module.keyword == "submodule":
+            owner = module.search_one("belongs-to")
+            name = owner.arg if owner is not None else "its module"
+            raise YangError(
+                f"{path}: a submodule of {name}; name {name}'s file instead "
+                "(its submodules are read through include)"
+            )
         modules.append(module)
     for file in deviations:
         path = Path(file)
