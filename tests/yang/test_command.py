@@ -262,3 +262,19 @@ def test_every_module_pyang_ships_converts_and_assembles() -> None:
                 operations += 1
     assert converted >= 60
     assert operations >= 30
+
+
+def test_require_instance_false_elsewhere_leaves_other_modules_alone(tmp_path: Path) -> None:
+    """pyang shares one built-in type object; one module's require-instance must not leak."""
+    from skillrack.yang.convert import convert
+    from skillrack.yang.load import load_modules
+
+    other = tmp_path / "loose.yang"
+    other.write_text(
+        'module loose { namespace "u:l"; prefix l;\n'
+        "  leaf p { type instance-identifier { require-instance false; } } }\n"
+    )
+    loose = convert(load_modules([other]), "/loose:p")
+    assert not any("instance-identifier" in line for line in loose.report)
+    strict = convert(load_modules([DATA / "rules.yang"]), "/rules:top")
+    assert any("/rules:top/where: instance-identifier" in line for line in strict.report)

@@ -249,8 +249,7 @@ def leaf_type_schema(type_stmt: Any, leaf: Any, context: Context) -> TypeSchema:
             notes.append({"identityref": f"no identity derived from {names} is loaded"})
         return TypeSchema({"type": "string", "enum": sorted(set(values))}, notes)
     if name == "instance-identifier":
-        require = _require_instance(spec)
-        if require:
+        if _require_instance(type_stmt):
             notes.append({"instance-identifier": "the instance must exist"})
         return TypeSchema({"type": "string", "pattern": INSTANCE_IDENTIFIER}, notes)
     if name == "leafref":
@@ -260,7 +259,7 @@ def leaf_type_schema(type_stmt: Any, leaf: Any, context: Context) -> TypeSchema:
         inner = leaf_type_schema(target.search_one("type"), target, context)
         path = next((level.path_ for level in _chain(spec) if hasattr(level, "path_")), None)
         notes.extend(inner.notes)
-        if _require_instance(spec):
+        if _require_instance(type_stmt):
             notes.append({"leafref": getattr(path, "arg", str(path))})
         return TypeSchema(inner.schema, notes)
     if name == "union":
@@ -273,10 +272,19 @@ def leaf_type_schema(type_stmt: Any, leaf: Any, context: Context) -> TypeSchema:
     raise YangError(f"{context.where}: type {name!r} is not supported")
 
 
-def _require_instance(spec: Any) -> bool:
-    for level in _chain(spec):
-        if hasattr(level, "require_instance"):
-            return bool(level.require_instance)
+def _require_instance(type_stmt: Any) -> bool:
+    """``require-instance`` along the typedef chain (default true).
+
+    Read from the statements, not pyang's type specification: pyang shares one
+    specification object per built-in type, and a module that sets
+    ``require-instance false`` on a bare ``instance-identifier`` changes it for all.
+    """
+    while type_stmt is not None:
+        require = type_stmt.search_one("require-instance")
+        if require is not None:
+            return bool(require.arg == "true")
+        typedef = getattr(type_stmt, "i_typedef", None)
+        type_stmt = typedef.search_one("type") if typedef is not None else None
     return True
 
 
