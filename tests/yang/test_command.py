@@ -17,6 +17,7 @@ from skillrack import DomainSchema
 from skillrack.cli.main import main
 from skillrack.interface.canonical import digest_of
 from skillrack.interface.document import assemble
+from skillrack.interface.limits import Limits
 
 DATA = Path(__file__).parent / "data"
 
@@ -48,7 +49,7 @@ def test_interfaces_with_ip_augment(capsys: pytest.CaptureFixture[str]) -> None:
     assert "iana-if-type:ethernetCsmacd" in interface["properties"]["type"]["enum"]
     # config false is kept in the full tree, and marked
     assert interface["properties"]["oper-status"]["readOnly"] is True
-    assert "not checked: /ietf-interfaces:interfaces/interface: key uniqueness (name)" in err
+    assert "/ietf-interfaces:interfaces/interface: key uniqueness (name) is not checked" in err
     assert (
         "schema_uri urn:ietf:params:xml:ns:yang:ietf-interfaces#/ietf-interfaces:interfaces "
         "version 1.1 digest " + digest_of(schema)
@@ -242,6 +243,8 @@ def test_every_module_pyang_ships_converts_and_assembles() -> None:
     from skillrack.yang.errors import YangError
     from skillrack.yang.load import load_modules
 
+    # The rules, not the compilation deadline: a loaded machine must not fail this test.
+    limits = Limits(max_compile_seconds=60.0)
     converted = operations = 0
     for path in sorted([*IETF.glob("*.yang"), *IANA.glob("*.yang")]):
         try:
@@ -249,7 +252,7 @@ def test_every_module_pyang_ships_converts_and_assembles() -> None:
         except YangError as exc:
             assert "a submodule of" in str(exc), f"{path.name}: {exc}"
             continue
-        compile_inline_schema(convert(loaded, None).schema, DRAFT_2020_12)
+        compile_inline_schema(convert(loaded, None).schema, DRAFT_2020_12, limits)
         converted += 1
         module = loaded.modules[0]
         for top in module.i_children:
@@ -258,7 +261,7 @@ def test_every_module_pyang_ships_converts_and_assembles() -> None:
                 "notification": [f"/{module.arg}:{top.arg}"],
             }.get(top.keyword, [])
             for node in nodes:
-                compile_inline_schema(convert(loaded, node).schema, DRAFT_2020_12)
+                compile_inline_schema(convert(loaded, node).schema, DRAFT_2020_12, limits)
                 operations += 1
     assert converted >= 60
     assert operations >= 30
@@ -278,3 +281,15 @@ def test_require_instance_false_elsewhere_leaves_other_modules_alone(tmp_path: P
     assert not any("instance-identifier" in line for line in loose.report)
     strict = convert(load_modules([DATA / "rules.yang"]), "/rules:top")
     assert any("/rules:top/where: instance-identifier" in line for line in strict.report)
+
+
+def test_identities_not_loaded_are_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    interfaces = str(module_file("ietf-interfaces"))
+    status, out, err = run(capsys, interfaces, *SEARCH, "--node", "/ietf-interfaces:interfaces")
+    assert status == 0
+    interface = json.loads(out)["$defs"]["ietf-interfaces:interfaces/interface"]
+    assert interface["properties"]["type"]["enum"] == []
+    assert (
+        "/ietf-interfaces:interfaces/interface/type: no identity derived from interface-type "
+        "is loaded, so no value is accepted" in err
+    )

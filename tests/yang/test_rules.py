@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
+from skillrack.interface.limits import Limits
 
 DATA = Path(__file__).parent / "data"
 FILES = [DATA / "rules.yang", DATA / "rules-aug.yang"]
@@ -132,7 +133,7 @@ def compiled() -> Any:
     from skillrack.yang.load import load_modules
 
     conversion = convert(load_modules(FILES), "/rules:top")
-    return compile_inline_schema(conversion.schema, DRAFT_2020_12)
+    return compile_inline_schema(conversion.schema, DRAFT_2020_12, Limits(max_compile_seconds=60))
 
 
 @pytest.mark.parametrize(("what", "changes", "valid", "limit"), CASES, ids=[c[0] for c in CASES])

@@ -36,6 +36,7 @@ import pytest
 from helpers.yang_modules import IN_CI, SEARCH, converted, module_file
 
 from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
+from skillrack.interface.limits import Limits
 
 YANGLINT = shutil.which("yanglint")
 
@@ -376,7 +377,9 @@ def test_verdicts_agree_with_yanglint(
     from skillrack.yang.convert import _State
 
     loaded, conversion = converted(names, node, config_only)
-    compiled = compile_inline_schema(conversion.schema, DRAFT_2020_12)
+    compiled = compile_inline_schema(
+        conversion.schema, DRAFT_2020_12, Limits(max_compile_seconds=60)
+    )
     files = [module_file(n) for n in names]
     state = _State(loaded, config_only)
     from skillrack.yang.convert import find_node

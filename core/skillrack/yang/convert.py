@@ -205,13 +205,19 @@ def _leaf(stmt: Any, path: str, state: _State) -> dict[str, Any]:
     for note in typed.notes:
         for key, text in note.items():
             notes.setdefault(key, text)
+            if key == "identityref":  # an empty enum: nothing is accepted until they are loaded
+                state.report.append(
+                    f"{path}: {text}, so no value is accepted; name the module that defines "
+                    "them (e.g. iana-if-type.yang)"
+                )
+                continue
             state.report.append(f"{path}: {key} {text!r} is not checked by the JSON Schema")
     if stmt.keyword == "leaf":
         schema = {**value_schema, **_description(stmt)}
     else:
         schema = {"type": "array", "items": value_schema, **_description(stmt)}
         _elements(stmt, schema)
-        if getattr(stmt, "i_config", None) is not False:
+        if getattr(stmt, "i_config", None) is True:  # configuration: values are unique
             schema["uniqueItems"] = True
     default = _default(stmt, value_schema)
     if default is not None:
