@@ -407,6 +407,9 @@ def test_verdicts_agree_with_yanglint(
 
     for seed in range(RUNS):
         instances.append(("valid", copy.deepcopy(generate(seed).instance)))
+        if seed == 0:  # the top-level member without its module
+            [body] = generate(seed).instance.values()
+            instances.append(("missing module prefix", {target.arg: body}))
         count = len(_mutations(generate(seed), random.Random(seed)))
         for index in range(min(MUTATIONS, count)):
             fresh = generate(seed)  # the same instance again: each mutation starts from it
