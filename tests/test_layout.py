@@ -33,7 +33,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "core" / "skillrack"
 
 #: The top-level entries of core/skillrack: the rooms, the two modules every room may
 #: lean on, the public API, ``python -m skillrack`` and the PEP 561 marker.
-ROOMS = ("interface", "protocol", "host", "serve", "client", "release", "ops", "cli", "testing")
+ROOMS = (
+    "interface", "protocol", "host", "serve", "client", "release", "ops", "cli", "testing", "yang",
+)  # fmt: skip
 TOP_FILES = ("__init__.py", "__main__.py", "errors.py", "hookspecs.py", "py.typed")
 
 #: The rooms of the public face: ``skillrack`` itself and ``python -m skillrack``.
@@ -53,9 +55,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     # client/ only through the delegation seam, see DELEGATION_SEAM.
     "serve": _BELOW_SERVE | {"client"},
     "client": {"errors", "interface", "protocol"},
+    # YANG -> JSON Schema: the interface room's canonical bytes and versions, nothing else.
+    "yang": {"errors", "interface"},
     "release": _BELOW_TOOLS,
     "ops": _BELOW_TOOLS,
-    "cli": _BELOW_TOOLS | {"release", "ops"},
+    "cli": _BELOW_TOOLS | {"release", "ops", "yang"},
     "testing": _BELOW_TOOLS | {"release", "ops"},
     # The public API re-exports what plugins need; it never imports the tools.
     API: _BELOW_TOOLS,
@@ -270,6 +274,24 @@ def test_rooms_without_third_party_protocol_code(room: str) -> None:
         if any(item.target == name or item.target.startswith(name + ".") for name in forbidden)
     ]
     assert found == []
+
+
+def test_pyang_is_imported_only_by_the_yang_room() -> None:
+    """pyang (and lxml under it) is the ``yang`` extra: no other room may need it."""
+    found = [
+        f"{item.where}: {item.target}"
+        for module in MODULES
+        if room_of(module) != "yang"
+        for item in imports_of(module)
+        if item.target == "pyang" or item.target.startswith("pyang.")
+    ]
+    assert found == []
+    assert any(
+        item.target.startswith("pyang")
+        for module in MODULES
+        if room_of(module) == "yang"
+        for item in imports_of(module)
+    ), "the yang room imports pyang"
 
 
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -37,6 +37,8 @@ builtin in parentheses is a second base)::
       x BundleError                           release.bundle
       x ReleaseUsageError                     release.target
       x ScaffoldError                         ops.scaffold
+      x YangError (ValueError)                yang.errors
+        + XsdPatternError                     yang.xsd_regex
 
 What each one means, in one line:
 

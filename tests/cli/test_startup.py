@@ -35,6 +35,7 @@ HEAVY = (
     "jsonschema",
     "jwt",
     "pluggy",
+    "pyang",
     "sqlalchemy",
     "starlette",
     "uvicorn",
