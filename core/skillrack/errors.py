@@ -18,7 +18,7 @@ builtin in parentheses is a second base)::
         + InlineSchemaError                   interface.schemaerror
       x SkillCallError                        errors
       x StartupError                          errors
-      x ConfigError                           host.config
+      x ConfigError                           host.settings
       x CanonicalizationError (ValueError)    interface.canonical
       x VersionError (ValueError)             interface.versions
       x SchemaReferenceError (ValueError)     interface.schemaref
