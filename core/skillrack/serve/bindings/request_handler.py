@@ -58,6 +58,7 @@ from skillrack.serve.bindings.card import (
 )
 from skillrack.serve.bindings.push import PushUrlCheck
 from skillrack.serve.execution.executor import skill_of, started_by
+from skillrack.serve.middleware.error_sanitizer import OWN_ERROR
 from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY, CALLER_KEY
 from skillrack.serve.security.caller import ANONYMOUS, owner_of
 from skillrack.serve.stores.cluster import ClusterTaskStore
@@ -251,9 +252,9 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         caller = context.state.get(CALLER_KEY, ANONYMOUS)
         if started is not None and started != (caller.identity, caller.tenant):
             raise InvalidRequestError(
-                message=f"authorization_failed: task {task_id} was started by another caller; "
-                "only the caller who started a task may send messages to it",
-                data={"code": ErrorCode.AUTHORIZATION_FAILED.value},
+                message=f"task {task_id} was started by another caller; only the caller who "
+                "started a task may send messages to it (authorization_failed)",
+                data={**OWN_ERROR, "code": ErrorCode.AUTHORIZATION_FAILED.value},
             )
 
     async def _after_blocking_turn(self, task_id: str) -> None:

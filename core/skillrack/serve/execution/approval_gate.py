@@ -34,6 +34,7 @@ one task.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 
 import pluggy
@@ -47,11 +48,15 @@ from skillrack.serve.security.approvals import (
     DENIED,
     EXPIRED,
     GRANTED,
+    PENDING,
     Approval,
     Approvals,
     TooManyPending,
 )
 from skillrack.serve.security.authz import Decision, authorize
+
+#: The audit log (as the executor's): who approved or refused a call, why and when.
+audit = logging.getLogger("skillrack.audit")
 
 
 def _operations(skill: RegisteredSkill | RegisteredBaseSkill) -> Sequence[Operation]:
@@ -127,6 +132,8 @@ async def seek_approval(
         )
     except TooManyPending as exc:
         raise ConditionError(ErrorCode.RESOURCE_LIMIT_EXCEEDED, str(exc)) from None
+    if approval.state != PENDING:
+        _audit(task_id, approval)
     if approval.state == GRANTED:
         note(skill_id, "granted", approval.created_at)
         return None
@@ -142,6 +149,25 @@ async def seek_approval(
         )
     note(skill_id, "waiting", None)
     return approval
+
+
+def _audit(task_id: str, approval: Approval) -> None:
+    """One audit line naming every approver, their decision, reason and time."""
+    decisions = "; ".join(
+        f"{d.get('decision')} by {d.get('by')} at {d.get('at')}: {d.get('reason')!r}"
+        for d in approval.decisions
+    )
+    audit.info(
+        "task %s of %s: approval %s %s (%d of %d required granted): %s",
+        task_id,
+        approval.skill_id,
+        approval.id,
+        approval.state,
+        approval.grants,
+        approval.required,
+        decisions or f"no decision before {approval.expires_at}",
+        extra={"task_id": task_id, "skill": approval.skill_id, "code": None},
+    )
 
 
 def _strictest(requirements: Iterable[Decision]) -> Decision | None:
