@@ -396,3 +396,51 @@ def test_no_rules_leave_every_call_to_an_operator() -> None:
         caller=OPERATOR, skill_id="manage", skill_version="1.0", plugin="tests", authority={}
     )
     assert plugin.rules == () and plugin.approve_invocation(request) is None
+
+
+REQUIRE_RULES = """
+[[plugins.approval_rules.rule]]
+effect = "approve"
+skills = ["*"]
+
+[[plugins.approval_rules.rule]]
+effect = "require"
+skills = ["show_*"]
+approver_roles = ["network-lead"]
+
+[[plugins.approval_rules.rule]]
+effect = "require"
+skills = ["show_config"]
+resources = ["core-*"]
+approvals_required = 2
+approver_roles = ["network-lead", "security"]
+
+[[plugins.approval_rules.rule]]
+effect = "refuse"
+skills = ["show_config"]
+resources = ["secret-*"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("skill_id", "resources", "expected"),
+    [
+        ("other", {}, (True, 0, ())),  # only the approve rule
+        ("show_routes", {}, (False, 1, ("network-lead",))),  # require wins over approve
+        ("show_config", {"/device": "edge-1"}, (False, 1, ("network-lead",))),
+        # the strictest matching requirement; one protected resource value is enough
+        (
+            "show_config",
+            {"/device": ["edge-1", "core-1"]},
+            (False, 2, ("network-lead", "security")),
+        ),
+        ("show_config", {"/device": ["core-1", "secret-1"]}, (False, 0, ())),  # refuse wins
+    ],
+)
+def test_require_rules(
+    skill_id: str, resources: dict[str, Any], expected: tuple[bool, int, tuple[str, ...]]
+) -> None:
+    decision = ask_plugin(rules_plugin(REQUIRE_RULES), OPERATOR, skill_id, None, resources)
+    assert decision is not None
+    assert (decision.allowed, decision.approvals_required, decision.approver_roles) == expected
+    assert decision.requires_people is (decision.approvals_required > 0)
