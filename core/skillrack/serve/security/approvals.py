@@ -465,8 +465,12 @@ class ApprovalStore:
             return [self._row(r) for r in rows.fetchall()]
 
     def count(self, state: str) -> int:
-        """How many approvals are in ``state`` (``skillrack_approvals_waiting`` at a scrape)."""
-        with self._connect() as db:
+        """How many approvals are in ``state`` (``skillrack_approvals_waiting`` at a scrape).
+
+        Pending approvals past their expiry count as expired, marked or not.
+        """
+        with self._connect(immediate=True) as db:
+            self._expire(db)
             (count,) = db.execute(
                 "SELECT COUNT(*) FROM approvals WHERE state = ?", (state,)
             ).fetchone()
