@@ -111,4 +111,3 @@ def approve_invocation(request: AuthorizationRequest) -> Decision | None:
     refusal wins; then the requirement asking for the most approvers; then
     an approval.  May be ``async``.
     """
-

@@ -302,7 +302,7 @@ def test_doctor_never_prints_a_store_password(
     [peers]
     upstream = "http://peer-user:{planted}@127.0.0.1:1"
     """
-    status, report = configured(capsys, {"doctor_good": GOOD}, extra)
+    _status, report = configured(capsys, {"doctor_good": GOOD}, extra)
     text = json.dumps(report)
     assert "postgresql+asyncpg://skillrack:***@127.0.0.1:1/skillrack" in text
     assert planted not in text and redis_planted not in text
