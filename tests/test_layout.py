@@ -375,3 +375,50 @@ def test_the_checker_sees_function_level_and_type_only_imports() -> None:
     # No room imports the public API (it would import every re-exported room first).
     upward = Import("skillrack.host.plugins", "skillrack", seam.path, 1, False)
     assert violation(upward) is not None
+
+
+# -- module size ----------------------------------------------------------------------------------
+
+#: The most lines a module of core/ or plugins/ may have.  A module past it holds more than one
+#: concept (a document model, the facts it describes and the sections written from them, say);
+#: split it by concept rather than raise the number.
+MAX_MODULE_LINES = 800
+#: The source trees the size rule covers, relative to the repository.
+SIZED_TREES = ("core", "plugins")
+#: Known exceptions, as path prefixes relative to the repository: none.
+OVERSIZE_EXCEPTIONS: tuple[str, ...] = ()
+
+
+def modules_over(repository: Path, limit: int, exceptions: tuple[str, ...] = ()) -> list[str]:
+    """``path: N lines`` for every module of the sized trees longer than ``limit`` lines."""
+    found = []
+    for tree in SIZED_TREES:
+        for path in sorted((repository / tree).rglob("*.py")):
+            relative = path.relative_to(repository).as_posix()
+            if relative.startswith(exceptions):
+                continue
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > limit:
+                found.append(f"{relative}: {lines} lines")
+    return found
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    offenders = modules_over(PACKAGE.parents[1], MAX_MODULE_LINES, OVERSIZE_EXCEPTIONS)
+    assert offenders == [], (
+        f"modules over {MAX_MODULE_LINES} lines (split them by concept): " + "; ".join(offenders)
+    )
+
+
+def test_the_size_rule_finds_a_long_module(tmp_path: Path) -> None:
+    """The rule counts lines as ``wc -l`` does, in both trees, and honours only its exceptions."""
+    (tmp_path / "core" / "pkg" / "serve").mkdir(parents=True)
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "core" / "pkg" / "long.py").write_text("x = 1\n" * 801)
+    (tmp_path / "core" / "pkg" / "limit.py").write_text("x = 1\n" * 800)
+    (tmp_path / "core" / "pkg" / "serve" / "long.py").write_text("x = 1\n" * 900)
+    (tmp_path / "plugins" / "vendor.py").write_text("x = 1\n" * 1000)
+    assert modules_over(tmp_path, 800, ("core/pkg/serve/",)) == [
+        "core/pkg/long.py: 801 lines",
+        "plugins/vendor.py: 1000 lines",
+    ]

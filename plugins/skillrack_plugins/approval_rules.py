@@ -58,8 +58,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl
-from skillrack_plugins._settings import refuse_unknown
+from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl, refuse_unknown_keys
 from skillrack_plugins.rules import Effects, Rule
 from skillrack_plugins.rules import parse_rule as parse_rule_table
 
@@ -170,7 +169,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> ApprovalRules:
     """The plugin for ``[plugins.approval_rules]`` (its ``rule`` array); ``base_dir`` is unused."""
     if not isinstance(settings, Mapping):
         raise ConfigError(f"{SECTION} must be a table with an array of tables 'rule'")
-    refuse_unknown("approval_rules", settings, {"rule"})
+    refuse_unknown_keys("[plugins.approval_rules]", settings, {"rule"})
     tables = settings.get("rule", [])
     if not isinstance(tables, list):
         raise ConfigError(f"{SECTION}: 'rule' must be an array of tables ([[...rule]])")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from helpers.agent_harness import free_port
 
 from skillrack.host.config import Config, ConfigError, load_config
+from skillrack.testing.serve import free_port
 
 
 def test_default_config_is_embedded() -> None:
@@ -64,13 +64,16 @@ file = "policy.toml"
 @pytest.mark.parametrize(
     "text, fragment",
     [
-        ("[limits]\nmax_instanse_bytes = 3\n", "limits.max_instanse_bytes"),
+        (
+            "[limits]\nmax_instanse_bytes = 3\n",
+            r'\[limits\]: unknown key "max_instanse_bytes" \(did you mean "max_instance_bytes"\?\)',
+        ),
         ("[limits]\nmax_instance_bytes = -3\n", "positive"),
         ("[limits]\nmax_instance_bytes = 'big'\n", "positive number"),
         ("[agent]\nname = 7\n", "agent.name must be a string"),
-        ("[nonsense]\n", "unknown table"),
+        ("[nonsense]\n", r'toml: unknown key "nonsense"; known: agent, limits, '),
         ("[plugins]\nbuiltin = 'x'\n", "list of module names"),
-        ("[plugins.ldap]\nurl = 'x'\n", "unknown first-party plugin"),
+        ("[plugins.ldap]\nurl = 'x'\n", r'\[plugins\]: unknown key "ldap"; known: api_keys, '),
         ("[peers]\nobserver = 'ftp://x'\n", "http"),
         ("not toml = = =", "not valid TOML"),
         (

@@ -343,7 +343,10 @@ def test_a_reason_names_the_rule() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"rules": []}, "unknown key plugins.approval_rules.rules (known: rule)"),
+        (
+            {"rules": []},
+            '[plugins.approval_rules]: unknown key "rules" (did you mean "rule"?); known: rule',
+        ),
         ({"rule": {"effect": "approve"}}, "'rule' must be an array of tables"),
         (
             {"rule": [{"skills": ["x"]}]},
@@ -364,7 +367,7 @@ def test_a_reason_names_the_rule() -> None:
         ({"rule": [{"effect": "allow", "skills": ["x"]}]}, "(got 'allow')"),
         ({"rule": [{"effect": "approve"}]}, "rule 1: key 'skills' is required"),
         ({"rule": [{"effect": "approve", "skills": []}]}, "'skills' must be a non-empty list"),
-        ({"rule": [{"effect": "approve", "skills": ["x"], "who": 1}]}, "unknown key 'who'"),
+        ({"rule": [{"effect": "approve", "skills": ["x"], "who": 1}]}, 'unknown key "who"'),
         (
             {"rule": [{"effect": "approve", "skills": ["x"], "authenticated": "no"}]},
             "'authenticated' must be true or false",

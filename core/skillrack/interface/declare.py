@@ -30,6 +30,10 @@ AuthorityMode = Literal["observe_only", "recommend_only", "execute"]
 #: ``async def handler(arguments, context) -> result``.  The context type lives in
 #: the dispatch layer; vendors import it from ``skillrack`` for annotations.
 Handler = Callable[[Any, Any], Awaitable[Any]]
+#: ``async def precheck(arguments, caller) -> None``: refuses a call the skill can never
+#: honour (an unknown device, say) by raising ``ConditionError``, after authorization and
+#: before any approval is asked (:attr:`Skill.precheck`).
+Precheck = Callable[[Mapping[str, Any], Any], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,12 @@ class Skill:
     #: ``[skills.<id>] security`` replaces them (:mod:`skillrack.serve.security.requirements`).
     #: Not part of the Skill Interface Document.
     security: Sequence[Mapping[str, Sequence[str]] | str] = ()
+    #: Checked after the call is authorized and before an approval is asked (and before a
+    #: slot is taken), on every turn: raise ``ConditionError`` (``constraint_rejected`` with
+    #: a ``pointer``) for a call that cannot succeed whatever an operator decides, so that no
+    #: operator's time goes to approving it.  It must be quick and free of side effects.
+    #: Not part of the Skill Interface Document.
+    precheck: Precheck | None = None
 
 
 def timeout_problem(timeout: object) -> str | None:

@@ -39,6 +39,7 @@ from jsonschema import (  # type: ignore[import-untyped, unused-ignore]
 )
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
 
+from skillrack.interface.bounded_validator import BoundedValidator
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.compile_clock import CompileClock, clocked_meta_validator, running
 from skillrack.interface.deferred_formats import register_deferred_checkers
@@ -59,7 +60,7 @@ from skillrack.interface.schemawalk import (
     schema_registry,
     walk,
 )
-from skillrack.interface.validation import BoundedValidator, CompiledSchema, desugar_booleans
+from skillrack.interface.validation import CompiledSchema, desugar_booleans
 
 __all__ = [
     "DEFINED_FORMATS",

@@ -4,7 +4,7 @@ Each call of :meth:`SkillExecutor.execute` is one turn of a task, and reads
 as the pipeline it runs::
 
     parse -> select the skill -> may the caller use it? -> validate the arguments ->
-    authorize the call -> approve -> (a slot) ->
+    authorize the call -> the skill's precheck -> approve -> (a slot) ->
     run the handler -> validate records and result -> respond
 
 Parsing is :func:`~skillrack.protocol.messages.parse_request` on a new task
@@ -287,6 +287,10 @@ class SkillExecutor(AgentExecutor):
         """The call's authorization, its approval and a concurrency slot (any skill kind)."""
         with turn.stage("authorization", "call"):  # observes both decisions' time, once
             await self._authorize(invocation, turn)
+        skill = invocation.skill
+        if isinstance(skill, RegisteredSkill) and skill.skill.precheck is not None:
+            # The skill's own refusal of a call it can never honour, before an operator is asked.
+            await skill.skill.precheck(invocation.arguments, turn.caller)
         with turn.trace.stage("approval"):
             approved = await self._approve(invocation, turn)
         if not approved:
