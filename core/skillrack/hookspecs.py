@@ -97,18 +97,20 @@ def www_authenticate() -> str | None:
 
 @hookspec
 def approve_invocation(request: AuthorizationRequest) -> Decision | None:
-    """Approve or refuse an invocation that needs approval, before any side effect.
+    """Approve, refuse, or ask people about an invocation, before it runs.
 
-    Called, after authorization allowed the call, for every call of a skill
-    whose document says ``approval_may_be_required``, whose authority is
-    ``execute``, or whose chosen operation is declared ``may_require_approval``,
-    whatever its ``default_mode``.  Return ``Decision.allow()`` to approve,
-    ``Decision.deny()`` to refuse (the task ends ``TASK_STATE_REJECTED`` with
-    ``authorization_failed``), or ``None`` to leave it open: an operator then
-    decides (``skillrack approvals grant|deny``) when the skill's declarations
-    say the call needs approval (the chosen operation's flag, for a skill that
-    flags operations), else the call goes on.  Any refusal wins.  May be
-    ``async``.
+    Called, after authorization allowed the call, on every call of every
+    skill, whatever its ``default_mode`` and authority (the draft's approval
+    checks "in every mode").  Return ``Decision.allow()`` to approve,
+    ``Decision.deny()`` to refuse (the task ends ``TASK_STATE_REJECTED``
+    with ``authorization_failed``), ``Decision.require(n, roles)`` to make the
+    call wait until ``n`` distinct people holding one of ``roles`` granted it
+    (``skillrack approvals grant``, the console), or ``None`` to leave it
+    open: an operator then decides when the skill's declarations say the
+    call needs approval (the chosen operation's flag, for a skill that flags
+    operations; else an ``execute`` authority), else the call goes on.  Any
+    refusal wins; then the requirement asking for the most approvers; then
+    an approval.  May be ``async``.
     """
 
 

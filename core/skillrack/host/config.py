@@ -148,6 +148,12 @@ class ServerSettings:
     max_task_output_bytes: int = 10_000_000
     #: Where approvals wait for an operator (SQLite file, shared with `skillrack approvals`).
     approvals_store: str = "skillrack-approvals.db"
+    #: Seconds an approval may wait for its decision; past it the approval expires and its
+    #: task ends ``authorization_failed`` saying so (default: a day).
+    approval_ttl: float = 86_400.0
+    #: Approvals one caller (identity and tenant) may have waiting at once; a call that
+    #: would add one more is refused ``resource_limit_exceeded``.
+    max_pending_approvals: int = 20
     #: Where tasks are kept: ``sqlite:///PATH`` (relative to the configuration's
     #: directory), ``memory``, or ``postgresql+asyncpg://...`` (see ``serve.stores``).
     store: str = DEFAULT_STORE
@@ -607,6 +613,33 @@ class StoreSpec:
 
         shown = make_url(self.url).render_as_string(hide_password=True)
         return f"postgresql {shown} ({mode})"
+
+
+#: What :func:`redact_url` shows instead of a URL's password.
+REDACTED = "***"
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the password of its URL's userinfo replaced by :data:`REDACTED`.
+
+    For the stores' URLs (``postgresql+asyncpg://user:pw@host/db``,
+    ``redis://:pw@host:6379/0``) wherever a page, a command or a log shows
+    them; the user name, host, port and path stay readable.  Text that is not
+    a URL with a password is returned as it is.
+    """
+    if "://" not in text or "@" not in text:
+        return text
+    try:
+        parts = urllib.parse.urlsplit(text)
+        password = parts.password
+    except ValueError:  # a malformed port or bracket: show nothing of the authority
+        scheme, _, rest = text.partition("://")
+        return f"{scheme}://{REDACTED}@{rest.rpartition('@')[2]}"
+    if password is None:
+        return text
+    userinfo, _, hostinfo = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{hostinfo}"))
 
 
 def parse_store(text: str, base_dir: Path) -> StoreSpec:
