@@ -102,6 +102,7 @@ TESTING_ALL = [
     "skillrack_distributions",
     "skillrack_live_agent",
     "skillrack_plugin_objects",
+    "skillrack_plugin_settings",
     "skillrack_registry",
     "stream",
     "subprocess_agent",

@@ -87,8 +87,9 @@ def configure_plugins(loaded: LoadedPlugins, config: Config, *, entry_points: bo
     for answer in call_each(loaded.manager, "configure_plugin", arguments):
         if isinstance(answer.error, ConfigError):
             message = str(answer.error)
-            prefix = f"[plugins.{answer.plugin}]"
-            raise ConfigError(message if message.startswith(prefix) else f"{prefix}: {message}")
+            table = f"[plugins.{answer.plugin}"
+            named = message.startswith((f"{table}]", f"{table}."))  # the table or one inside it
+            raise ConfigError(message if named else f"{table}]: {message}")
         if answer.error is not None:
             raise ConfigError(
                 f"[plugins.{answer.plugin}]: the plugin's configure_plugin raised "

@@ -44,6 +44,7 @@ from skillrack.testing.plugin import skillrack_config as skillrack_config
 from skillrack.testing.plugin import skillrack_distributions as skillrack_distributions
 from skillrack.testing.plugin import skillrack_live_agent as skillrack_live_agent
 from skillrack.testing.plugin import skillrack_plugin_objects as skillrack_plugin_objects
+from skillrack.testing.plugin import skillrack_plugin_settings as skillrack_plugin_settings
 from skillrack.testing.plugin import skillrack_registry as skillrack_registry
 
 if TYPE_CHECKING:  # the same names as the table below, for type checkers

@@ -19,7 +19,9 @@ once skillrack's YANG bridge (``skillrack yang schema``) exists.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 from skillrack import (
     Authority,
@@ -34,7 +36,7 @@ from .change import INTERFACE_CHANGE, ROUTE_CHANGE, Change
 from .confirm import Confirmations
 from .devices import Devices
 from .observe import INTERFACE_KIND, SAMPLES_KIND, Observe
-from .settings import Settings, load
+from .settings import Settings, parse
 
 PACKAGE = __name__
 VERSION = "1.0"
@@ -239,7 +241,18 @@ class LinuxPlugin:
 SKILLS: tuple[Skill, ...] = LinuxPlugin(Settings({})).skills()
 
 
+#: The devices of ``[plugins.linux]``, as ``configure_plugin`` parsed them (none before).
+_configured = Settings({})
+
+
+@hookimpl
+def configure_plugin(settings: Mapping[str, Any], base_dir: Path) -> None:
+    """The entry point's settings: ``[plugins.linux]`` of ``skillrack.toml``, every key checked."""
+    global _configured
+    _configured = parse(settings)
+
+
 @hookimpl
 def register_skills(register: Callable[[Skill], None]) -> None:
-    """The entry point's hook: the devices from ``SKILLRACK_LINUX_CONFIG``, one line per problem."""
-    LinuxPlugin(load()).register_skills(register)
+    """The entry point's skills, over the configured devices; one line per missing one."""
+    LinuxPlugin(_configured).register_skills(register)
