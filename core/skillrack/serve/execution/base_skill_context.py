@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NoReturn, Protocol
 
+from skillrack import hookspecs
 from skillrack.errors import InputRequired
 from skillrack.protocol.parts import IncomingMessage, PartLike
 from skillrack.serve.execution.skill_context import Cancellation
@@ -57,8 +58,18 @@ class Replies(Protocol):
     ) -> str: ...
 
 
-class BaseSkillContext(Cancellation):
-    """A base skill's view of one turn of its exchange (``cancelled``, ``wait_cancelled`` too)."""
+class BaseSkillContext(Cancellation, hookspecs.BaseSkillContext):
+    """A base skill's view of one turn of its exchange (``cancelled``, ``wait_cancelled`` too).
+
+    The host's implementation of :class:`skillrack.BaseSkillContext` (the protocol a
+    vendor annotates its handler with, :class:`skillrack.hookspecs.BaseSkillContext`).
+    """
+
+    task_id: str
+    context_id: str
+    skill_id: str
+    caller: Caller
+    history: tuple[IncomingMessage, ...]
 
     def __init__(
         self,
@@ -75,7 +86,7 @@ class BaseSkillContext(Cancellation):
         self.skill_id = skill_id
         self.caller = caller
         #: The caller's earlier Messages of this task, oldest first (empty on a new exchange).
-        self.history: tuple[IncomingMessage, ...] = tuple(history)
+        self.history = tuple(history)
         self._replies = replies
         super().__init__()
 
@@ -111,8 +122,9 @@ class BaseSkillContext(Cancellation):
     async def ask(self, *parts: PartLike) -> NoReturn:
         """Ask the caller for more: the task waits in ``TASK_STATE_INPUT_REQUIRED``.
 
-        Raises :class:`~skillrack.errors.InputRequired`; let it
-        propagate.  The caller's answer starts the handler again, with the
-        answer as its message and what came before in :attr:`history`.
+        Raises :class:`~skillrack.errors.InputRequired`, a ``BaseException``: let it
+        propagate (never catch ``BaseException`` around it).  The caller's answer
+        starts the handler again, with the answer as its message and what came
+        before in :attr:`history`.
         """
         raise InputRequired(list(parts))
