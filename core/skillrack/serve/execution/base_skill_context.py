@@ -28,13 +28,15 @@ calls back into it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NoReturn, Protocol
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
-from skillrack import hookspecs
 from skillrack.errors import InputRequired
 from skillrack.protocol.parts import IncomingMessage, PartLike
 from skillrack.serve.execution.skill_context import Cancellation
 from skillrack.serve.security.caller import Caller
+
+if TYPE_CHECKING:
+    from skillrack import hookspecs
 
 
 class Replies(Protocol):
@@ -58,18 +60,13 @@ class Replies(Protocol):
     ) -> str: ...
 
 
-class BaseSkillContext(Cancellation, hookspecs.BaseSkillContext):
+class BaseSkillContext(Cancellation):
     """A base skill's view of one turn of its exchange (``cancelled``, ``wait_cancelled`` too).
 
-    The host's implementation of :class:`skillrack.BaseSkillContext` (the protocol a
-    vendor annotates its handler with, :class:`skillrack.hookspecs.BaseSkillContext`).
+    The host's implementation of :class:`skillrack.BaseSkillContext`, the protocol a
+    vendor annotates its handler with (:class:`skillrack.hookspecs.BaseSkillContext`);
+    mypy holds it to the protocol below this class.
     """
-
-    task_id: str
-    context_id: str
-    skill_id: str
-    caller: Caller
-    history: tuple[IncomingMessage, ...]
 
     def __init__(
         self,
@@ -86,7 +83,7 @@ class BaseSkillContext(Cancellation, hookspecs.BaseSkillContext):
         self.skill_id = skill_id
         self.caller = caller
         #: The caller's earlier Messages of this task, oldest first (empty on a new exchange).
-        self.history = tuple(history)
+        self.history: tuple[IncomingMessage, ...] = tuple(history)
         self._replies = replies
         super().__init__()
 
@@ -128,3 +125,9 @@ class BaseSkillContext(Cancellation, hookspecs.BaseSkillContext):
         before in :attr:`history`.
         """
         raise InputRequired(list(parts))
+
+
+if TYPE_CHECKING:
+    # Structurally, not by inheritance: the protocol's read-only properties would shadow
+    # the attributes set above.  mypy refuses this line when the two drift apart.
+    _IMPLEMENTS: type[hookspecs.BaseSkillContext] = BaseSkillContext

@@ -24,7 +24,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from skillrack import hookspecs
 from skillrack.errors import InputRequired
 from skillrack.interface.declare import ResponseMode
 from skillrack.interface.json_value import JsonValue
@@ -33,6 +32,7 @@ from skillrack.serve.security.caller import Caller, owner_of
 if TYPE_CHECKING:
     # What a delegation returns is the client's; named for type checkers only (the
     # delegation seam, tests/test_layout.py), so the context never imports the client.
+    from skillrack import hookspecs
     from skillrack.client.composition import DomainCheck
     from skillrack.client.outcome import SkillResult
 
@@ -89,19 +89,13 @@ class Cancellation:
         self._cancelled.set()
 
 
-class SkillContext(Cancellation, hookspecs.SkillContext):
+class SkillContext(Cancellation):
     """The handler's view of one invocation (one A2A task).
 
-    The host's implementation of :class:`skillrack.SkillContext` (the protocol a
-    vendor annotates its handler with, :class:`skillrack.hookspecs.SkillContext`).
+    The host's implementation of :class:`skillrack.SkillContext`, the protocol a
+    vendor annotates its handler with (:class:`skillrack.hookspecs.SkillContext`);
+    mypy holds it to the protocol below this class.
     """
-
-    task_id: str
-    context_id: str
-    skill_id: str
-    skill_version: str
-    caller: Caller
-    operation: str | None
 
     def __init__(
         self,
@@ -205,3 +199,9 @@ class SkillContext(Cancellation, hookspecs.SkillContext):
         if self._delegation is None:
             raise RuntimeError("this agent has no peers configured for delegation")
         return self._delegation
+
+
+if TYPE_CHECKING:
+    # Structurally, not by inheritance: the protocol's read-only properties would shadow
+    # the attributes set above.  mypy refuses this line when the two drift apart.
+    _IMPLEMENTS: type[hookspecs.SkillContext] = SkillContext
