@@ -6,9 +6,10 @@ handler type (:data:`skillrack.hookspecs.Handler`) is what lets mypy refuse
 a handler that takes a ``str``, forgets its context or returns a ``set``, and
 the context's typed returns are what let it refuse a handler that reads an
 answer or a delegation's result as something it is not.  This runs mypy itself
-(``mypy.api.run``) on copies of the example vendor plugin's modules and on
-small wrong variants of them, each in its own file so that every expected
-error is attributed to the file and line that should cause it.
+(``mypy.api.run``) on copies of the example vendor plugin's modules, on the
+handlers the README and the guides show, and on small wrong variants, each in
+its own file so that every expected error is attributed to the file and line
+that should cause it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,18 @@ VENDOR = ROOT / "example_vendor_plugin" / "src" / "skillrack_example_vendor"
 #: Example vendor modules that import only ``skillrack``: delegation (delegate, compose) and
 #: the help desk (a base skill).
 COPIED = ("delegation.py", "help.py")
+#: The README's plugin snippet, and the blocks of the guides marked ``<!-- mypy-strict -->``.
+SNIPPET = re.compile(r"<!-- (?:plugin-snippet|mypy-strict) -->\s*```python\n(.*?)```", re.S)
+
+
+def documented_handlers() -> dict[str, str]:
+    """File name -> the Python of each marked block of README.md and docs/*.md."""
+    found: dict[str, str] = {}
+    for page in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))):
+        for index, block in enumerate(SNIPPET.findall(page.read_text(encoding="utf-8"))):
+            found[f"doc_{page.stem.replace('-', '_').lower()}_{index}.py"] = block
+    return found
+
 
 HEADER = """\
 from __future__ import annotations
@@ -130,6 +143,8 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tupl
     for name in COPIED:
         shutil.copy(VENDOR / name, work / name)
     (work / "correct.py").write_text(CORRECT, encoding="utf-8")
+    for name, text in documented_handlers().items():
+        (work / name).write_text(text, encoding="utf-8")
     for name, text in WRONG.items():
         (work / name).write_text(text, encoding="utf-8")
     stdout, stderr, status = mypy_api.run(
@@ -157,7 +172,9 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tupl
 
 
 def test_correct_handlers_pass(mypy_errors: dict[str, list[tuple[int, str]]]) -> None:
-    for name in ("correct.py", *COPIED):
+    documented = documented_handlers()
+    assert {"doc_readme_0.py", "doc_vendor_guide_0.py"} <= set(documented)
+    for name in ("correct.py", *COPIED, *documented):
         assert mypy_errors.get(name, []) == [], name
 
 
