@@ -65,7 +65,7 @@ class BaseSkillContext(Cancellation):
 
     The host's implementation of :class:`skillrack.BaseSkillContext`, the protocol a
     vendor annotates its handler with (:class:`skillrack.hookspecs.BaseSkillContext`);
-    mypy holds it to the protocol below this class.
+    mypy holds it to the protocol at the end of this module.
     """
 
     def __init__(

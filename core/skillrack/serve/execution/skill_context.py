@@ -30,9 +30,10 @@ from skillrack.interface.json_value import JsonValue
 from skillrack.serve.security.caller import Caller, owner_of
 
 if TYPE_CHECKING:
-    # What a delegation returns is the client's; named for type checkers only (the
-    # delegation seam, tests/test_layout.py), so the context never imports the client.
     from skillrack import hookspecs
+
+    # What a delegation returns is the client's; named for type checkers only (a type-only
+    # seam, tests/test_layout.py), so the context never imports the client.
     from skillrack.client.composition import DomainCheck
     from skillrack.client.outcome import SkillResult
 
@@ -94,7 +95,7 @@ class SkillContext(Cancellation):
 
     The host's implementation of :class:`skillrack.SkillContext`, the protocol a
     vendor annotates its handler with (:class:`skillrack.hookspecs.SkillContext`);
-    mypy holds it to the protocol below this class.
+    mypy holds it to the protocol at the end of this module.
     """
 
     def __init__(
