@@ -28,6 +28,8 @@ VENDOR = ROOT / "example_vendor_plugin" / "src" / "skillrack_example_vendor"
 #: Example vendor modules that import only ``skillrack``: delegation (delegate, compose) and
 #: the help desk (a base skill).
 COPIED = ("delegation.py", "help.py")
+#: The example vendor's test stand-in for the host's context.
+FAKES = ROOT / "example_vendor_plugin" / "tests" / "fakes.py"
 #: The README's plugin snippet, and the blocks of the guides marked ``<!-- mypy-strict -->``.
 SNIPPET = re.compile(r"<!-- (?:plugin-snippet|mypy-strict) -->\s*```python\n(.*?)```", re.S)
 
@@ -70,7 +72,9 @@ def skill(handler: str) -> str:
 CORRECT = (
     HEADER
     + "from delegation import assess_resource, summarize_condition\n"
-    + "from help import help_skill\n\n"
+    + "from fakes import FakeContext\n"
+    + "from help import help_skill\n"
+    + "from skillrack.testing import VerifiedInterface\n\n"
     + skill("assess_resource")
     + skill("summarize_condition").replace("DECLARED", "SUMMARY")
     + textwrap.dedent(
@@ -90,6 +94,10 @@ CORRECT = (
             input_schema=SCHEMA, output_schema=SCHEMA, handler=minimal)
         HELP = BaseSkill(id="h", name="H", description="...", handler=help_desk)
         HELPS = help_skill([MINIMAL])
+
+
+        def stand_in(interface: VerifiedInterface) -> SkillContext:
+            return FakeContext(interface)
         """
     )
 )
@@ -129,6 +137,7 @@ WRONG = {
     + "    return name\n",
 }
 
+NOTE = re.compile(r"^.+?\.py:\d+: note: ")
 ERROR = re.compile(r"^(?P<path>.+?\.py):(?P<line>\d+): error: .*\[(?P<code>[\w-]+)\]$")
 
 
@@ -142,6 +151,7 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tupl
     work = tmp_path_factory.mktemp("typed-handlers")
     for name in COPIED:
         shutil.copy(VENDOR / name, work / name)
+    shutil.copy(FAKES, work / FAKES.name)
     (work / "correct.py").write_text(CORRECT, encoding="utf-8")
     for name, text in documented_handlers().items():
         (work / name).write_text(text, encoding="utf-8")
@@ -165,6 +175,8 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tupl
     assert stderr == "" and status in (0, 1), stderr
     found: dict[str, list[tuple[int, str]]] = {}
     for line in stdout.splitlines():
+        if NOTE.match(line):  # the details of the error before it
+            continue
         match = ERROR.match(line)
         assert match is not None, f"unexpected mypy output: {line}"
         found.setdefault(Path(match["path"]).name, []).append((int(match["line"]), match["code"]))
@@ -174,7 +186,7 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tupl
 def test_correct_handlers_pass(mypy_errors: dict[str, list[tuple[int, str]]]) -> None:
     documented = documented_handlers()
     assert {"doc_readme_0.py", "doc_vendor_guide_0.py"} <= set(documented)
-    for name in ("correct.py", *COPIED, *documented):
+    for name in ("correct.py", *COPIED, FAKES.name, *documented):
         assert mypy_errors.get(name, []) == [], name
 
 
