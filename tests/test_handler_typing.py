@@ -185,7 +185,7 @@ def mypy_errors(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tupl
 
 def test_correct_handlers_pass(mypy_errors: dict[str, list[tuple[int, str]]]) -> None:
     documented = documented_handlers()
-    assert {"doc_readme_0.py", "doc_vendor_guide_0.py"} <= set(documented)
+    assert {"doc_readme_0.py", "doc_typed_handlers_0.py"} <= set(documented)
     for name in ("correct.py", *COPIED, FAKES.name, *documented):
         assert mypy_errors.get(name, []) == [], name
 
