@@ -16,7 +16,7 @@ protocols: the host's contexts (:mod:`skillrack.serve.execution`) implement
 them, and a test's stand-in may too.  A declaration (``interface/``) names the
 handler types and cannot import the rooms that define a caller, a Message or a
 delegation's result; this module can, for type checkers only, which is why
-they live here (docs/architecture.md, "Hook signatures").
+they live here (docs/architecture.md, "Hook and handler signatures").
 """
 
 from __future__ import annotations
