@@ -11,10 +11,12 @@ What is counted, and why:
 
 - function-level imports count like module-level ones: they run as soon as the
   function does, and "imported lazily" is how cycles hide;
-- ``if TYPE_CHECKING:`` imports obey the same table, with one seam:
-  ``hookspecs.py`` names the declaration, context and security types its hooks
-  receive, which live in rooms above it.  They never run, so they are left out
-  of the cycle check;
+- ``if TYPE_CHECKING:`` imports obey the same table, but for the type-only
+  seams (:data:`TYPE_ONLY_SEAMS`): ``hookspecs.py`` names the declaration,
+  context, security and message types its hooks and handlers receive, which
+  live in rooms above it; a declaration names its handler's signature from
+  ``hookspecs.py``; the handler's context names what a delegation returns.
+  They never run, so they are left out of the cycle check;
 - ``skillrack/__init__.py`` (the public API) may re-export from any room a
   plugin needs, but no room may import it: every import of a submodule runs it
   first, so a module that imported it back would close a cycle.
@@ -70,9 +72,15 @@ MAY_IMPORT: dict[str, set[str]] = {
 #: handler context receives (``SkillContext.delegate``), so the executor never sees a client.
 DELEGATION_SEAM = {"skillrack.serve.bindings.outbound"}
 
-#: Imports that only type checkers read, allowed upward: the hook specifications name the
-#: types their hooks receive and return, which are declared in the rooms that use them.
-TYPE_ONLY_SEAMS: dict[str, set[str]] = {"skillrack.hookspecs": {"interface", "serve"}}
+#: Imports that only type checkers read, allowed upward.  The hook and handler specifications
+#: name the types their hooks and handlers receive and return, which are declared in the rooms
+#: that use them; a declaration (``Skill.handler``) names the handler types stated there; the
+#: handler's context returns what the client's delegation returns (``SkillResult``).
+TYPE_ONLY_SEAMS: dict[str, set[str]] = {
+    "skillrack.hookspecs": {"interface", "protocol", "serve", "client"},
+    "skillrack.interface.declare": {"hookspecs"},
+    "skillrack.serve.execution.skill_context": {"client"},
+}
 
 #: Third-party packages a room never imports: the draft's core is usable without A2A.
 FORBIDDEN_THIRD_PARTY: dict[str, tuple[str, ...]] = {
@@ -394,6 +402,14 @@ def test_the_checker_sees_function_level_and_type_only_imports() -> None:
     client = "skillrack.client.skill_client"
     executor = Import("skillrack.serve.execution.executor", client, seam.path, 1, type_only=False)
     assert violation(executor) is not None
+    # A declaration names its handler's signature from hookspecs, for type checkers only.
+    handler = found[("skillrack.interface.declare", "skillrack.hookspecs")]
+    assert handler.type_only and violation(handler) is None
+    assert violation(Import(handler.source, handler.target, handler.path, 1, False)) is not None
+    # The handler's context names the client's SkillResult for type checkers only.
+    result = found[("skillrack.serve.execution.skill_context", "skillrack.client.outcome")]
+    assert result.type_only and violation(result) is None
+    assert violation(Import(result.source, result.target, result.path, 1, False)) is not None
     # No room imports the public API (it would import every re-exported room first).
     upward = Import("skillrack.host.plugins", "skillrack", seam.path, 1, False)
     assert violation(upward) is not None

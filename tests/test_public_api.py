@@ -57,6 +57,8 @@ SKILLRACK_ALL = [
     "IncomingMessage",
     "InputRequired",
     "Interaction",
+    "JsonObject",
+    "JsonValue",
     "Operation",
     "RequestCredentials",
     "Skill",
@@ -239,6 +241,33 @@ def test_names_imported_on_first_use_are_the_type_checkers_names() -> None:
         assert type_only == table
         for name, source in table.items():
             assert getattr(module, name) is getattr(importlib.import_module(source), name)
+
+
+def test_dir_lists_the_names_not_yet_imported() -> None:
+    """``dir()`` (completion, ``help()``) sees every public name before its first use.
+
+    Run in a fresh interpreter: in this one, the tests above loaded them all.
+    """
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, skillrack, skillrack.testing\n"
+        "lazy = {m.__name__: sorted(set(vars(m)['_ON_FIRST_USE']) - set(vars(m)))\n"
+        "        for m in (skillrack, skillrack.testing)}\n"
+        "print(json.dumps({'lazy': lazy, 'dir': {m.__name__: dir(m)\n"
+        "                  for m in (skillrack, skillrack.testing)}}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    seen = json.loads(result.stdout)
+    for module, expected in (("skillrack", SKILLRACK_ALL), ("skillrack.testing", TESTING_ALL)):
+        # Names still unloaded when dir() ran: the test is about them, so there must be some.
+        assert seen["lazy"][module], module
+        assert set(expected) <= set(seen["dir"][module]), module
+        assert seen["dir"][module] == sorted(seen["dir"][module])
 
 
 def test_importing_the_public_api_stays_light() -> None:

@@ -63,6 +63,7 @@ does every pytest session in an environment where skillrack is installed (the
 ``skillrack.testing`` plugin).  The client's names need a2a-sdk, httpx and
 jsonschema; the handler's need asyncio.  Type checkers see every name through
 the ``TYPE_CHECKING`` imports (``import X as X``: an explicit re-export), and
+``dir(skillrack)`` lists them before they are loaded (``__dir__``).
 ``__all__`` is derived from the table, so a new name is written here twice and
 once in tests/test_public_api.py, whose list is kept by hand on purpose: it is
 the contract, and growing it is a decision made in that diff.  No room of the
@@ -87,6 +88,8 @@ if TYPE_CHECKING:  # the same names as the table below, for type checkers
     from skillrack.errors import InputRequired as InputRequired
     from skillrack.errors import SkillCallError as SkillCallError
     from skillrack.errors import SkillrackError as SkillrackError
+    from skillrack.hookspecs import BaseSkillContext as BaseSkillContext
+    from skillrack.hookspecs import SkillContext as SkillContext
     from skillrack.hookspecs import hookimpl as hookimpl
     from skillrack.host.settings import ConfigError as ConfigError
     from skillrack.host.settings import refuse_unknown_keys as refuse_unknown_keys
@@ -97,12 +100,12 @@ if TYPE_CHECKING:  # the same names as the table below, for type checkers
     from skillrack.interface.declare import Operation as Operation
     from skillrack.interface.declare import Skill as Skill
     from skillrack.interface.declare import SupportingRecord as SupportingRecord
+    from skillrack.interface.json_value import JsonObject as JsonObject
+    from skillrack.interface.json_value import JsonValue as JsonValue
     from skillrack.protocol.parts import DataPart as DataPart
     from skillrack.protocol.parts import FilePart as FilePart
     from skillrack.protocol.parts import IncomingMessage as IncomingMessage
     from skillrack.protocol.parts import TextPart as TextPart
-    from skillrack.serve.execution.base_skill_context import BaseSkillContext as BaseSkillContext
-    from skillrack.serve.execution.skill_context import SkillContext as SkillContext
     from skillrack.serve.security.authn import AuthenticationFailed as AuthenticationFailed
     from skillrack.serve.security.authn import RequestCredentials as RequestCredentials
     from skillrack.serve.security.authz import AuthorizationRequest as AuthorizationRequest
@@ -124,6 +127,8 @@ _ON_FIRST_USE = {
     "SkillCallError": "skillrack.errors",
     "SkillrackError": "skillrack.errors",
     "hookimpl": "skillrack.hookspecs",
+    "BaseSkillContext": "skillrack.hookspecs",
+    "SkillContext": "skillrack.hookspecs",
     "ConfigError": "skillrack.host.settings",
     "refuse_unknown_keys": "skillrack.host.settings",
     "Authority": "skillrack.interface.declare",
@@ -133,14 +138,14 @@ _ON_FIRST_USE = {
     "Operation": "skillrack.interface.declare",
     "Skill": "skillrack.interface.declare",
     "SupportingRecord": "skillrack.interface.declare",
+    "JsonObject": "skillrack.interface.json_value",
+    "JsonValue": "skillrack.interface.json_value",
     "DataPart": "skillrack.protocol.parts",
     "FilePart": "skillrack.protocol.parts",
     "IncomingMessage": "skillrack.protocol.parts",
     "TextPart": "skillrack.protocol.parts",
-    "BaseSkillContext": "skillrack.serve.execution.base_skill_context",
     "Caller": "skillrack.serve.security.caller",
     "InputRequired": "skillrack.errors",
-    "SkillContext": "skillrack.serve.execution.skill_context",
     "AuthenticationFailed": "skillrack.serve.security.authn",
     "RequestCredentials": "skillrack.serve.security.authn",
     "AuthorizationRequest": "skillrack.serve.security.authz",
@@ -155,6 +160,11 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """Every public name, loaded or not, so that completion and ``help()`` see them all."""
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = sorted(_ON_FIRST_USE)

@@ -21,8 +21,9 @@ A vendor's tests import from here and from ``skillrack``, nothing else
 * the release check ``skillrack plugin check|bundle`` runs: ``check_release``,
   ``ReleaseReport``, ``write_bundle``.
 
-Those are imported on first use (``__getattr__`` below): this module is loaded
-by every pytest session, and must not import a2a-sdk, starlette or jsonschema.
+Those are imported on first use (``__getattr__`` below), and ``dir()`` lists
+them before they are (``__dir__``): this module is loaded by every pytest
+session, and must not import a2a-sdk, starlette or jsonschema.
 ``__all__`` is derived (the plugin's names imported here, and the lazy table);
 the list in tests/test_public_api.py is kept by hand on purpose: it is the
 contract.
@@ -115,3 +116,8 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """Every public name, loaded or not, so that completion and ``help()`` see them all."""
+    return sorted(set(globals()) | set(__all__))

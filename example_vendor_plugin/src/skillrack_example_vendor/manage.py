@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skillrack import ConditionError, ErrorCode
+from skillrack import ConditionError, ErrorCode, JsonValue, SkillContext
 
 from . import inventory
 from .common import counters_json, require_interface, timestamp, utc_now
@@ -79,7 +79,7 @@ async def known_interface(arguments: Mapping[str, Any], caller: Any) -> None:
         )
 
 
-async def manage_interface(arguments: Mapping[str, Any], context: Any) -> Any:
+async def manage_interface(arguments: Mapping[str, Any], context: SkillContext) -> JsonValue:
     """Dispatch on the ``operation`` selector (the host passes it as ``context.operation`` too)."""
     device_id: str = arguments["device_id"]
     interface: str = arguments["interface"]
