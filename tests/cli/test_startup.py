@@ -22,7 +22,7 @@ from helpers.example_vendor import example_vendor_env
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from skillrack.cli import operator as cli_operator
+from skillrack.cli import scaffold as cli_scaffold
 from skillrack.ops import scaffold
 
 #: Top-level packages the parser, ``--help`` and ``--version`` must not import.
@@ -142,4 +142,4 @@ def test_the_closure_walk_follows_requested_extras_only() -> None:
 
 def test_the_parser_default_skill_is_the_scaffold_default() -> None:
     """``new-plugin --skill``'s default is written down twice (the parser must not import it)."""
-    assert cli_operator.DEFAULT_SKILL == scaffold.DEFAULT_SKILL
+    assert cli_scaffold.DEFAULT_SKILL == scaffold.DEFAULT_SKILL

@@ -29,6 +29,7 @@ from skillrack.cli import keys as cli_keys
 from skillrack.cli import operator as cli_operator
 from skillrack.cli import plugin as cli_plugin
 from skillrack.cli import remote as cli_remote
+from skillrack.cli import scaffold as cli_scaffold
 from skillrack.cli import serve as cli_serve
 from skillrack.cli import yang as cli_yang
 from skillrack.cli.exits import (
@@ -47,7 +48,8 @@ COMMAND_GROUPS: tuple[ModuleType, ...] = (
     cli_serve,  # serve
     cli_remote,  # describe, call, check
     cli_approvals,  # approvals
-    cli_operator,  # new-plugin, spec, doctor
+    cli_scaffold,  # new-plugin
+    cli_operator,  # spec, doctor
     cli_plugin,  # plugin check|bundle|verify
     cli_init,  # init
     cli_keys,  # keys

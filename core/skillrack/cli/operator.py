@@ -1,8 +1,8 @@
-"""Command line for vendors and operators: ``new-plugin``, ``spec``, ``doctor``.
+"""Command line for operators: ``spec`` and ``doctor``.
 
 Registered by ``cli.build_parser`` with :func:`add_commands`; errors and exit
 statuses follow ``cli``: 0 success, 1 refused input or a failed diagnosis, 2
-usage.  ``spec`` and ``doctor`` compose the host as ``skillrack serve`` does
+usage.  Both build the host as ``skillrack serve`` does
 (:func:`skillrack.host.startup.build_host`: the configuration's first-party
 and built-in plugins, the installed vendor plugins selected by
 ``SKILLRACK_LOAD_PLUGINS``) and serve nothing.  The host, the scaffold and
@@ -33,10 +33,6 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_REFUSED = 1
 
-#: ``new-plugin --skill``'s default; ``skillrack.ops.scaffold.DEFAULT_SKILL``
-#: (tests/cli/test_startup.py keeps them equal) without importing the scaffold.
-DEFAULT_SKILL = "check_reachability"
-
 
 def development_policy_note(registry: Registry, host: str) -> str | None:
     """What ``skillrack serve`` would do about authorization when no policy is configured."""
@@ -56,23 +52,6 @@ def _config(args: argparse.Namespace) -> Config:
     from skillrack.host.config import load_config
 
     return load_config(Path(args.config) if args.config else None)
-
-
-def cmd_new_plugin(args: argparse.Namespace) -> int:
-    from skillrack.ops.scaffold import scaffold, source_checkout
-
-    checkout = source_checkout()
-    path = args.skillrack_path or (str(checkout) if checkout else None)
-    root = scaffold(args.name, Path(args.dir), skill=args.skill, skillrack_path=path)
-    print(f"created {root}")
-    for file in sorted(p for p in root.rglob("*") if p.is_file()):
-        print(f"  {file.relative_to(root)}")
-    print(f"next: cd {root} && pip install -e '.[test]' && pytest")
-    if path:
-        print(f"      or: tox (skillrack from {path}, or SKILLRACK_PATH)")
-    else:
-        print("      or: tox (skillrack from your package index, or SKILLRACK_PATH)")
-    return EXIT_OK
 
 
 def cmd_spec(args: argparse.Namespace) -> int:
@@ -169,21 +148,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add this module's commands to the ``skillrack`` sub-command parser."""
-    p = sub.add_parser(
-        "new-plugin",
-        help="scaffold a vendor plugin package (skill, schemas, examples, tests, tox.ini)",
-    )
-    p.add_argument("name", help="distribution name, e.g. acme-skills")
-    p.add_argument("--dir", default=".", help="where to create NAME/")
-    p.add_argument("--skill", default=DEFAULT_SKILL, help="the skill id")
-    p.add_argument(
-        "--skillrack-path",
-        metavar="PATH",
-        help="skillrack source tree or wheel the package's tox.ini installs when SKILLRACK_PATH "
-        "is not set (default: this skillrack's checkout, if it runs from one)",
-    )
-    p.set_defaults(func=cmd_new_plugin)
-
     p = sub.add_parser(
         "spec",
         help="write the A2A Agent Card and Interface Specification of the composed agent",
