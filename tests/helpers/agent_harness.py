@@ -6,18 +6,20 @@ import asyncio
 import socket
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import uvicorn
 from starlette.types import ASGIApp
 
+from helpers.waiting import wait_until
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.serve.server import build_server
+
+W = TypeVar("W")
 
 
 def free_port() -> int:
@@ -51,13 +53,27 @@ def running_agent(
     )
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test agent did not start")
-        time.sleep(0.02)
+    wait_until(lambda: server.started or not thread.is_alive(), "the test agent to start")
+    if not server.started:
+        raise RuntimeError("the test agent did not start")
     try:
         yield base_url
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def running_wrapped(
+    registry: Registry, wrapper: Callable[[ASGIApp], W], **options: Any
+) -> Iterator[tuple[str, W]]:
+    """:func:`running_agent` behind ASGI middleware made by ``wrapper`` (a :class:`Tamper`,
+    a recorder); yield the base URL and that middleware, for the test to steer or read."""
+    made: list[W] = []
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        made.append(wrapper(app))
+        return made[0]  # type: ignore[return-value]
+
+    with running_agent(registry, wrap=wrap, **options) as url:
+        yield url, made[0]

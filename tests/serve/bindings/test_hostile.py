@@ -36,8 +36,6 @@ from typing import Any
 import httpx
 import pytest
 from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -122,11 +120,6 @@ class NonJsonAnswer(AssertionError):
 
 
 # Fixtures -----------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
 
 
 @pytest.fixture(scope="module")

@@ -95,11 +95,6 @@ class Receiver:
 
 
 @pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
-
-
-@pytest.fixture(scope="module")
 def receiver() -> Iterator[Receiver]:
     made = Receiver()
     yield made

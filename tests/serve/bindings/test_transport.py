@@ -18,17 +18,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from helpers.agent_harness import free_port, running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
 
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
 from skillrack.testing.serve import error_of, invoke, skill_request, skillrack_command
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
 
 
 @pytest.fixture(scope="module")
