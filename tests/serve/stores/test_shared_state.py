@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import uuid
@@ -62,11 +63,12 @@ def _redis_or_skip() -> None:
 
 @pytest.fixture(scope="module")
 def prefix() -> Iterator[str]:
-    """A key prefix of this run's own; its keys are deleted afterwards."""
+    """A key prefix of this test's own (and its xdist worker's); its keys are deleted afterwards."""
     _redis_or_skip()
     import redis
 
-    name = f"skillrack-test:{uuid.uuid4().hex[:12]}:"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"skillrack-test:{worker}:{uuid.uuid4().hex[:12]}:"
     yield name
     client = redis.Redis.from_url(REDIS_URL)
     for key in client.scan_iter(match=name + "*"):
