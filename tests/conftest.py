@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,3 +52,28 @@ def tamper(agent: tuple[str, Tamper]) -> Iterator[Tamper]:
     agent[1].clear()
     yield agent[1]
     agent[1].clear()
+
+
+#: The loggers ``skillrack serve`` configures (skillrack.serve.observability.logs.log_config).
+_CONFIGURED_BY_SERVE = ("", "uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+@pytest.fixture(autouse=True)
+def _logging_left_as_found() -> Iterator[None]:
+    """Undo the logging set-up of a ``skillrack serve`` run in this process (``cli.main``).
+
+    ``serve`` gives the root and uvicorn loggers ``StreamHandler``s on the ``sys.stderr`` of
+    the moment, which is pytest's capture of that test. Left in place, a later test on the
+    same xdist worker logs into that closed capture ("--- Logging error ---" on its stderr),
+    depending on which modules the worker ran before it.
+    """
+    loggers = [logging.getLogger(name) for name in _CONFIGURED_BY_SERVE]
+    kept = [(logger, list(logger.handlers), logger.level, logger.propagate) for logger in loggers]
+    yield
+    for logger, handlers, level, propagate in kept:
+        for handler in list(logger.handlers):
+            # Exactly StreamHandler: what dictConfig makes; pytest's own handlers subclass it.
+            if handler not in handlers and type(handler) is logging.StreamHandler:
+                logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate

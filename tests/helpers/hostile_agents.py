@@ -13,7 +13,6 @@ import asyncio
 import itertools
 import json
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from helpers.agent_harness import free_port, running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
+from helpers.waiting import wait_until
 
 CARD_PATH = "/.well-known/agent-card.json"
 #: The credentials the tests hand the client; a server counts requests that carry them.
@@ -48,11 +48,9 @@ def serving(app: ASGIApp, port: int | None = None) -> Iterator[str]:
     )
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the hostile test agent did not start")
-        time.sleep(0.02)
+    wait_until(lambda: server.started or not thread.is_alive(), "the hostile test agent to start")
+    if not server.started:
+        raise RuntimeError("the hostile test agent did not start")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
