@@ -131,6 +131,7 @@ def test_a_missing_signing_key_fails_before_the_banner(tmp_path: Path) -> None:
 
 
 @SERVE_MODES
+@pytest.mark.slow
 def test_the_banner_means_the_agent_answers(tmp_path: Path, mode: tuple[str, ...]) -> None:
     """Once "serving at" is printed, the card answers at once: no retry, no wait.
 
@@ -156,6 +157,7 @@ def test_the_banner_means_the_agent_answers(tmp_path: Path, mode: tuple[str, ...
     assert "Traceback" not in agent.output()
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_start_stops_serve_in_one_line(tmp_path: Path) -> None:
     """No banner, exit status 1, and why: not a traceback, nor uvicorn restarting it for ever."""
     (tmp_path / "worker_only_failure.py").write_text(

@@ -74,6 +74,7 @@ def test_jsonschemas_own_iri_checkers_answer_as_before(first: str) -> None:
     ) == [True, False, True, False, True, False, True, False, True]
 
 
+@pytest.mark.slow
 def test_other_importers_get_rfc3987_syntax() -> None:
     """Only jsonschema's import is turned away; anyone else importing the package gets it."""
     assert run(

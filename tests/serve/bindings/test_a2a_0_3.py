@@ -90,6 +90,7 @@ def _data(task: Any, artifact: str) -> Any:
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
 @pytest.mark.parametrize("transport", ["JSONRPC", "HTTP+JSON"])
+@pytest.mark.slow
 def test_a_0_3_client_describes_calls_and_is_refused_as_the_draft_says(
     python_0_3: Path, agent: ServedAgent, transport: str, streaming: bool
 ) -> None:

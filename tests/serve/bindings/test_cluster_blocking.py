@@ -242,6 +242,7 @@ def answered_then_killed(url: str, stop: Any, count: int = 20) -> list[str]:
     return ids
 
 
+@pytest.mark.slow
 def test_sigkill_of_workers_loses_no_answered_task(tmp_path: Path) -> None:
     args = ("--workers", "2", "--store", "sqlite:///shared.db")
     served = start(tmp_path, args=args).wait_ready()
@@ -260,6 +261,7 @@ def test_sigkill_of_workers_loses_no_answered_task(tmp_path: Path) -> None:
         again.stop()
 
 
+@pytest.mark.slow
 def test_sigkill_of_a_replica_loses_no_answered_task(tmp_path: Path) -> None:
     with fresh_database() as url:
         a = start(tmp_path / "a", args=("--store", url)).wait_ready()

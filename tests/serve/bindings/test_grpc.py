@@ -549,6 +549,7 @@ def test_a_taken_grpc_port_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in err, err
 
 
+@pytest.mark.slow
 def test_workers_share_the_grpc_port(tmp_path: Path) -> None:
     """``--workers 2``: each worker serves gRPC on the one port (SO_REUSEPORT)."""
     grpc_port = free_port()

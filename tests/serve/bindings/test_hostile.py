@@ -1283,6 +1283,7 @@ def request_objects(draw: st.DrawFn, digests: dict[str, str]) -> Any:
     database=None,
 )
 @given(data=st.data())
+@pytest.mark.slow
 def test_fuzzed_request_objects(
     http: httpx.Client, registry: Registry, data: st.DataObject
 ) -> None:

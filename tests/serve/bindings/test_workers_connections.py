@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 from helpers.served_process import serving
 from helpers.waiting import wait_until
 
@@ -36,6 +37,7 @@ def _fresh_connections(url: str, count: int) -> None:
             assert client.get(url + CARD_PATH).status_code == 200
 
 
+@pytest.mark.slow
 def test_workers_set_nodelay_and_share_connections(tmp_path: Path) -> None:
     args = ("--workers", "2", "--store", "sqlite:///shared.db", "--log-level", "debug")
     with serving(tmp_path, args=args) as served:

@@ -129,6 +129,7 @@ def test_serve_refuses_to_start_with_an_exporter_it_lacks(tmp_path: Path, no_ote
     [("--store", "memory"), ("--workers", "2", "--store", "sqlite:///traced.db")],
     ids=["one process", "workers"],
 )
+@pytest.mark.slow
 def test_serve_exports_spans_when_an_exporter_is_configured(
     tmp_path: Path, no_otel: None, args: tuple[str, ...]
 ) -> None:

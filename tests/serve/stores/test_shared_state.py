@@ -108,6 +108,7 @@ def replicas(
                 served.stop()
 
 
+@pytest.mark.slow
 def test_approval_granted_through_b_finishes_a_task_started_on_a(
     replicas: tuple[str, str, Path],
 ) -> None:
@@ -141,6 +142,7 @@ def test_approval_granted_through_b_finishes_a_task_started_on_a(
     assert result["result"]["counters_reset"] is True
 
 
+@pytest.mark.slow
 def test_a_callers_rate_limit_holds_across_both_replicas(
     replicas: tuple[str, str, Path],
 ) -> None:
@@ -163,6 +165,7 @@ def test_a_callers_rate_limit_holds_across_both_replicas(
             assert int(refused.headers["retry-after"]) >= 1
 
 
+@pytest.mark.slow
 def test_concurrency_slots_are_shared_and_a_dead_replicas_slots_expire(prefix: str) -> None:
     async def run() -> None:
         replica_a = RedisCounter(REDIS_URL, prefix + "slots-test:", lease_s=0.6)
@@ -190,6 +193,7 @@ def test_concurrency_slots_are_shared_and_a_dead_replicas_slots_expire(prefix: s
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_rate_limit_in_redis_is_a_sliding_window(prefix: str) -> None:
     async def run() -> None:
         counter = RedisCounter(REDIS_URL, prefix + "rate-test:")

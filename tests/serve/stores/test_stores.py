@@ -597,6 +597,7 @@ def _states(url: str, ids: dict[str, str]) -> dict[str, str]:
     return {name: get_task(url, task_id)["status"]["state"] for name, task_id in ids.items()}
 
 
+@pytest.mark.slow
 def test_tasks_survive_a_restart(tmp_path: Path) -> None:
     config = write_config(tmp_path, 'store = "sqlite:///state.db"\n')
     with serving(tmp_path, config=config) as served:
@@ -636,6 +637,7 @@ def test_tasks_survive_a_restart(tmp_path: Path) -> None:
         assert primary["parts"][0]["data"]["result"] == {"answer": {"confirmed": True}}
 
 
+@pytest.mark.slow
 def test_sigkill_under_load_leaves_a_readable_store(tmp_path: Path) -> None:
     served = start(tmp_path, args=("--store", "sqlite:///loaded.db")).wait_ready()
     url = served.url
@@ -680,6 +682,7 @@ def test_sigkill_under_load_leaves_a_readable_store(tmp_path: Path) -> None:
         assert states == {"TASK_STATE_COMPLETED"}
 
 
+@pytest.mark.slow
 def test_a_task_running_when_the_process_died_is_failed_at_restart(tmp_path: Path) -> None:
     served = start(tmp_path, args=("--store", "sqlite:///killed.db")).wait_ready()
     url = served.url
@@ -706,6 +709,7 @@ def test_a_task_running_when_the_process_died_is_failed_at_restart(tmp_path: Pat
         assert "1 task(s) left running by a stopped process marked failed" in again.output()
 
 
+@pytest.mark.slow
 def test_a_second_server_on_the_same_file_is_refused(tmp_path: Path) -> None:
     with serving(tmp_path, args=("--store", "sqlite:///one.db")):
         second = start(tmp_path, args=("--store", "sqlite:///one.db"))
@@ -726,6 +730,7 @@ def test_memory_store_runs_and_forgets(tmp_path: Path) -> None:
     assert not (tmp_path / "skillrack-tasks.db").exists()
 
 
+@pytest.mark.slow
 def test_workers_share_a_sqlite_file(tmp_path: Path) -> None:
     with serving(tmp_path, args=("--workers", "2", "--store", "sqlite:///shared.db")) as served:
         url = served.url
