@@ -68,7 +68,7 @@ async def eventually(
         if inspect.isawaitable(value):
             value = await value
         if value:
-            return value  # type: ignore[return-value]
+            return value
         if time.monotonic() >= deadline:
             raise NeverHappened(f"waited {timeout:g} s for {what}; it did not happen")
         await asyncio.sleep(interval)
