@@ -51,7 +51,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -61,6 +60,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from skillrack.testing.serve import free_port
 
 HERE = Path(__file__).resolve().parent
 PYTHON = sys.executable
@@ -79,12 +80,6 @@ max_concurrent_tasks = 1000000
 #: The memory store with a bound reached early in the memory part (issue 19 item 6).
 MEMORY_BOUND = 1_000
 BOUNDED_CONFIG = CONFIG + f"memory_max_tasks = {MEMORY_BOUND}\n"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def descendants(pid: int) -> list[int]:

@@ -9,33 +9,41 @@ serve`` line starts the agent in the background on a free loopback port, and
 such line, it names an agent the test started (the README's: ``skillrack
 serve`` with the example vendor plugin; the guides': an in-process agent).
 
-Besides: README.md stays short, every relative link in README.md and docs/
-names an existing file, every repository path the docs name in backquotes
-exists, every dotted ``skillrack.`` module they name imports, every
-configuration key is in docs/configuration.md, and .gitignore covers what the
-README's commands leave behind.
+Besides: README.md stays short and every page of docs/ but the conformance
+matrix is at most 20 KB; every relative link in README.md and docs/ names an
+existing file and, with a ``#fragment``, a heading of it (GitHub's anchors);
+the README's plugin snippet serves a skill; every repository path the docs
+name in backquotes exists, every dotted ``skillrack.`` module they name
+imports, every configuration key is in docs/configuration.md, and .gitignore
+covers what the README's commands leave behind.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib
 import importlib.metadata
+import itertools
 import os
 import re
 import shlex
 import shutil
 import subprocess
 import sys
+import types
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
 from helpers.example_vendor import example_vendor_env
+from markdown_it import MarkdownIt
 
 from skillrack.host.config import (
     FIRST_PARTY,
@@ -48,6 +56,7 @@ from skillrack.host.config import (
 )
 from skillrack.interface.limits import Limits
 from skillrack.serve.observability import traces
+from skillrack.testing import AgentClient
 from skillrack.testing.serve import skillrack_command, subprocess_agent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,6 +66,9 @@ DOC_FILES = [README, *sorted(DOCS.glob("*.md"))]
 BLOCK = re.compile(r"<!-- doc-test(?::\s*file\s+(\S+))?\s*-->\s*```(\w+)\n(.*?)```", re.S)
 DOC_URL = "http://127.0.0.1:8000"
 README_MAX_BYTES = 10_000
+PAGE_MAX_BYTES = 20_000
+#: The requirements matrix: one row per requirement sentence of the draft, long by nature.
+LONG_PAGES = {"conformance.md"}
 
 
 def blocks(path: Path) -> list[tuple[str | None, str]]:
@@ -119,13 +131,14 @@ def test_marked_commands_run(path: Path, tmp_path: Path, agent_url: str) -> None
         run_doc(path, workdir, agent_url, no_vendor_env())
     if path.name == "vendor-guide.md":
         assert (workdir / "bundle" / "manifest.json").is_file()
-    if path.name == "operator-guide.md":
+    if path.name == "operations.md":
         assert "Agent Card" in (workdir / "agent-spec.md").read_text()
 
 
 def test_the_guides_are_tested() -> None:
     tested = {path.name for path in docs_with_commands()}
-    assert {"README.md", "vendor-guide.md", "operator-guide.md", "client-guide.md"} <= tested
+    guides = {"README.md", "vendor-guide.md", "operations.md", "approvals.md", "client-guide.md"}
+    assert guides <= tested
 
 
 def assert_ignored_by_git(workdir: Path) -> None:
@@ -157,19 +170,113 @@ def test_readme_is_short() -> None:
     assert size < README_MAX_BYTES, f"README.md is {size} bytes; move detail to docs/"
 
 
-LINK = re.compile(r"\]\(([^)\s]+)\)")
+@pytest.mark.parametrize("path", sorted(DOCS.glob("*.md")), ids=lambda p: p.name)
+def test_pages_are_short(path: Path) -> None:
+    if path.name in LONG_PAGES:
+        return
+    size = len(path.read_bytes())
+    assert size <= PAGE_MAX_BYTES, (
+        f"docs/{path.name} is {size} bytes, over {PAGE_MAX_BYTES}: split it by topic"
+    )
+
+
+#: CommonMark with GitHub's tables, so that links in table cells are links too.
+MARKDOWN = MarkdownIt("commonmark").enable("table")
+
+
+def github_slug(heading: str) -> str:
+    """The anchor GitHub gives a heading's text (github-slugger): lower case, punctuation
+    other than ``-`` and ``_`` dropped, each space a hyphen."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """The fragments that reach a heading of ``path`` (a repeated one: ``-1``, ``-2``, ...)."""
+    tokens = MARKDOWN.parse(path.read_text(encoding="utf-8"))
+    seen: Counter[str] = Counter()
+    found = set()
+    for opening, inline in itertools.pairwise(tokens):
+        if opening.type != "heading_open":
+            continue
+        text = "".join(
+            child.content
+            for child in inline.children or ()
+            if child.type in {"text", "code_inline"}
+        )
+        slug = github_slug(text)
+        found.add(f"{slug}-{seen[slug]}" if seen[slug] else slug)
+        seen[slug] += 1
+    return found
+
+
+def links(path: Path) -> list[str]:
+    """Every link and image target in ``path``, code blocks and code spans left out."""
+    targets = []
+    for token in MARKDOWN.parse(path.read_text(encoding="utf-8")):
+        for child in token.children or ():
+            target = child.attrGet("href") if child.type == "link_open" else child.attrGet("src")
+            if isinstance(target, str):
+                targets.append(target)
+    return targets
+
+
+def broken_links(path: Path) -> list[str]:
+    """The relative links of ``path`` whose file, or heading, does not exist."""
+    broken = []
+    for target in links(path):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):
+            continue
+        file, _, fragment = unquote(target).partition("#")
+        linked = (path.parent / file) if file else path
+        heading_missing = fragment and (linked.suffix != ".md" or fragment not in anchors(linked))
+        if not linked.exists() or heading_missing:
+            broken.append(target)
+    return broken
 
 
 @pytest.mark.parametrize("path", DOC_FILES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_relative_links_exist(path: Path) -> None:
-    broken = []
-    for target in LINK.findall(path.read_text()):
-        if re.match(r"[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
-            continue
-        file = target.split("#", 1)[0]
-        if not (path.parent / file).exists():
-            broken.append(target)
-    assert not broken, f"{path.relative_to(ROOT)} links to missing files: {broken}"
+def test_relative_links_reach_files_and_headings(path: Path) -> None:
+    broken = broken_links(path)
+    assert not broken, f"{path.relative_to(ROOT)} links to missing files or headings: {broken}"
+
+
+def test_the_link_check_reads_anchors_as_github_does(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "# Title\n\n## `[peers]`: agents skills may delegate to\n\n"
+        "## approve_invocation(request)\n\n## OpenID Connect and OAuth 2.0 (Keycloak)\n\n"
+        "## Limits\n\n## Limits\n\n```toml\n# not a heading\n```\n\n"
+        "[a](#limits-1) [b](page.md#title) [c](#not-a-heading) [d](missing.md) "
+        "[e](https://example.net/#x) `[f](#in-code)`\n"
+    )
+    assert anchors(page) == {
+        "title",
+        "peers-agents-skills-may-delegate-to",
+        "approve_invocationrequest",
+        "openid-connect-and-oauth-20-keycloak",
+        "limits",
+        "limits-1",
+    }
+    assert broken_links(page) == ["#not-a-heading", "missing.md"]
+
+
+SNIPPET = re.compile(r"<!-- plugin-snippet -->\s*```python\n(.*?)```", re.S)
+
+
+def test_the_readme_plugin_snippet_serves_its_skill() -> None:
+    """The README's plugin, loaded as the host loads any plugin, serves its skill to a client."""
+    (code,) = SNIPPET.findall(README.read_text())
+    plugin = types.ModuleType("readme_plugin")
+    exec(compile(code, "README.md (Write a plugin)", "exec"), plugin.__dict__)
+    registry = registry_of([("readme", plugin), ("allow", AllowAll())])
+    assert not registry.refused, registry.refused
+
+    async def call(url: str) -> object:
+        async with AgentClient(url) as client:
+            return (await client.invoke("shout", {"text": "link down"})).result
+
+    with running_agent(registry) as url:
+        assert asyncio.run(call(url)) == {"text": "LINK DOWN"}
 
 
 REPO_PATH = re.compile(
@@ -189,9 +296,9 @@ def test_named_paths_and_modules_exist(path: Path) -> None:
 
 def _resolves(dotted: str) -> bool:
     """``dotted`` is a module, or an attribute of one (``skillrack.audit`` is a logger name)."""
-    if dotted in {"skillrack.audit", "skillrack.hops", "skillrack.toml"}:
+    if dotted in {"skillrack.audit", "skillrack.hooks", "skillrack.hops", "skillrack.toml"}:
         return True
-    if dotted in traces.NAMES:  # span and attribute names (operator guide, Traces)
+    if dotted in traces.NAMES:  # span and attribute names (observability.md, Traces)
         return True
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):

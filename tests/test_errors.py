@@ -227,3 +227,18 @@ def test_the_drawn_tree_has_the_real_parents(classes: dict[str, type[BaseExcepti
         if bases != expected:
             wrong.append(f"{key}: drawn {sorted(expected)}, defined {sorted(bases)}")
     assert not wrong, "the tree in skillrack.errors is not the code's:\n" + "\n".join(wrong)
+
+
+def test_a_pointer_is_the_one_detail() -> None:
+    """``pointer=`` is a plugin's short cut for one detail naming the member at fault."""
+    error = ConditionError(ErrorCode.CONSTRAINT_REJECTED, "no such device", pointer="/device_id")
+    assert error.to_error_object() == {
+        "error": {
+            "code": "constraint_rejected",
+            "message": "no such device",
+            "details": [{"instance_path": "/device_id"}],
+        }
+    }
+    given = (ErrorDetail("/a", keyword="type"),)
+    assert ConditionError(ErrorCode.INPUT_INVALID, "x", given, pointer="/b").details == given
+    assert ConditionError(ErrorCode.INPUT_INVALID, "x").details == ()

@@ -9,7 +9,7 @@ cannot be implemented without reading the source.  So, for every hookspec in
   implements the hook with ``@hookimpl`` (the tests below, one per hook, go
   through a composed agent: plugins loaded by the host, the app
   ``skillrack serve`` runs, a client on the other side);
-* ``docs/vendor-guide.md`` or ``docs/operator-guide.md`` has a heading
+* ``docs/vendor-guide.md`` or ``docs/operator-hooks.md`` has a heading
   ``name(arguments)`` followed by a paragraph.
 
 Adding a hookspec without both fails here, naming what is missing.
@@ -18,15 +18,17 @@ Adding a hookspec without both fails here, naming what is missing.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import skillrack
 from skillrack import (
     AuthenticationFailed,
     Authority,
@@ -41,16 +43,16 @@ from skillrack import (
     hookimpl,
     hookspecs,
 )
-from skillrack.host.config import Config
+from skillrack.host.config import Config, ConfigError
 from skillrack.ops.inprocess import Agent, in_process_agent
 from skillrack.testing import registry_under_test
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
 VENDOR_GUIDE = ROOT / "docs" / "vendor-guide.md"
-OPERATOR_GUIDE = ROOT / "docs" / "operator-guide.md"
-#: Hooks a vendor implements are in the vendor guide; the security hooks in the operator guide.
-VENDOR_HOOKS = {"register_skills"}
+OPERATOR_HOOKS_PAGE = ROOT / "docs" / "operator-hooks.md"
+#: Hooks a vendor implements are in the vendor guide; the security hooks on the operator hooks page.
+VENDOR_HOOKS = {"register_skills", "configure_plugin"}
 
 
 def hookspec_functions() -> dict[str, Callable[..., Any]]:
@@ -147,7 +149,7 @@ def documented(guide: Path, heading: str) -> str | None:
 
 @pytest.mark.parametrize("hook", HOOKS)
 def test_every_hook_is_documented(hook: str) -> None:
-    guide = VENDOR_GUIDE if hook in VENDOR_HOOKS else OPERATOR_GUIDE
+    guide = VENDOR_GUIDE if hook in VENDOR_HOOKS else OPERATOR_HOOKS_PAGE
     heading = heading_for(hook)
     paragraph = documented(guide, heading)
     assert paragraph is not None, f"{guide.relative_to(ROOT)} has no heading '{heading}'"
@@ -249,6 +251,38 @@ async def test_hook_register_skills(tmp_path: Path) -> None:
     assert result.state == "TASK_STATE_COMPLETED"
     assert result.result == {"identity": "anonymous", "tenant": ""}
     assert set(card) == {"whoami", "act"}
+
+
+class Configured:
+    """A vendor's plugin that declares one skill per device its settings name."""
+
+    def __init__(self) -> None:
+        self.devices: list[str] = []
+        self.base_dir: Path | None = None
+
+    @hookimpl
+    def configure_plugin(self, settings: Mapping[str, Any], base_dir: Path) -> None:
+        skillrack.refuse_unknown_keys("[plugins.hooks-Configured]", settings, ("devices",))
+        self.devices = list(settings["devices"])
+        self.base_dir = base_dir
+
+    @hookimpl
+    def register_skills(self, register: Callable[[Skill], None]) -> None:
+        for device in self.devices:  # configured before registration
+            register(dataclasses.replace(WHOAMI, id=f"whoami_{device}"))
+
+
+async def test_hook_configure_plugin(tmp_path: Path) -> None:
+    plugin = Configured()
+    config = Config(
+        base_dir=tmp_path, plugin_settings={"hooks-Configured": {"devices": ["r1", "r2"]}}
+    )
+    registry = registry_under_test([], [("hooks-Configured", plugin)], config)
+    assert plugin.base_dir == tmp_path
+    assert {skill.skill_id for skill in registry} == {"whoami_r1", "whoami_r2"}
+    misspelt = Config(base_dir=tmp_path, plugin_settings={"hooks-Configured": {"devises": []}})
+    with pytest.raises(ConfigError, match=r'^\[plugins.hooks-Configured\]: unknown key "devises"'):
+        registry_under_test([], [("hooks-Configured", Configured())], misspelt)
 
 
 class HeaderKey:

@@ -11,10 +11,12 @@ What is counted, and why:
 
 - function-level imports count like module-level ones: they run as soon as the
   function does, and "imported lazily" is how cycles hide;
-- ``if TYPE_CHECKING:`` imports obey the same table, with one seam:
-  ``hookspecs.py`` names the declaration, context and security types its hooks
-  receive, which live in rooms above it.  They never run, so they are left out
-  of the cycle check;
+- ``if TYPE_CHECKING:`` imports obey the same table, but for the type-only
+  seams (:data:`TYPE_ONLY_SEAMS`): ``hookspecs.py`` names the declaration,
+  context, security and message types its hooks and handlers receive, which
+  live in rooms above it; a declaration names its handler's signature from
+  ``hookspecs.py``; the handler's context names what a delegation returns.
+  They never run, so they are left out of the cycle check;
 - ``skillrack/__init__.py`` (the public API) may re-export from any room a
   plugin needs, but no room may import it: every import of a submodule runs it
   first, so a module that imported it back would close a cycle.
@@ -33,7 +35,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "core" / "skillrack"
 
 #: The top-level entries of core/skillrack: the rooms, the two modules every room may
 #: lean on, the public API, ``python -m skillrack`` and the PEP 561 marker.
-ROOMS = ("interface", "protocol", "host", "serve", "client", "release", "ops", "cli", "testing")
+ROOMS = (
+    "interface", "protocol", "host", "serve", "client", "release", "ops", "cli", "testing", "yang",
+)  # fmt: skip
 TOP_FILES = ("__init__.py", "__main__.py", "errors.py", "hookspecs.py", "py.typed")
 
 #: The rooms of the public face: ``skillrack`` itself and ``python -m skillrack``.
@@ -53,9 +57,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     # client/ only through the delegation seam, see DELEGATION_SEAM.
     "serve": _BELOW_SERVE | {"client"},
     "client": {"errors", "interface", "protocol"},
+    # YANG -> JSON Schema: the interface room's canonical bytes and versions, nothing else.
+    "yang": {"errors", "interface"},
     "release": _BELOW_TOOLS,
     "ops": _BELOW_TOOLS,
-    "cli": _BELOW_TOOLS | {"release", "ops"},
+    "cli": _BELOW_TOOLS | {"release", "ops", "yang"},
     "testing": _BELOW_TOOLS | {"release", "ops"},
     # The public API re-exports what plugins need; it never imports the tools.
     API: _BELOW_TOOLS,
@@ -66,9 +72,15 @@ MAY_IMPORT: dict[str, set[str]] = {
 #: handler context receives (``SkillContext.delegate``), so the executor never sees a client.
 DELEGATION_SEAM = {"skillrack.serve.bindings.outbound"}
 
-#: Imports that only type checkers read, allowed upward: the hook specifications name the
-#: types their hooks receive and return, which are declared in the rooms that use them.
-TYPE_ONLY_SEAMS: dict[str, set[str]] = {"skillrack.hookspecs": {"interface", "serve"}}
+#: Imports that only type checkers read, allowed upward.  The hook and handler specifications
+#: name the types their hooks and handlers receive and return, which are declared in the rooms
+#: that use them; a declaration (``Skill.handler``) names the handler types stated there; the
+#: handler's context returns what the client's delegation returns (``SkillResult``).
+TYPE_ONLY_SEAMS: dict[str, set[str]] = {
+    "skillrack.hookspecs": {"interface", "protocol", "serve", "client"},
+    "skillrack.interface.declare": {"hookspecs"},
+    "skillrack.serve.execution.skill_context": {"client"},
+}
 
 #: Third-party packages a room never imports: the draft's core is usable without A2A.
 FORBIDDEN_THIRD_PARTY: dict[str, tuple[str, ...]] = {
@@ -272,6 +284,24 @@ def test_rooms_without_third_party_protocol_code(room: str) -> None:
     assert found == []
 
 
+def test_pyang_is_imported_only_by_the_yang_room() -> None:
+    """pyang (and lxml under it) is the ``yang`` extra: no other room may need it."""
+    found = [
+        f"{item.where}: {item.target}"
+        for module in MODULES
+        if room_of(module) != "yang"
+        for item in imports_of(module)
+        if item.target == "pyang" or item.target.startswith("pyang.")
+    ]
+    assert found == []
+    assert any(
+        item.target.startswith("pyang")
+        for module in MODULES
+        if room_of(module) == "yang"
+        for item in imports_of(module)
+    ), "the yang room imports pyang"
+
+
 def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     """Tarjan's algorithm (iterative): the components with more than one module, or a self-loop."""
     index: dict[str, int] = {}
@@ -372,6 +402,61 @@ def test_the_checker_sees_function_level_and_type_only_imports() -> None:
     client = "skillrack.client.skill_client"
     executor = Import("skillrack.serve.execution.executor", client, seam.path, 1, type_only=False)
     assert violation(executor) is not None
+    # A declaration names its handler's signature from hookspecs, for type checkers only.
+    handler = found[("skillrack.interface.declare", "skillrack.hookspecs")]
+    assert handler.type_only and violation(handler) is None
+    assert violation(Import(handler.source, handler.target, handler.path, 1, False)) is not None
+    # The handler's context names the client's SkillResult for type checkers only.
+    result = found[("skillrack.serve.execution.skill_context", "skillrack.client.outcome")]
+    assert result.type_only and violation(result) is None
+    assert violation(Import(result.source, result.target, result.path, 1, False)) is not None
     # No room imports the public API (it would import every re-exported room first).
     upward = Import("skillrack.host.plugins", "skillrack", seam.path, 1, False)
     assert violation(upward) is not None
+
+
+# -- module size ----------------------------------------------------------------------------------
+
+#: The most lines a module of core/ or plugins/ may have.  A module past it holds more than one
+#: concept (a document model, the facts it describes and the sections written from them, say);
+#: split it by concept rather than raise the number.
+MAX_MODULE_LINES = 800
+#: The source trees the size rule covers, relative to the repository.
+SIZED_TREES = ("core", "plugins")
+#: Known exceptions, as path prefixes relative to the repository: none.
+OVERSIZE_EXCEPTIONS: tuple[str, ...] = ()
+
+
+def modules_over(repository: Path, limit: int, exceptions: tuple[str, ...] = ()) -> list[str]:
+    """``path: N lines`` for every module of the sized trees longer than ``limit`` lines."""
+    found = []
+    for tree in SIZED_TREES:
+        for path in sorted((repository / tree).rglob("*.py")):
+            relative = path.relative_to(repository).as_posix()
+            if relative.startswith(exceptions):
+                continue
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > limit:
+                found.append(f"{relative}: {lines} lines")
+    return found
+
+
+def test_no_module_is_over_the_size_limit() -> None:
+    offenders = modules_over(PACKAGE.parents[1], MAX_MODULE_LINES, OVERSIZE_EXCEPTIONS)
+    assert offenders == [], (
+        f"modules over {MAX_MODULE_LINES} lines (split them by concept): " + "; ".join(offenders)
+    )
+
+
+def test_the_size_rule_finds_a_long_module(tmp_path: Path) -> None:
+    """The rule counts lines as ``wc -l`` does, in both trees, and honours only its exceptions."""
+    (tmp_path / "core" / "pkg" / "serve").mkdir(parents=True)
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "core" / "pkg" / "long.py").write_text("x = 1\n" * 801)
+    (tmp_path / "core" / "pkg" / "limit.py").write_text("x = 1\n" * 800)
+    (tmp_path / "core" / "pkg" / "serve" / "long.py").write_text("x = 1\n" * 900)
+    (tmp_path / "plugins" / "vendor.py").write_text("x = 1\n" * 1000)
+    assert modules_over(tmp_path, 800, ("core/pkg/serve/",)) == [
+        "core/pkg/long.py: 801 lines",
+        "plugins/vendor.py: 1000 lines",
+    ]

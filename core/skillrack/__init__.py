@@ -33,7 +33,9 @@ Reporting a failure
     ``ConditionError`` with an ``ErrorCode``: one of the draft's ten
     conditions, safe to send to the caller; ``SkillrackError``: the base of
     every error skillrack raises on purpose; ``ConfigError``: a plugin's
-    settings table that cannot be used (the message names the key).
+    settings table that cannot be used (the message names the key);
+    ``refuse_unknown_keys``: the check every settings table makes, the
+    host's own included, so a misspelt key reads alike everywhere.
 
 Security plugins (``authenticate``, ``authorize_invocation``, ``approve_invocation``)
     ``RequestCredentials``: what ``authenticate`` reads, with the verified
@@ -60,8 +62,12 @@ command included, whose ``--help`` must not wait for asyncio or pluggy, and so
 does every pytest session in an environment where skillrack is installed (the
 ``skillrack.testing`` plugin).  The client's names need a2a-sdk, httpx and
 jsonschema; the handler's need asyncio.  Type checkers see every name through
-the ``TYPE_CHECKING`` imports.  No room of the package imports this module
-(tests/test_layout.py).
+the ``TYPE_CHECKING`` imports (``import X as X``: an explicit re-export), and
+``dir(skillrack)`` lists them before they are loaded (``__dir__``).
+``__all__`` is derived from the table, so a new name is written here twice and
+once in tests/test_public_api.py, whose list is kept by hand on purpose: it is
+the contract, and growing it is a decision made in that diff.  No room of the
+package imports this module (tests/test_layout.py).
 """
 
 from __future__ import annotations
@@ -69,37 +75,43 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from skillrack.client.address_guard import AddressGuard, AddressPolicy
-    from skillrack.client.composition import HopLog, compose
-    from skillrack.client.outcome import SkillResult
-    from skillrack.client.skill_client import SkillClient
-    from skillrack.errors import (
-        ClientCode,
-        ConditionError,
-        ErrorCode,
-        InputRequired,
-        SkillCallError,
-        SkillrackError,
-    )
-    from skillrack.hookspecs import hookimpl
-    from skillrack.host.config import ConfigError
-    from skillrack.interface.declare import (
-        Authority,
-        BaseSkill,
-        DomainSchema,
-        Interaction,
-        Operation,
-        Skill,
-        SupportingRecord,
-    )
-    from skillrack.protocol.parts import DataPart, FilePart, IncomingMessage, TextPart
-    from skillrack.serve.execution.base_skill_context import BaseSkillContext
-    from skillrack.serve.execution.skill_context import SkillContext
-    from skillrack.serve.security.authn import AuthenticationFailed, RequestCredentials
-    from skillrack.serve.security.authz import AuthorizationRequest, Decision
-    from skillrack.serve.security.caller import Caller
-    from skillrack.serve.security.client_certificate import ClientCertificate
+if TYPE_CHECKING:  # the same names as the table below, for type checkers
+    from skillrack.client.address_guard import AddressGuard as AddressGuard
+    from skillrack.client.address_guard import AddressPolicy as AddressPolicy
+    from skillrack.client.composition import HopLog as HopLog
+    from skillrack.client.composition import compose as compose
+    from skillrack.client.outcome import SkillResult as SkillResult
+    from skillrack.client.skill_client import SkillClient as SkillClient
+    from skillrack.errors import ClientCode as ClientCode
+    from skillrack.errors import ConditionError as ConditionError
+    from skillrack.errors import ErrorCode as ErrorCode
+    from skillrack.errors import InputRequired as InputRequired
+    from skillrack.errors import SkillCallError as SkillCallError
+    from skillrack.errors import SkillrackError as SkillrackError
+    from skillrack.hookspecs import BaseSkillContext as BaseSkillContext
+    from skillrack.hookspecs import SkillContext as SkillContext
+    from skillrack.hookspecs import hookimpl as hookimpl
+    from skillrack.host.settings import ConfigError as ConfigError
+    from skillrack.host.settings import refuse_unknown_keys as refuse_unknown_keys
+    from skillrack.interface.declare import Authority as Authority
+    from skillrack.interface.declare import BaseSkill as BaseSkill
+    from skillrack.interface.declare import DomainSchema as DomainSchema
+    from skillrack.interface.declare import Interaction as Interaction
+    from skillrack.interface.declare import Operation as Operation
+    from skillrack.interface.declare import Skill as Skill
+    from skillrack.interface.declare import SupportingRecord as SupportingRecord
+    from skillrack.interface.json_value import JsonObject as JsonObject
+    from skillrack.interface.json_value import JsonValue as JsonValue
+    from skillrack.protocol.parts import DataPart as DataPart
+    from skillrack.protocol.parts import FilePart as FilePart
+    from skillrack.protocol.parts import IncomingMessage as IncomingMessage
+    from skillrack.protocol.parts import TextPart as TextPart
+    from skillrack.serve.security.authn import AuthenticationFailed as AuthenticationFailed
+    from skillrack.serve.security.authn import RequestCredentials as RequestCredentials
+    from skillrack.serve.security.authz import AuthorizationRequest as AuthorizationRequest
+    from skillrack.serve.security.authz import Decision as Decision
+    from skillrack.serve.security.caller import Caller as Caller
+    from skillrack.serve.security.client_certificate import ClientCertificate as ClientCertificate
 
 #: Every name, imported on first use: name -> the module that defines it.
 _ON_FIRST_USE = {
@@ -115,7 +127,10 @@ _ON_FIRST_USE = {
     "SkillCallError": "skillrack.errors",
     "SkillrackError": "skillrack.errors",
     "hookimpl": "skillrack.hookspecs",
-    "ConfigError": "skillrack.host.config",
+    "BaseSkillContext": "skillrack.hookspecs",
+    "SkillContext": "skillrack.hookspecs",
+    "ConfigError": "skillrack.host.settings",
+    "refuse_unknown_keys": "skillrack.host.settings",
     "Authority": "skillrack.interface.declare",
     "BaseSkill": "skillrack.interface.declare",
     "DomainSchema": "skillrack.interface.declare",
@@ -123,14 +138,14 @@ _ON_FIRST_USE = {
     "Operation": "skillrack.interface.declare",
     "Skill": "skillrack.interface.declare",
     "SupportingRecord": "skillrack.interface.declare",
+    "JsonObject": "skillrack.interface.json_value",
+    "JsonValue": "skillrack.interface.json_value",
     "DataPart": "skillrack.protocol.parts",
     "FilePart": "skillrack.protocol.parts",
     "IncomingMessage": "skillrack.protocol.parts",
     "TextPart": "skillrack.protocol.parts",
-    "BaseSkillContext": "skillrack.serve.execution.base_skill_context",
     "Caller": "skillrack.serve.security.caller",
     "InputRequired": "skillrack.errors",
-    "SkillContext": "skillrack.serve.execution.skill_context",
     "AuthenticationFailed": "skillrack.serve.security.authn",
     "RequestCredentials": "skillrack.serve.security.authn",
     "AuthorizationRequest": "skillrack.serve.security.authz",
@@ -147,38 +162,9 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = [
-    "AddressGuard",
-    "AddressPolicy",
-    "AuthenticationFailed",
-    "Authority",
-    "AuthorizationRequest",
-    "BaseSkill",
-    "BaseSkillContext",
-    "Caller",
-    "ClientCertificate",
-    "ClientCode",
-    "ConditionError",
-    "ConfigError",
-    "DataPart",
-    "Decision",
-    "DomainSchema",
-    "ErrorCode",
-    "FilePart",
-    "HopLog",
-    "IncomingMessage",
-    "InputRequired",
-    "Interaction",
-    "Operation",
-    "RequestCredentials",
-    "Skill",
-    "SkillCallError",
-    "SkillClient",
-    "SkillContext",
-    "SkillResult",
-    "SkillrackError",
-    "SupportingRecord",
-    "TextPart",
-    "compose",
-    "hookimpl",
-]
+def __dir__() -> list[str]:
+    """Every public name, loaded or not, so that completion and ``help()`` see them all."""
+    return sorted(set(globals()) | set(__all__))
+
+
+__all__ = sorted(_ON_FIRST_USE)

@@ -18,7 +18,7 @@ builtin in parentheses is a second base)::
         + InlineSchemaError                   interface.schemaerror
       x SkillCallError                        errors
       x StartupError                          errors
-      x ConfigError                           host.config
+      x ConfigError                           host.settings
       x CanonicalizationError (ValueError)    interface.canonical
       x VersionError (ValueError)             interface.versions
       x SchemaReferenceError (ValueError)     interface.schemaref
@@ -28,7 +28,7 @@ builtin in parentheses is a second base)::
       x EcmaPatternError (ValueError)         interface.ecma_regex
       x RetrievalRefused                      interface.schemawalk
       x InterfaceSchemaIntegrityError         interface.standard_schema
-      x UnsafeNumber (ValueError)             protocol.wire
+      x UnsafeNumber (ValueError)             protocol.values
       x CardSignatureError                    protocol.signing
       x AuthenticationFailed                  serve.security.authn
       x CallRefused                           serve.bindings.grpc_server
@@ -37,6 +37,8 @@ builtin in parentheses is a second base)::
       x BundleError                           release.bundle
       x ReleaseUsageError                     release.target
       x ScaffoldError                         ops.scaffold
+      x YangError (ValueError)                yang.errors
+        + XsdPatternError                     yang.xsd_regex
 
 What each one means, in one line:
 
@@ -156,8 +158,13 @@ class ConditionError(SkillrackError):
     code: ErrorCode
     message: str
     details: tuple[ErrorDetail, ...] = field(default_factory=tuple)
+    #: A JSON Pointer into the arguments naming the member at fault: a plugin's short cut
+    #: for ``details=(ErrorDetail(pointer),)`` (``ErrorDetail`` is not public API).
+    pointer: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
+        if self.pointer is not None and not self.details:
+            self.details = (ErrorDetail(self.pointer),)
         super().__init__(f"{self.code.value}: {self.message}")
 
     def to_error_object(self) -> dict[str, Any]:

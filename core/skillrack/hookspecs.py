@@ -1,23 +1,38 @@
-"""The hooks a skillrack plugin can implement.
+"""What a skillrack plugin implements: its hooks, and the handlers of its skills.
 
-Plugins implement them with ``@skillrack.hookimpl`` and are found through the
-``skillrack`` entry-point group.  Hooks are named by role, as in datasette and
-llm: ``register_*`` hooks hand the plugin a callback so that the host checks
-every registration in one place and knows which plugin made it.
+Plugins implement the hooks with ``@skillrack.hookimpl`` and are found through
+the ``skillrack`` entry-point group.  Hooks are named by role, as in datasette
+and llm: ``register_*`` hooks hand the plugin a callback so that the host
+checks every registration in one place and knows which plugin made it.
 
 Evolving a hook means adding arguments, never changing them: pluggy passes an
 implementation only the arguments it names, so old plugins keep working.
+
+The skills a plugin registers carry handlers, and their signatures are stated
+here too (:data:`Handler`, :data:`BaseHandler`), with what a handler may call
+on its context (:class:`SkillContext`, :class:`BaseSkillContext`, public as
+``skillrack.SkillContext`` and ``skillrack.BaseSkillContext``).  They are
+protocols: the host's contexts (:mod:`skillrack.serve.execution`) implement
+them, and a test's stand-in may too.  A declaration (``interface/``) names the
+handler types and cannot import the rooms that define a caller, a Message or a
+delegation's result; this module can, for type checkers only, which is why
+they live here (docs/architecture.md, "Hook and handler signatures").
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeAlias
 
 import pluggy
 
 if TYPE_CHECKING:
-    from skillrack.interface.declare import BaseSkill, Skill
+    from skillrack.client.composition import DomainCheck
+    from skillrack.client.outcome import SkillResult
+    from skillrack.interface.declare import BaseSkill, ResponseMode, Skill
+    from skillrack.interface.json_value import JsonObject, JsonValue
+    from skillrack.protocol.parts import IncomingMessage, PartLike
     from skillrack.serve.security.authn import RequestCredentials
     from skillrack.serve.security.authz import AuthorizationRequest, Decision
     from skillrack.serve.security.caller import Caller
@@ -96,16 +111,157 @@ def www_authenticate() -> str | None:
 
 @hookspec
 def approve_invocation(request: AuthorizationRequest) -> Decision | None:
-    """Approve or refuse an invocation that needs approval, before any side effect.
+    """Approve, refuse, or ask people about an invocation, before it runs.
 
-    Called, after authorization allowed the call, for every call of a skill
-    whose document says ``approval_may_be_required``, whose authority is
-    ``execute``, or whose chosen operation is declared ``may_require_approval``,
-    whatever its ``default_mode``.  Return ``Decision.allow()`` to approve,
-    ``Decision.deny()`` to refuse (the task ends ``TASK_STATE_REJECTED`` with
-    ``authorization_failed``), or ``None`` to leave it open: an operator then
-    decides (``skillrack approvals grant|deny``) when the skill's declarations
-    say the call needs approval (the chosen operation's flag, for a skill that
-    flags operations), else the call goes on.  Any refusal wins.  May be
-    ``async``.
+    Called, after authorization allowed the call, on every call of every
+    skill, whatever its ``default_mode`` and authority (the draft's approval
+    checks "in every mode").  Return ``Decision.allow()`` to approve,
+    ``Decision.deny()`` to refuse (the task ends ``TASK_STATE_REJECTED``
+    with ``authorization_failed``), ``Decision.require(n, roles)`` to make the
+    call wait until ``n`` distinct people holding one of ``roles`` granted it
+    (``skillrack approvals grant``, the console), or ``None`` to leave it
+    open: an operator then decides when the skill's declarations say the
+    call needs approval (the chosen operation's flag, for a skill that flags
+    operations; else an ``execute`` authority), else the call goes on.  Any
+    refusal wins; then the requirement asking for the most approvers; then
+    an approval.  May be ``async``.
     """
+
+
+@hookspec
+def configure_plugin(settings: Mapping[str, Any], base_dir: Path) -> None:
+    """Receive the operator's settings for this plugin, before ``register_skills`` is called.
+
+    ``settings`` is the ``[plugins.<name>]`` table of the configuration file,
+    where ``<name>`` is the plugin's entry-point name (``{}`` when the operator
+    wrote none); ``base_dir`` is the directory relative paths in it resolve
+    against (the configuration file's).  Check every key
+    (``skillrack.refuse_unknown_keys``) and raise ``skillrack.ConfigError``
+    naming the key and what to write: start-up stops with that one line.
+    Called once per process, synchronously, with this plugin's own table only.
+    The first-party plugins' names (``api_keys``, ``jwt``, ``mtls``, ``oidc``,
+    ``policy``, ``approval_rules``) are reserved.  Return value is ignored.
+    """
+
+
+# -- the handlers a plugin's skills carry ------------------------------------------------------
+
+
+class HandlerContext(Protocol):
+    """What every handler's context offers: which task this is, who asked, cancellation."""
+
+    @property
+    def task_id(self) -> str:
+        """The A2A task this run belongs to."""
+
+    @property
+    def context_id(self) -> str:
+        """The A2A context (conversation) the task belongs to."""
+
+    @property
+    def skill_id(self) -> str: ...
+
+    @property
+    def caller(self) -> Caller:
+        """Who is calling, as authentication established it (identity, tenant, attributes)."""
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the caller asked to cancel (cancellable skills only)."""
+
+    async def wait_cancelled(self) -> None:
+        """Wait until the caller cancels; race long waits against it."""
+
+
+class SkillContext(HandlerContext, Protocol):
+    """What a schema skill's handler may call: records, progress, input, delegation.
+
+    ``request_input`` and ``delegate`` may raise signals and errors a handler
+    lets through: :class:`~skillrack.errors.InputRequired` is a
+    ``BaseException`` (as ``asyncio.CancelledError`` is), so never catch
+    ``BaseException`` or ``InputRequired`` around them.
+    """
+
+    @property
+    def skill_version(self) -> str: ...
+
+    @property
+    def operation(self) -> str | None:
+        """The operation chosen, for a multi-operation skill; else ``None``."""
+
+    async def publish_record(
+        self, kind: str, record: JsonValue, *, artifact_id: str | None = None
+    ) -> str:
+        """Validate ``record`` against ``kind``'s schema and send it; returns its Artifact id."""
+
+    async def publish_progress(self, partial_result: JsonValue) -> None:
+        """Send a progressive version of the primary result (not validated, replaces the last)."""
+
+    async def request_input(self, request: JsonValue) -> JsonValue:
+        """The caller's answer to ``request``; parks the task (``InputRequired``) until it comes."""
+
+    async def delegate(
+        self, peer: str, skill_id: str, arguments: JsonValue, *, mode: ResponseMode = "sync"
+    ) -> SkillResult:
+        """Call ``skill_id`` at the configured peer agent ``peer``, as a new downstream task."""
+
+    async def compose(
+        self,
+        upstream: tuple[str, str],
+        instance: JsonValue,
+        downstream: tuple[str, str],
+        *,
+        domain_checks: Mapping[str, DomainCheck] | None = None,
+    ) -> SkillResult:
+        """Feed an upstream skill's output (``instance``) to a downstream skill, if eligible."""
+
+
+class BaseSkillContext(HandlerContext, Protocol):
+    """What a base-A2A skill's handler may call: a direct reply, or a task's messages.
+
+    ``ask`` raises :class:`~skillrack.errors.InputRequired` (a ``BaseException``):
+    let it through.
+    """
+
+    @property
+    def history(self) -> tuple[IncomingMessage, ...]:
+        """The caller's earlier Messages of this task, oldest first (empty on a new exchange)."""
+
+    async def reply(self, *parts: PartLike) -> None:
+        """Answer with one agent Message and no Task (only as a new exchange's first answer)."""
+
+    async def status(self, *parts: PartLike) -> None:
+        """A status message while the task works (``TASK_STATE_WORKING``)."""
+
+    async def artifact(
+        self,
+        *parts: PartLike,
+        name: str | None = None,
+        artifact_id: str | None = None,
+        append: bool = False,
+        last_chunk: bool | None = None,
+    ) -> str:
+        """Send an Artifact of ``parts``; returns its id."""
+
+    async def ask(self, *parts: PartLike) -> NoReturn:
+        """Ask the caller for more: the task waits in ``TASK_STATE_INPUT_REQUIRED``."""
+
+
+#: ``async def handler(arguments: JsonObject, context: SkillContext) -> JsonValue``: a schema
+#: skill's handler; the result is validated against the skill's ``output_schema``.
+Handler: TypeAlias = "Callable[[JsonObject, SkillContext], Awaitable[JsonValue]]"
+
+#: ``async def precheck(arguments: JsonObject, caller: Caller) -> None``: refuses a call the
+#: skill can never honour (an unknown device, say) by raising ``ConditionError``, after
+#: authorization and before any approval is asked (``Skill.precheck``).
+Precheck: TypeAlias = "Callable[[JsonObject, Caller], Awaitable[None]]"
+
+#: What a base skill's handler returns: ``None``, a ``str``, one part, or a sequence of parts
+#: (the task's final status message); ignored after ``context.reply``.
+BaseReply: TypeAlias = "PartLike | Sequence[PartLike] | None"
+
+#: ``async def handler(message: IncomingMessage, context: BaseSkillContext) -> BaseReply``.
+BaseHandler: TypeAlias = "Callable[[IncomingMessage, BaseSkillContext], Awaitable[BaseReply]]"
+
+#: ``matches(message) -> bool``: whether a Message that names no skill is for this base skill.
+MessageMatcher: TypeAlias = "Callable[[IncomingMessage], bool]"

@@ -5,17 +5,20 @@ its kind's schema in the assembled interface and returns the artifact id (a
 record with the same id replaces the earlier one); ``publish_progress`` keeps
 each partial result; ``request_input`` follows the replay model, returning
 the answers given at construction in order and raising ``InputRequired``
-once they run out.
+once they run out.  It has every member of :class:`skillrack.SkillContext` (a
+protocol), so a type checker accepts it wherever a handler expects one;
+``delegate`` and ``compose`` fail the test, since these handlers never call
+another agent (tests/test_two_agents.py runs the ones that do).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
 
-from skillrack import InputRequired
+from skillrack import Caller, InputRequired, JsonValue
 from skillrack.testing import VerifiedInterface
 
 __all__ = ["FakeContext", "InputRequired"]
@@ -28,14 +31,17 @@ class FakeContext:
         self,
         interface: VerifiedInterface,
         *,
-        answers: Sequence[Any] = (),
+        answers: Sequence[JsonValue] = (),
         task_id: str = "task-1",
         operation: str | None = None,
+        caller: Caller | None = None,
     ) -> None:
         self.interface = interface
         self.task_id = task_id
         self.context_id = "context-1"
         self.skill_id = interface.skill_id
+        self.skill_version = interface.skill_version
+        self.caller = caller or Caller(identity="test-caller", authenticated=True)
         self.operation = operation
         self.records: dict[str, tuple[str, Any]] = {}
         self.publications: list[str] = []
@@ -60,7 +66,7 @@ class FakeContext:
     async def publish_progress(self, partial_result: Any) -> None:
         self.progress.append(partial_result)
 
-    async def request_input(self, request: Any) -> Any:
+    async def request_input(self, request: JsonValue) -> JsonValue:
         self.requests.append(request)
         index = self._asked
         self._asked += 1
@@ -77,6 +83,21 @@ class FakeContext:
 
     def cancel(self) -> None:
         self._cancelled.set()
+
+    async def delegate(
+        self, peer: str, skill_id: str, arguments: JsonValue, *, mode: str = "sync"
+    ) -> NoReturn:
+        raise AssertionError(f"unexpected delegation to {peer}/{skill_id}")
+
+    async def compose(
+        self,
+        upstream: tuple[str, str],
+        instance: JsonValue,
+        downstream: tuple[str, str],
+        *,
+        domain_checks: Mapping[str, Any] | None = None,
+    ) -> NoReturn:
+        raise AssertionError(f"unexpected composition into {downstream[0]}/{downstream[1]}")
 
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.records.values()]

@@ -149,3 +149,20 @@ async def test_unknown_resource_is_rejected(operation: str, device: str, interfa
     with pytest.raises(ConditionError) as info:
         await handler(arguments, FakeContext(INTERFACE, operation=operation))
     assert info.value.code is ErrorCode.CONSTRAINT_REJECTED
+
+
+@pytest.mark.parametrize(
+    ("device", "interface", "pointer"),
+    [("no-such-device", "eth0", "/device_id"), ("edge-router-1", "eth9", "/interface")],
+)
+async def test_the_precheck_refuses_an_unknown_resource_with_its_pointer(
+    device: str, interface: str, pointer: str
+) -> None:
+    """The host runs it before the approval gate, so nobody approves a call that cannot work."""
+    assert MANAGE_INTERFACE.precheck is not None
+    arguments = args("reset_counters", device_id=device, interface=interface, reason="test")
+    with pytest.raises(ConditionError) as info:
+        await MANAGE_INTERFACE.precheck(arguments, None)
+    assert info.value.code is ErrorCode.CONSTRAINT_REJECTED
+    assert [d.instance_path for d in info.value.details] == [pointer]
+    await MANAGE_INTERFACE.precheck(args("reset_counters", reason="test"), None)

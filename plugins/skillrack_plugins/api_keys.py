@@ -62,8 +62,8 @@ from skillrack import (
     Decision,
     RequestCredentials,
     hookimpl,
+    refuse_unknown_keys,
 )
-from skillrack_plugins._settings import refuse_unknown
 
 NAME = "api-keys"
 AUTH = "api_key"
@@ -156,7 +156,7 @@ class ApiKeys:
 
 def create(settings: Mapping[str, Any], base_dir: Path) -> ApiKeys:
     """Validate ``settings``, load the keys, and return the plugin object."""
-    refuse_unknown("api_keys", settings, _SETTINGS)
+    refuse_unknown_keys("[plugins.api_keys]", settings, _SETTINGS)
     header = settings.get("header", DEFAULT_HEADER)
     if not isinstance(header, str) or not _HEADER_NAME.fullmatch(header):
         raise ConfigError("api_keys.header must be an HTTP header name")
@@ -208,9 +208,7 @@ def _parse(text: str, where: str) -> list[_Key]:
     except tomllib.TOMLDecodeError as exc:
         # The decoder's message names a position, never the text itself.
         raise ConfigError(f"{where} is not valid TOML: {exc}") from exc
-    extra = set(document) - {"key"}
-    if extra:
-        raise ConfigError(f"{where}: unknown table {sorted(extra)[0]!r} (only [[key]])")
+    refuse_unknown_keys(where, document, ("key",))
     entries = document.get("key", [])
     if not isinstance(entries, list):
         raise ConfigError(f"{where}: 'key' must be an array of tables ([[key]])")
@@ -220,11 +218,8 @@ def _parse(text: str, where: str) -> list[_Key]:
 def _entry(entry: Any, where: str) -> _Key:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be a table")
-    extra = set(entry) - _ENTRY_FIELDS
-    if extra:
-        # Do not echo the value: a misplaced clear key must not reach a log.
-        known = ", ".join(sorted(_ENTRY_FIELDS))
-        raise ConfigError(f"{where}: unknown field {sorted(extra)[0]!r} (known: {known})")
+    # The check never echoes a value: a misplaced clear key must not reach a log.
+    refuse_unknown_keys(where, entry, _ENTRY_FIELDS)
     digest = entry.get("sha256")
     if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
         raise ConfigError(f"{where}.sha256 must be 64 lowercase hex digits (see hash_key)")

@@ -43,8 +43,15 @@ from typing import Any
 
 import jwt
 
-from skillrack import AuthenticationFailed, Caller, ConfigError, RequestCredentials, hookimpl
-from skillrack_plugins._settings import audience_setting, refuse_unknown
+from skillrack import (
+    AuthenticationFailed,
+    Caller,
+    ConfigError,
+    RequestCredentials,
+    hookimpl,
+    refuse_unknown_keys,
+)
+from skillrack_plugins._settings import audience_setting
 from skillrack_plugins.jose_keys import (
     DEFAULT_ALGORITHMS,
     KeyTable,
@@ -160,7 +167,7 @@ class JwtBearer:
 
 def create(settings: Mapping[str, Any], base_dir: Path) -> JwtBearer:
     """Validate ``settings``, load the JWKS, and return the plugin object."""
-    refuse_unknown("jwt_bearer", settings, _SETTINGS)
+    refuse_unknown_keys("[plugins.jwt]", settings, _SETTINGS)
     for required in ("jwks", "issuer", "audience"):
         if required not in settings:
             raise ConfigError(f"jwt_bearer.{required} is required")

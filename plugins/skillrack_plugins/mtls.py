@@ -64,8 +64,8 @@ from skillrack import (
     ConfigError,
     RequestCredentials,
     hookimpl,
+    refuse_unknown_keys,
 )
-from skillrack_plugins._settings import refuse_unknown
 
 NAME = "mtls"
 AUTH = "mtls"
@@ -153,7 +153,7 @@ class MutualTls:
 
 def create(settings: Mapping[str, Any], base_dir: Path) -> MutualTls:
     """Validate ``settings`` and return the plugin object (``base_dir`` is unused)."""
-    refuse_unknown("mtls", settings, _SETTINGS)
+    refuse_unknown_keys("[plugins.mtls]", settings, _SETTINGS)
     scheme = settings.get("scheme", DEFAULT_SCHEME)
     if not isinstance(scheme, str) or not _SCHEME_NAME.fullmatch(scheme):
         raise ConfigError("mtls.scheme must be a name of letters, digits, '_', '.' or '-'")
@@ -176,10 +176,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> MutualTls:
 def _entry(entry: Any, where: str) -> _Entry:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where} must be a table")
-    extra = set(entry) - _ENTRY_FIELDS
-    if extra:
-        known = ", ".join(sorted(_ENTRY_FIELDS))
-        raise ConfigError(f"{where}: unknown field {sorted(extra)[0]!r} (known: {known})")
+    refuse_unknown_keys(where, entry, _ENTRY_FIELDS)
     named = [name for name in _MATCHERS if name in entry]
     if len(named) != 1:
         raise ConfigError(f"{where} must name exactly one of {', '.join(_MATCHERS)}")

@@ -91,8 +91,9 @@ from skillrack import (
     ConfigError,
     RequestCredentials,
     hookimpl,
+    refuse_unknown_keys,
 )
-from skillrack_plugins._settings import audience_setting, refuse_unknown
+from skillrack_plugins._settings import audience_setting
 from skillrack_plugins.introspection import Introspection
 from skillrack_plugins.issuer_documents import CachedDocument, CachePolicy, DocumentUnavailable
 from skillrack_plugins.jose_keys import (
@@ -425,7 +426,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> OidcBearer:
 
     Nothing is fetched here: the first token fetches the issuer's documents.
     """
-    refuse_unknown("oidc", settings, _SETTINGS)
+    refuse_unknown_keys("[plugins.oidc]", settings, _SETTINGS)
     for required in ("issuer", "audience"):
         if required not in settings:
             raise ConfigError(f"oidc.{required} is required")
@@ -592,7 +593,7 @@ def _introspection(value: Any, base_dir: Path, allow_loopback: bool) -> dict[str
         return None
     if not isinstance(value, dict):
         raise ConfigError("[plugins.oidc.introspection] must be a table")
-    refuse_unknown("oidc.introspection", value, _INTROSPECTION)
+    refuse_unknown_keys("[plugins.oidc.introspection]", value, _INTROSPECTION)
     client_id = value.get("client_id")
     if not isinstance(client_id, str) or not client_id:
         raise ConfigError("oidc.introspection.client_id is required (the agent's own client)")

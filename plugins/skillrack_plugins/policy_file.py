@@ -45,8 +45,8 @@ composed and a decomposed ``é`` are one letter), invisible format characters
 whitespace stripped, and case folded unless the rule says ``case_sensitive =
 true``.  A value matches a pattern when it matches as written **or** in the
 normal form, so normalization only ever widens a rule: ``Core-Router-1``,
-a full-width ``c`` or a leading space no longer pass a deny rule written
-for ``core-router-*``, and nothing a rule matched before escapes it now.
+a full-width ``c`` or a leading space do not pass a deny rule written for
+``core-router-*``, and nothing that matches a rule as written escapes it.
 
 Decision: if any deny rule matches, the call is denied; otherwise if any allow
 rule matches, it is allowed; otherwise this plugin has no opinion (``None``)
@@ -85,8 +85,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl
-from skillrack_plugins._settings import refuse_unknown
+from skillrack import AuthorizationRequest, ConfigError, Decision, hookimpl, refuse_unknown_keys
 from skillrack_plugins.rules import Effects, Rule, normalize_resource, parse_rule
 
 __all__ = ["PolicyFile", "Rule", "create", "normalize_resource", "parse_policy"]
@@ -109,9 +108,7 @@ def parse_policy(text: str, where: str) -> tuple[Rule, ...]:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where} is not valid TOML: {exc}") from exc
-    unknown = sorted(set(raw) - {"rule"})
-    if unknown:
-        raise ConfigError(f"{where}: unknown key '{unknown[0]}' (a policy holds only [[rule]])")
+    refuse_unknown_keys(where, raw, ("rule",))
     tables = raw.get("rule", [])
     if not isinstance(tables, list):
         raise ConfigError(f"{where}: key 'rule' must be an array of tables ([[rule]])")
@@ -237,7 +234,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> PolicyFile:
     """The policy plugin for ``settings`` (``file``: the policy path, relative to ``base_dir``)."""
     if not isinstance(settings, Mapping):
         raise ConfigError("[plugins.policy] must be a table with setting 'file'")
-    refuse_unknown("policy", settings, _SETTINGS_KEYS)
+    refuse_unknown_keys("[plugins.policy]", settings, _SETTINGS_KEYS)
     file = settings.get("file")
     if file is None:
         raise ConfigError("[plugins.policy]: setting 'file' is required (path of the TOML policy)")

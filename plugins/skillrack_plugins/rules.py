@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
-from skillrack import AuthorizationRequest, ConfigError
+from skillrack import AuthorizationRequest, ConfigError, refuse_unknown_keys
 
 PATTERN_KEYS = ("identities", "roles", "tenants", "skills", "operations", "resources")
 RULE_KEYS = frozenset({"effect", "authenticated", "case_sensitive", "description", *PATTERN_KEYS})
@@ -148,11 +148,7 @@ def parse_rule(number: int, table: Any, here: str, effects: Effects, *, kind: st
     """One rule from its TOML table, or a one-line :class:`ConfigError` naming rule and key."""
     if not isinstance(table, Mapping):
         raise ConfigError(f"{here} must be a table")
-    unknown = sorted(set(table) - RULE_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{here}: unknown key '{unknown[0]}' (known: {', '.join(sorted(RULE_KEYS))})"
-        )
+    refuse_unknown_keys(here, table, RULE_KEYS)
     effect = table.get("effect")
     if effect not in (effects.permitting, effects.blocking):
         shown = "missing" if effect is None else repr(effect)

@@ -60,7 +60,7 @@ def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
 
 def _decide(config: Path, action: str, approval_id: str) -> subprocess.CompletedProcess[str]:
     decide = [skillrack_command(), "approvals", action, approval_id, "--config", str(config)]
-    return _run([*decide, "--by", "test-operator"])
+    return _run([*decide, "--by", "test-operator", "--reason", "CHG-7 reviewed"])
 
 
 def _here(capsys: pytest.CaptureFixture[str], *argv: str) -> subprocess.CompletedProcess[str]:
@@ -81,7 +81,16 @@ def _decide_here(
     capsys: pytest.CaptureFixture[str], config: Path, action: str, approval_id: str
 ) -> subprocess.CompletedProcess[str]:
     return _here(
-        capsys, "approvals", action, approval_id, "--config", str(config), "--by", "test-operator"
+        capsys,
+        "approvals",
+        action,
+        approval_id,
+        "--config",
+        str(config),
+        "--by",
+        "test-operator",
+        "--reason",
+        "CHG-7 reviewed",
     )
 
 
@@ -119,7 +128,7 @@ def test_call_waits_for_the_approval_and_finishes_once_granted(
         assert pending[approval_id]["task_id"] == task_id
         assert process.poll() is None  # still waiting: nothing was decided
         granted = _decide(config, "grant", approval_id)
-        assert granted.returncode == 0 and granted.stdout.strip() == f"{approval_id} granted"
+        assert granted.returncode == 0 and granted.stdout.startswith(f"{approval_id} granted")
         status, result, err = _finish(process)
     finally:
         process.kill()
@@ -134,7 +143,7 @@ def test_call_exits_1_with_authorization_failed_once_denied(agent: tuple[str, Pa
     process, approval_id, task_id = _waiting_call(url)
     try:
         denied = _decide(config, "deny", approval_id)
-        assert denied.returncode == 0 and denied.stdout.strip() == f"{approval_id} denied"
+        assert denied.returncode == 0 and denied.stdout.startswith(f"{approval_id} denied")
         status, error, err = _finish(process)
     finally:
         process.kill()

@@ -24,7 +24,7 @@ from skillrack.cli import main as cli
 from skillrack.cli.exits import EXIT_STATUSES
 from skillrack.host.selection import ENTRY_POINT_GROUP
 from skillrack.release.check import counted
-from skillrack.testing.serve import CARD_PATH, skillrack_command, start_agent
+from skillrack.testing.serve import CARD_PATH, free_port, skillrack_command, start_agent
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120  # seconds; the command itself answers in a few on an idle machine
@@ -136,7 +136,7 @@ def test_the_banner_means_the_agent_answers(tmp_path: Path, mode: tuple[str, ...
     """Once "serving at" is printed, the card answers at once: no retry, no wait.
 
     With ``--workers`` the banner waits for every worker's start-up, not for
-    the socket alone (it used to come before any worker had started).
+    the socket alone (a bound socket answers nothing until a worker accepts).
     """
     agent = start_agent(tmp_path, plugins="", args=mode, log_level="info")
     try:
@@ -185,13 +185,6 @@ def test_a_worker_that_cannot_start_stops_serve_in_one_line(tmp_path: Path) -> N
     assert "serving at" not in run.stdout and "Traceback" not in run.stderr, run.stderr
     last = run.stderr.strip().splitlines()[-1]
     assert last.startswith("skillrack: the agent did not start: skill id 'probe' is registered")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def test_version_names_the_host_the_sdk_and_every_plugin() -> None:

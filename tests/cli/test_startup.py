@@ -10,6 +10,7 @@ after the command's code ran.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -18,6 +19,8 @@ from pathlib import Path
 
 import pytest
 from helpers.example_vendor import example_vendor_env
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from skillrack.cli import operator as cli_operator
 from skillrack.ops import scaffold
@@ -32,13 +35,22 @@ HEAVY = (
     "jsonschema",
     "jwt",
     "pluggy",
-    "rfc3987_syntax",
+    "pyang",
     "sqlalchemy",
     "starlette",
     "uvicorn",
 )
 #: The server stack, which ``skillrack plugins`` must not import either.
 SERVER_STACK = ("a2a", "google", "httpx", "sqlalchemy", "starlette", "uvicorn")
+
+#: The distributions of jsonschema's ``format-nongpl`` extra (and what they bring), which
+#: jsonschema imports, all of them, whenever they are installed: ``rfc3987-syntax`` builds a
+#: parser (seconds of CPU), ``isoduration`` imports ``arrow``.  skillrack checks every format
+#: itself (``skillrack.interface.formats``), so nothing skillrack installs may bring them.
+FORMAT_DISTRIBUTIONS = frozenset(
+    {"rfc3987-syntax", "lark", "isoduration", "arrow", "rfc3986-validator", "rfc3339-validator",
+     "fqdn", "jsonpointer", "uri-template", "webcolors"}
+)  # fmt: skip
 
 
 def imported_after(code: str, env: dict[str, str] | None = None) -> set[str]:
@@ -82,7 +94,50 @@ def test_plugins_loads_the_plugins_but_not_the_server_stack(tmp_path: Path) -> N
     )
     assert "skillrack_example_vendor" in found  # the plugins were loaded
     assert "jsonschema" in found  # and their skills assembled
-    assert found & {*SERVER_STACK, "rfc3987_syntax"} == set()
+    assert found & {*SERVER_STACK, "rfc3987_syntax", "isoduration", "arrow"} == set()
+
+
+def installed_closure(name: str, extras: frozenset[str]) -> set[str]:
+    """The distributions ``name[extras]`` requires, transitively, read from installed metadata.
+
+    Normalized names; a required distribution that is not installed is in the set (its own
+    requirements are not known).
+    """
+    found: set[str] = set()
+    todo = [(name, extras)]
+    seen: set[tuple[str, frozenset[str]]] = set()
+    while todo:
+        current, wanted = todo.pop()
+        key = canonicalize_name(current)
+        if (key, wanted) in seen:
+            continue
+        seen.add((key, wanted))
+        found.add(key)  # required, whether or not it is installed here
+        try:
+            requirements = importlib.metadata.requires(current) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for line in requirements:
+            requirement = Requirement(line)
+            marker = requirement.marker
+            if marker is None or any(marker.evaluate({"extra": e}) for e in wanted | {""}):
+                todo.append((requirement.name, frozenset(requirement.extras)))
+    return found
+
+
+def test_nothing_skillrack_installs_brings_jsonschemas_format_packages() -> None:
+    """Not the host, its gRPC and Redis extras, nor what its tests install."""
+    closure = installed_closure("skillrack", frozenset({"grpc", "redis", "test", "otel"}))
+    assert {"jsonschema", "idna", "a2a-sdk"} <= closure  # the walk reads real metadata
+    assert closure & FORMAT_DISTRIBUTIONS == set()
+
+
+def test_the_closure_walk_follows_requested_extras_only() -> None:
+    """Checked on jsonschema itself: the extra brings the packages, plain jsonschema does not."""
+    plain = installed_closure("jsonschema", frozenset())
+    assert plain & FORMAT_DISTRIBUTIONS == set()
+    requested = installed_closure("jsonschema", frozenset({"format-nongpl"}))
+    assert {"rfc3987-syntax", "isoduration", "rfc3986-validator"} <= requested
 
 
 def test_the_parser_default_skill_is_the_scaffold_default() -> None:

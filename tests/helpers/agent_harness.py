@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-import uvicorn
 from starlette.types import ASGIApp
 
-from helpers.waiting import wait_until
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.serve.server import build_server
+from skillrack.testing.serve import free_port, serving_in_thread
 
 W = TypeVar("W")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager
@@ -48,19 +38,8 @@ def running_agent(
     app: ASGIApp = build_server(registry, config, base_url, **app_options)
     if wrap is not None:
         app = wrap(app)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    wait_until(lambda: server.started or not thread.is_alive(), "the test agent to start")
-    if not server.started:
-        raise RuntimeError("the test agent did not start")
-    try:
+    with serving_in_thread(app, port):
         yield base_url
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @contextmanager

@@ -13,8 +13,10 @@ from skillrack import (
     DomainSchema,
     ErrorCode,
     Interaction,
+    JsonValue,
     Operation,
     Skill,
+    SkillContext,
     SupportingRecord,
     hookimpl,
 )
@@ -30,7 +32,7 @@ WAIT_INPUT = {
 RELEASE: dict[str, asyncio.Event] = {}
 
 
-async def evaluate(arguments: Any, context: Any) -> Any:
+async def evaluate(arguments: Any, context: SkillContext) -> JsonValue:
     record_id = "observation-7"
     await context.publish_record(
         "resource-observation",
@@ -55,44 +57,44 @@ async def evaluate(arguments: Any, context: Any) -> Any:
     }
 
 
-async def slow(arguments: Any, context: Any) -> Any:
+async def slow(arguments: Any, context: SkillContext) -> JsonValue:
     await asyncio.sleep(arguments.get("seconds", 1))
     return {"slept": True}
 
 
-async def progress(arguments: Any, context: Any) -> Any:
+async def progress(arguments: Any, context: SkillContext) -> JsonValue:
     for step in range(3):
         await context.publish_record("step", {"n": step}, artifact_id=f"step-{step}")
         await context.publish_progress({"done": step + 1})
     return {"done": 3, "complete": True}
 
 
-async def ask(arguments: Any, context: Any) -> Any:
+async def ask(arguments: Any, context: SkillContext) -> JsonValue:
     window = await context.request_input({"needed": "maintenance_window"})
     second = await context.request_input({"needed": "confirmation"})
     return {"window": window, "confirmation": second}
 
 
-async def crash(arguments: Any, context: Any) -> Any:
+async def crash(arguments: Any, context: SkillContext) -> JsonValue:
     secret = "hunter" + str(2)  # built at run time: only a leak could put it in a log
     raise RuntimeError(f"secret database password is {secret}")
 
 
-async def bad_output(arguments: Any, context: Any) -> Any:
+async def bad_output(arguments: Any, context: SkillContext) -> JsonValue:
     await context.publish_progress({"partial": True})
     return {"unexpected": "shape"}
 
 
-async def huge_number(arguments: Any, context: Any) -> Any:
+async def huge_number(arguments: Any, context: SkillContext) -> JsonValue:
     return {"counter": 2**60}
 
 
-async def bad_record(arguments: Any, context: Any) -> Any:
+async def bad_record(arguments: Any, context: SkillContext) -> JsonValue:
     await context.publish_record("step", {"n": "not a number"})
     return {}
 
 
-async def manage(arguments: Any, context: Any) -> Any:
+async def manage(arguments: Any, context: SkillContext) -> JsonValue:
     return {"operation": context.operation}
 
 

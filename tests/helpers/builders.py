@@ -7,7 +7,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from skillrack import Authority, DomainSchema, Interaction, Skill, SupportingRecord, hookimpl
+from skillrack import (
+    Authority,
+    DomainSchema,
+    Interaction,
+    JsonValue,
+    Skill,
+    SkillContext,
+    SupportingRecord,
+    hookimpl,
+)
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
 
@@ -19,7 +28,7 @@ def load_json(name: str) -> Any:
     return json.loads((DATA / name).read_text(encoding="utf-8"))
 
 
-async def _noop_handler(arguments: Any, context: Any) -> Any:
+async def _noop_handler(arguments: Any, context: SkillContext) -> JsonValue:
     return {}
 
 

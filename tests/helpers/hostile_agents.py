@@ -12,24 +12,22 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from helpers.agent_harness import free_port, running_agent
+from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
-from helpers.waiting import wait_until
+from skillrack.testing.serve import serving_in_thread
 
 CARD_PATH = "/.well-known/agent-card.json"
 #: The credentials the tests hand the client; a server counts requests that carry them.
@@ -42,21 +40,8 @@ MB = 1 << 20
 @contextmanager
 def serving(app: ASGIApp, port: int | None = None) -> Iterator[str]:
     """Serve ``app`` with uvicorn on a loopback port (default: a free one) in a thread."""
-    port = port or free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    wait_until(lambda: server.started or not thread.is_alive(), "the hostile test agent to start")
-    if not server.started:
-        raise RuntimeError("the hostile test agent did not start")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        server.force_exit = True  # endless streams would otherwise hold the shutdown
-        thread.join(timeout=10)
+    with serving_in_thread(app, port, lifespan="off", force_exit=True) as url:
+        yield url  # force_exit: endless streams would otherwise hold the shutdown
 
 
 @dataclass

@@ -30,8 +30,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from helpers.agent_harness import free_port
 from helpers.hostile_agents import serving
+from skillrack.testing.serve import free_port
 
 REALM = "/realms/test"
 DISCOVERY = REALM + "/.well-known/openid-configuration"

@@ -1,11 +1,11 @@
 """Assembly never crashes the host: a hostile declaration refuses its own skill, nothing more.
 
-Before, a 10,000-level schema given inline stopped ``skillrack plugins`` and
-``serve`` with ``maximum recursion depth exceeded`` without naming the plugin,
-``tags=123`` passed ``plugins`` and then crashed ``serve`` while the Agent Card
-was built, and a 50 MB schema file was read and parsed whole (19 s, 445 MB)
-before its size was checked.  Now each is a refusal naming the plugin, the
-skill, the rule and a pointer, and the other skills and plugins load.
+A 10,000-level schema given inline must not stop ``skillrack plugins`` or
+``serve`` with ``maximum recursion depth exceeded``, ``tags=123`` must not
+pass ``plugins`` and then crash ``serve`` while the Agent Card is built, and a
+50 MB schema file must not be read and parsed whole (19 s, 445 MB) before its
+size is checked.  Each is a refusal naming the plugin, the skill, the rule and
+a pointer, and the other skills and plugins load.
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers.agent_harness import free_port
 from helpers.waiting import wait_until
 
 from skillrack.host.config import Config, ConfigError, load_config
+from skillrack.testing.serve import free_port
 
 
 def test_default_config_is_embedded() -> None:
@@ -65,13 +65,16 @@ file = "policy.toml"
 @pytest.mark.parametrize(
     "text, fragment",
     [
-        ("[limits]\nmax_instanse_bytes = 3\n", "limits.max_instanse_bytes"),
+        (
+            "[limits]\nmax_instanse_bytes = 3\n",
+            r'\[limits\]: unknown key "max_instanse_bytes" \(did you mean "max_instance_bytes"\?\)',
+        ),
         ("[limits]\nmax_instance_bytes = -3\n", "positive"),
         ("[limits]\nmax_instance_bytes = 'big'\n", "positive number"),
         ("[agent]\nname = 7\n", "agent.name must be a string"),
-        ("[nonsense]\n", "unknown table"),
+        ("[nonsense]\n", r'toml: unknown key "nonsense"; known: agent, limits, '),
         ("[plugins]\nbuiltin = 'x'\n", "list of module names"),
-        ("[plugins.ldap]\nurl = 'x'\n", "unknown first-party plugin"),
+        ("[plugins]\nldap = 'x'\n", r"\[plugins.ldap\] must be a table of settings"),
         ("[peers]\nobserver = 'ftp://x'\n", "http"),
         ("not toml = = =", "not valid TOML"),
         (
@@ -170,3 +173,30 @@ def test_the_most_the_wire_carries_is_accepted(tmp_path: Path) -> None:
     path.write_text("[limits]\nmax_instance_depth = 30\nmax_schema_depth = 24\n")
     limits = load_config(path).limits
     assert (limits.max_instance_depth, limits.max_schema_depth) == (30, 24)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:s3cret@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"),
+        ("rediss://user:s3cret@cache.example:6380/1", "rediss://user:***@cache.example:6380/1"),
+        (
+            "postgresql+asyncpg://app:s3cret@db.example/skillrack?ssl=require",
+            "postgresql+asyncpg://app:***@db.example/skillrack?ssl=require",
+        ),
+        (
+            "postgresql+asyncpg://app:p%40ss@[::1]:5432/db",
+            "postgresql+asyncpg://app:***@[::1]:5432/db",
+        ),
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),  # nothing to hide
+        ("redis://user@127.0.0.1:6379/0", "redis://user@127.0.0.1:6379/0"),
+        ("sqlite:///skillrack-tasks.db", "sqlite:///skillrack-tasks.db"),
+        ("redis://:s3cret@[::1/0", "redis://***@[::1/0"),  # malformed: all userinfo hidden
+        ("", ""),
+    ],
+)
+def test_redact_url_hides_only_the_password(url: str, shown: str) -> None:
+    from skillrack.host.config import redact_url
+
+    assert redact_url(url) == shown
+    assert "s3cret" not in redact_url(url) and "p%40ss" not in redact_url(url)

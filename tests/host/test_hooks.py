@@ -243,6 +243,12 @@ def wrapping_plugin(hook: str, style: str) -> object:
     """A plugin implementing ``hook`` as a wrapper (``wrapper=True`` or ``hookwrapper=True``)."""
     mark = hookimpl(**{style: True})
 
+    class Configuration:
+        @mark
+        def configure_plugin(self, settings: Any, base_dir: Any) -> Generator[None, Any, Any]:
+            CALLS.append(hook)
+            return (yield)
+
     class Registration:
         @mark
         def register_skills(self, register: Any) -> Generator[None, Any, Any]:
@@ -268,6 +274,7 @@ def wrapping_plugin(hook: str, style: str) -> object:
             return (yield)
 
     plugins: dict[str, type] = {
+        "configure_plugin": Configuration,
         "register_skills": Registration,
         "authenticate": Authentication,
         "authorize_invocation": Authorization,

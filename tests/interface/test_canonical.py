@@ -157,7 +157,7 @@ def test_keys_beyond_the_bmp_sort_by_utf16() -> None:
 
 
 def test_a_cyclic_value_ends_as_in_rfc8785() -> None:
-    """The fast path gives up on a cycle and rfc8785 decides, as it always did."""
+    """The fast path gives up on a cycle and rfc8785 decides, as for any value it refuses."""
     cycle: list[Any] = []
     cycle.append(cycle)
     with pytest.raises(RecursionError):
@@ -271,7 +271,7 @@ def test_from_parts_uses_the_remembered_bytes(serialized: list[Any]) -> None:
         canonical_bytes(schema)
         assert canonical_bytes(document, from_parts=True) == expected
     assert calls == [schema]
-    with canonical.remembering():  # without from_parts: the whole document, as before
+    with canonical.remembering():  # without from_parts: the whole document is serialized
         canonical_bytes(schema)
         assert canonical_bytes(document) == expected
     assert calls == [schema, schema, document]

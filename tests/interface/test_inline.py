@@ -18,10 +18,9 @@ from typing import Any
 import pytest
 import referencing.exceptions
 from helpers.builders import DATA
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
 
 from skillrack.errors import ConditionError, ErrorCode
-from skillrack.interface import compile_clock, inline
+from skillrack.interface import compile_clock, formats, inline
 from skillrack.interface.canonical import canonical_bytes
 from skillrack.interface.inline import (
     DEFINED_FORMATS,
@@ -613,7 +612,7 @@ def test_ensure_format_checkers_passes_here() -> None:
 
 
 def test_ensure_format_checkers_names_a_missing_checker(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delitem(Draft202012Validator.FORMAT_CHECKER.checkers, "date-time")
+    monkeypatch.delitem(formats.CHECKERS, "date-time")
     with pytest.raises(RuntimeError, match="date-time"):
         ensure_format_checkers()
     with pytest.raises(RuntimeError, match="date-time"):

@@ -23,9 +23,9 @@ from helpers.builders import SkillsPlugin, registry_of, simple_skill
 
 from skillrack.errors import ErrorCode
 from skillrack.interface import patterns
+from skillrack.interface.bounded_validator import TIMED_OUT
 from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
 from skillrack.interface.schemaerror import InlineSchemaError
-from skillrack.interface.validation import TIMED_OUT
 from skillrack.testing.serve import error_of, invoke, skill_request
 
 EVIL = "^(a|a)*$"

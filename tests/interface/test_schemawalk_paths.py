@@ -6,7 +6,7 @@ the reference tables are built only once a reference turns up, a ``#/...``
 reference from the root resource is followed without ``referencing``'s
 resolver objects, a schema without references skips the graph search, and
 :func:`~skillrack.interface.limits.json_depth` stacks only arrays and objects.
-Each is held here to the code it replaced (kept below, as it was), on
+Each is held here to the straightforward walk (written out below), on
 generated schemas full of references that land, miss, leave or loop: the same
 locations, edges and depths, and the same refusal (rule, pointer, message).
 """
@@ -40,7 +40,7 @@ from skillrack.interface.schemawalk import (
     schema_registry,
 )
 
-# --- the code the short cuts replaced, as it was ----------------------------------------------
+# --- the straightforward walks the short cuts must agree with ----------------------------------
 
 ONE_SLOTS = tuple((keyword, "/" + escape(keyword)) for keyword in schemawalk._ONE)
 LIST_SLOTS = tuple((keyword, "/" + escape(keyword) + "/") for keyword in schemawalk._LIST)

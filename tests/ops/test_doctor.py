@@ -264,3 +264,29 @@ def test_diagnostics_identify_what_the_draft_lists(
     assert any(
         task["id"] in line and "TASK_STATE_REJECTED with input_invalid" in line for line in lines
     ), lines
+
+
+def test_doctor_never_prints_a_store_password(
+    configured: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A PostgreSQL task store's and a Redis limits store's passwords stay out of every output
+    (issue 28): planted, then searched for in the JSON and the text report."""
+    planted = "Planted-Pg-Secret-4711"
+    redis_planted = "Planted-Redis-Secret-0815"
+    extra = f"""
+    [server]
+    store = "postgresql+asyncpg://skillrack:{planted}@127.0.0.1:1/skillrack"
+    limits_store = "redis://:{redis_planted}@127.0.0.1:1/0"
+
+    [peers]
+    upstream = "http://peer-user:{planted}@127.0.0.1:1"
+    """
+    _status, report = configured(capsys, {"doctor_good": GOOD}, extra)
+    text = json.dumps(report)
+    assert "postgresql+asyncpg://skillrack:***@127.0.0.1:1/skillrack" in text
+    assert planted not in text and redis_planted not in text
+    config = tmp_path / "skillrack.toml"
+    cli.main(["doctor", "--config", str(config)])
+    out, err = capsys.readouterr()
+    assert "127.0.0.1:1/skillrack" in out
+    assert planted not in out + err and redis_planted not in out + err

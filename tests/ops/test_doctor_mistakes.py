@@ -1,10 +1,11 @@
 """``skillrack doctor`` fails, one line saying what to change, on the mistakes operators make.
 
-Each mistake below used to pass ``doctor`` ("no problems found") and then
-fail every call: the operator guide's old sample (a policy for role
-``operator``, no authentication plugin), a policy naming a role no key has, a
-``public_url`` that does not resolve, unreadable files, a store that cannot
-be opened.  Each configuration is a file, diagnosed through the command.
+Each mistake below is a well-formed configuration with which every call
+fails: a policy for role ``operator`` with no authentication plugin, a policy
+naming a role no key has, a ``public_url`` that does not resolve, unreadable
+files, a store that cannot be opened.  ``doctor`` must name each, never say
+"no problems found".  Each configuration is a file, diagnosed through the
+command.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def test_the_guide_has_test_snippets() -> None:
 def test_the_guides_snippets_pass_against_the_scaffold(tmp_path: Path) -> None:
     text = GUIDE.read_text(encoding="utf-8")
     match = NEW_PLUGIN.search(text)
-    assert match, "the guide no longer scaffolds a package with skillrack new-plugin"
+    assert match, "the guide does not scaffold a package with skillrack new-plugin"
     root = scaffold(match[1], tmp_path, skill=match[2])
     written = []
     for path, code in SNIPPET.findall(text):

@@ -165,7 +165,10 @@ def test_a_call_no_rule_matches_waits_for_an_operator(
     waiting = part["data"]["skillrack_approval"]
     assert waiting["state"] == "pending" and waiting["resources"] == {"/device": "edge-3"}
     store = str(workdir / "skillrack-approvals.db")
-    assert cli.main(["approvals", "grant", waiting["approval_id"], "--store", store]) == 0
+    assert (
+        cli.main(["approvals", "grant", waiting["approval_id"], "--store", store, "--reason", "ok"])
+        == 0
+    )
     capsys.readouterr()
     final = restart(agent, "edge-3", task_id=parked["id"])
     assert final["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -225,7 +228,7 @@ def test_a_refusal_ends_a_flagged_operation_rejected(tmp_path: Path) -> None:
     )
     with running_agent(registry, Config(base_dir=tmp_path)) as url:
         refused = send_manage(url, registry, "delete")
-        read = send_manage(url, registry, "read")  # needs no approval: the rules are not asked
+        read = send_manage(url, registry, "read")  # asked, but no rule matches a read
     assert refused["status"]["state"] == "TASK_STATE_REJECTED"
     assert error_of(refused)["code"] == "authorization_failed"
     assert read["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -340,13 +343,31 @@ def test_a_reason_names_the_rule() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"rules": []}, "unknown key plugins.approval_rules.rules (known: rule)"),
+        (
+            {"rules": []},
+            '[plugins.approval_rules]: unknown key "rules" (did you mean "rule"?); known: rule',
+        ),
         ({"rule": {"effect": "approve"}}, "'rule' must be an array of tables"),
-        ({"rule": [{"skills": ["x"]}]}, 'rule 1: key \'effect\' must be "approve" or "refuse"'),
+        (
+            {"rule": [{"skills": ["x"]}]},
+            'rule 1: key \'effect\' must be "approve", "refuse" or "require"',
+        ),
+        (
+            {"rule": [{"effect": "approve", "skills": ["x"], "approvals_required": 2}]},
+            "rule 1: key 'approvals_required' is for effect = \"require\" rules only",
+        ),
+        (
+            {"rule": [{"effect": "require", "skills": ["x"], "approvals_required": 0}]},
+            "'approvals_required' must be an integer of at least 1",
+        ),
+        (
+            {"rule": [{"effect": "require", "skills": ["x"], "approver_roles": []}]},
+            "'approver_roles' must be a non-empty list of role names",
+        ),
         ({"rule": [{"effect": "allow", "skills": ["x"]}]}, "(got 'allow')"),
         ({"rule": [{"effect": "approve"}]}, "rule 1: key 'skills' is required"),
         ({"rule": [{"effect": "approve", "skills": []}]}, "'skills' must be a non-empty list"),
-        ({"rule": [{"effect": "approve", "skills": ["x"], "who": 1}]}, "unknown key 'who'"),
+        ({"rule": [{"effect": "approve", "skills": ["x"], "who": 1}]}, 'unknown key "who"'),
         (
             {"rule": [{"effect": "approve", "skills": ["x"], "authenticated": "no"}]},
             "'authenticated' must be true or false",
@@ -361,9 +382,9 @@ def test_configuration_errors_name_the_key(settings: dict[str, Any], message: st
     assert "\n" not in str(info.value)
 
 
-def test_the_operator_guide_example_is_a_valid_configuration() -> None:
-    guide = (Path(__file__).parents[2] / "docs" / "operator-guide.md").read_text()
-    section = guide.split("## approve_invocation(request)", 1)[1].split("\n## ", 1)[0]
+def test_the_approvals_page_example_is_a_valid_configuration() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "approvals.md").read_text()
+    section = page.split("## Approval rules", 1)[1].split("\n## ", 1)[0]
     example = section.split("```toml", 1)[1].split("```", 1)[0]
     plugin = rules_plugin(example)
     assert [rule.effect for rule in plugin.rules] == ["approve", "refuse"]
@@ -378,3 +399,51 @@ def test_no_rules_leave_every_call_to_an_operator() -> None:
         caller=OPERATOR, skill_id="manage", skill_version="1.0", plugin="tests", authority={}
     )
     assert plugin.rules == () and plugin.approve_invocation(request) is None
+
+
+REQUIRE_RULES = """
+[[plugins.approval_rules.rule]]
+effect = "approve"
+skills = ["*"]
+
+[[plugins.approval_rules.rule]]
+effect = "require"
+skills = ["show_*"]
+approver_roles = ["network-lead"]
+
+[[plugins.approval_rules.rule]]
+effect = "require"
+skills = ["show_config"]
+resources = ["core-*"]
+approvals_required = 2
+approver_roles = ["network-lead", "security"]
+
+[[plugins.approval_rules.rule]]
+effect = "refuse"
+skills = ["show_config"]
+resources = ["secret-*"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("skill_id", "resources", "expected"),
+    [
+        ("other", {}, (True, 0, ())),  # only the approve rule
+        ("show_routes", {}, (False, 1, ("network-lead",))),  # require wins over approve
+        ("show_config", {"/device": "edge-1"}, (False, 1, ("network-lead",))),
+        # the strictest matching requirement; one protected resource value is enough
+        (
+            "show_config",
+            {"/device": ["edge-1", "core-1"]},
+            (False, 2, ("network-lead", "security")),
+        ),
+        ("show_config", {"/device": ["core-1", "secret-1"]}, (False, 0, ())),  # refuse wins
+    ],
+)
+def test_require_rules(
+    skill_id: str, resources: dict[str, Any], expected: tuple[bool, int, tuple[str, ...]]
+) -> None:
+    decision = ask_plugin(rules_plugin(REQUIRE_RULES), OPERATOR, skill_id, None, resources)
+    assert decision is not None
+    assert (decision.allowed, decision.approvals_required, decision.approver_roles) == expected
+    assert decision.requires_people is (decision.approvals_required > 0)

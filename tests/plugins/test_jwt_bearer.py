@@ -290,7 +290,7 @@ GOOD: dict[str, Any] = {"jwks": "jwks.json", "issuer": ISSUER, "audience": AUDIE
         ({"issuer": ""}, r"jwt_bearer\.issuer"),
         ({"audience": []}, r"jwt_bearer\.audience"),
         ({"audience": 3}, r"jwt_bearer\.audience"),
-        ({"surprise": 1}, r"jwt_bearer\.surprise"),
+        ({"surprise": 1}, r'\[plugins\.jwt\]: unknown key "surprise"'),
         ({"algorithms": ["ES256", "none"]}, r"jwt_bearer\.algorithms: 'none'"),
         ({"algorithms": ["NONE"]}, r"jwt_bearer\.algorithms: 'none'"),
         ({"algorithms": ["XS999"]}, r"jwt_bearer\.algorithms: unknown algorithm 'XS999'"),

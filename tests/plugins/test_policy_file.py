@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -374,7 +375,10 @@ def test_invalid_toml_and_removed_file_fail_closed(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ('effect = "allow"\nskills = ["x"]\nidentity = ["a"]', ("rule 2", "'identity'")),
+        (
+            'effect = "allow"\nskills = ["x"]\nidentity = ["a"]',
+            ("rule 2", 'unknown key "identity" (did you mean "identities"?)'),
+        ),
         ('effect = "permit"\nskills = ["x"]', ("rule 2", "'effect'")),
         ('skills = ["x"]', ("rule 2", "'effect'")),
         ('effect = "allow"', ("rule 2", "'skills'")),
@@ -403,13 +407,16 @@ def test_bad_rule_at_startup_names_rule_and_key(
     ("text", "expected"),
     [
         ("[[rule]\n", "not valid TOML"),
-        ('[[rules]]\neffect = "allow"\nskills = ["x"]\n', "'rules'"),
+        (
+            '[[rules]]\neffect = "allow"\nskills = ["x"]\n',
+            'unknown key "rules" (did you mean "rule"?); known: rule',
+        ),
         ('[rule]\neffect = "allow"\nskills = ["x"]\n', "'rule'"),
         ('rule = ["x"]\n', "rule 1"),
     ],
 )
 def test_bad_policy_file_at_startup(tmp_path: Path, text: str, expected: str) -> None:
-    with pytest.raises(ConfigError, match=expected) as info:
+    with pytest.raises(ConfigError, match=re.escape(expected)) as info:
         make(tmp_path, text)
     assert "\n" not in str(info.value)
 
@@ -427,7 +434,7 @@ def test_missing_file_at_startup(tmp_path: Path) -> None:
         ({"file": ""}, "'file'"),
         (
             {"file": "p.toml", "reload": True},
-            r"unknown key plugins\.policy\.reload \(known: file\)",
+            r'^\[plugins\.policy\]: unknown key "reload"; known: file$',
         ),
     ],
 )

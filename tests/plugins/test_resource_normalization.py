@@ -1,12 +1,12 @@
 """Resource values are normalized before policy matching: no spelling slips past a deny rule.
 
 ``Core-Router-1``, a full-width letter, a leading space or a zero-width space
-reached the device a deny rule written for ``core-router-1`` protects.  They
-are now compared in a normal form (NFKC, format characters removed,
-whitespace stripped, case folded unless the rule says ``case_sensitive =
-true``), and a value matches when it matches as written **or** normalized,
-so a rule only ever widens.  Tested on the policy file and the approval rules,
-and against a real ``skillrack serve``.
+would reach the device a deny rule written for ``core-router-1`` protects if
+compared as written.  They are compared in a normal form (NFKC, format
+characters removed, whitespace stripped, case folded unless the rule says
+``case_sensitive = true``), and a value matches when it matches as written
+**or** normalized, so a rule only ever widens.  Tested on the policy file and
+the approval rules, and against a real ``skillrack serve``.
 """
 
 from __future__ import annotations

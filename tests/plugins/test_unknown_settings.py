@@ -1,5 +1,9 @@
 """First-party plugins read their common settings alike: unknown keys, an audience.
 
+Every table refuses an unknown key through ``skillrack.refuse_unknown_keys``
+(tests/host/test_settings.py checks its wording), so every plugin's line has
+one form.
+
 A misspelt setting must stop the start, not silently keep a default, and the
 line must say which key, under which plugin, and which keys exist.
 """
@@ -17,7 +21,7 @@ from skillrack import ConfigError
 #: (module, the smallest settings it needs besides the unknown key, the name in the line)
 PLUGINS: list[tuple[str, dict[str, Any], str]] = [
     ("api_keys", {"env": "SKILLRACK_TEST_KEYS"}, "api_keys"),
-    ("jwt_bearer", {}, "jwt_bearer"),
+    ("jwt_bearer", {}, "jwt"),  # the table is [plugins.jwt]
     ("mtls", {}, "mtls"),
     ("oidc", {}, "oidc"),
     ("approval_rules", {}, "approval_rules"),
@@ -31,7 +35,7 @@ def test_an_unknown_key_is_refused_by_name(
 ) -> None:
     create = importlib.import_module(f"skillrack_plugins.{module}").create
     with pytest.raises(
-        ConfigError, match=rf"^unknown key plugins\.{where}\.colour \(known: [a-z_, ]+\)$"
+        ConfigError, match=rf'^\[plugins\.{where}\]: unknown key "colour"; known: [a-z_, ]+$'
     ):
         create({**settings, "colour": "blue"}, tmp_path)
 
@@ -45,7 +49,7 @@ def test_oidc_introspection_table_too(tmp_path: Path) -> None:
         "introspection": {"colour": "blue"},
     }
     with pytest.raises(
-        ConfigError, match=r"unknown key plugins\.oidc\.introspection\.colour \(known: "
+        ConfigError, match=r'^\[plugins\.oidc\.introspection\]: unknown key "colour"; known: '
     ):
         create(settings, tmp_path)
 

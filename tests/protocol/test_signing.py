@@ -305,7 +305,7 @@ async def test_unsigned_agent_is_refused_when_keys_are_pinned(
         async with SkillClient(card_keys=signed.jwks) as client:
             error = await refused(client, url)
         assert "not signed" in error.message
-        async with SkillClient() as client:  # unpinned: accepted as before
+        async with SkillClient() as client:  # unpinned: an unsigned card is accepted
             assert (await client.call(url, SKILL, ARGS)).state == "TASK_STATE_COMPLETED"
 
 

@@ -714,7 +714,7 @@ def test_bundle_lists_base_skills_and_verifies(
     out = tmp_path / "new"
     write_bundle(check(tree), out, key=key)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["skills"] == schema_only["skills"]  # entries and digests as before
+    assert manifest["skills"] == schema_only["skills"]  # the same entries and digests
     assert manifest["base_skills"] == [
         {
             "skill_id": "help",

@@ -9,6 +9,14 @@ so any replica's host decides for all of them; else the SQLite file
 ``[server] approvals_store``.  ``--store`` names either directly.  Exit
 statuses: :mod:`skillrack.cli.exits` (deciding an approval already decided
 is refused, 1, saying how it was decided).
+
+Change control holds here as in the console
+(:mod:`skillrack.serve.security.approvals`): every decision needs
+``--reason``; ``--by`` names who decides (the agent's host trusts it, as it
+trusts whoever can open the store) and may not be the identity that asked;
+``--role`` gives the roles that person holds (default ``operator``), one of
+which the approval must name; an approval that needs several approvers is
+granted once that many distinct ``--by`` granted it.
 """
 
 from __future__ import annotations
@@ -47,14 +55,29 @@ def _approval_store(args: argparse.Namespace) -> Approvals:
 
 def _already_decided(approval: Approval, action: str) -> str:
     """Why ``action`` changed nothing: who decided what, and when."""
-    from skillrack.serve.security.approvals import DENIED, GRANTED
+    from skillrack.serve.security.approvals import DENIED, EXPIRED, GRANTED
 
     # "approved"/"refused", never the state's own word, so that a refused
     # ``deny`` of a granted approval cannot be read as a grant.
     how = {GRANTED: "approved", DENIED: "refused"}.get(approval.state, approval.state)
+    if approval.state == EXPIRED:
+        return (
+            f"approval {approval.id} expired at {approval.expires_at or '?'} before it was "
+            f"decided; '{action}' changed nothing"
+        )
     return (
         f"approval {approval.id} was already decided: {how} by {approval.decided_by or '?'} "
         f"at {approval.decided_at or '?'}; '{action}' changed nothing"
+    )
+
+
+def describe_decisions(approval: Approval) -> str:
+    """Every approver's decision, reason and time, on one line (``-`` when none yet)."""
+    if not approval.decisions:
+        return "-"
+    return "; ".join(
+        f"{d.get('decision')} by {d.get('by')} at {d.get('at')}: {d.get('reason')!r}"
+        for d in approval.decisions
     )
 
 
@@ -63,6 +86,10 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 
     if args.action != "list" and not args.id:
         raise argparse.ArgumentTypeError(f"approvals {args.action} needs an approval id")
+    if args.action != "list" and not (args.reason or "").strip():
+        raise argparse.ArgumentTypeError(
+            f"approvals {args.action} needs --reason TEXT (every decision is recorded with one)"
+        )
     return asyncio.run(_run(args))
 
 
@@ -75,7 +102,14 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _act(store: Approvals, args: argparse.Namespace) -> int:
-    from skillrack.serve.security.approvals import DENIED, GRANTED, PENDING, UnknownApproval
+    from skillrack.serve.security.approvals import (
+        DENIED,
+        GRANTED,
+        PENDING,
+        Decider,
+        DecisionRefused,
+        UnknownApproval,
+    )
 
     if args.action == "list":
         approvals = await store.alist(None if args.all else PENDING)
@@ -86,15 +120,33 @@ async def _act(store: Approvals, args: argparse.Namespace) -> int:
                 f"{approval.id} {approval.state} {approval.skill_id}"
                 f"{'/' + approval.operation if approval.operation else ''} "
                 f"caller={approval.caller} tenant={approval.tenant} task={approval.task_id} "
-                f"resources={json.dumps(approval.resources)}"
+                f"resources={json.dumps(approval.resources)} "
+                f"granted={approval.grants}/{approval.required} "
+                f"roles={','.join(approval.approver_roles)} expires={approval.expires_at or '-'} "
+                f"decisions={describe_decisions(approval)}"
             )
         return EXIT_OK
     wanted = GRANTED if args.action == "grant" else DENIED
+    decider = Decider(identity=args.by, roles=frozenset(args.role or ["operator"]), via="cli")
     try:
-        decided = await store.adecide(args.id, granted=wanted == GRANTED, by=args.by)
+        decided = await store.adecide(
+            args.id, granted=wanted == GRANTED, by=decider, reason=args.reason
+        )
     except UnknownApproval:
         where = store.where
         return fail(f"no approval {args.id!r} in {where} (see 'skillrack approvals list --all')")
+    except DecisionRefused as refused:
+        return fail(str(refused))
+    if wanted == GRANTED and decided.state == PENDING and decided.decisions:
+        # One grant of several recorded: the approval waits for the others.
+        if args.json:
+            print(json.dumps(decided.to_json(), indent=2))
+        else:
+            print(
+                f"{decided.id} pending: {decided.grants} of {decided.required} approvals "
+                f"granted ({describe_decisions(decided)})"
+            )
+        return EXIT_OK
     if decided.state != wanted:
         # Decided the other way before (here, on another replica, in the console).
         if args.json:
@@ -103,7 +155,7 @@ async def _act(store: Approvals, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(decided.to_json(), indent=2))
     else:
-        print(f"{decided.id} {decided.state}")
+        print(f"{decided.id} {decided.state} ({describe_decisions(decided)})")
     return EXIT_OK
 
 
@@ -130,7 +182,18 @@ def add_commands(sub: Any) -> None:
         help="print approvals (list) or the decided approval (grant, deny) as JSON, for scripts",
     )
     p.add_argument(
-        "--by", default=os.environ.get("USER", "operator"), help="who decides, as recorded"
+        "--by",
+        default=os.environ.get("USER", "operator"),
+        help="who decides, as recorded; never the identity that asked (default: $USER)",
+    )
+    p.add_argument(
+        "--reason", help="why (grant, deny; required): recorded with the decider and the time"
+    )
+    p.add_argument(
+        "--role",
+        action="append",
+        help="a role the decider holds (repeatable; default: operator); the approval "
+        "names the roles that may decide it",
     )
     p.set_defaults(func=cmd_approvals)
 

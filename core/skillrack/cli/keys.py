@@ -2,8 +2,8 @@
 
 An operator needs two kinds of secrets: API keys (the ``[plugins.api_keys]``
 key file stores only their SHA-256) and, for a signed Agent Card, a signing
-key pair (``[signing] key``, and the public JWKS clients pin).  Both used to
-take a Python one-liner; these commands replace them.
+key pair (``[signing] key``, and the public JWKS clients pin).  These commands
+make both, so that no Python one-liner is needed.
 
 The hash is computed by the api_keys plugin's own ``hash_key``, reached through
 the configured first-party module (:data:`skillrack.host.config.FIRST_PARTY`)

@@ -30,6 +30,7 @@ from skillrack.cli import operator as cli_operator
 from skillrack.cli import plugin as cli_plugin
 from skillrack.cli import remote as cli_remote
 from skillrack.cli import serve as cli_serve
+from skillrack.cli import yang as cli_yang
 from skillrack.cli.exits import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -50,6 +51,7 @@ COMMAND_GROUPS: tuple[ModuleType, ...] = (
     cli_plugin,  # plugin check|bundle|verify
     cli_init,  # init
     cli_keys,  # keys
+    cli_yang,  # yang schema
 )
 
 #: Set to see the traceback of an error no command expected (for a bug report).

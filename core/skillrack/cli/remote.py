@@ -108,8 +108,9 @@ def _tell_waiting(args: argparse.Namespace, result: SkillResult) -> None:
     approver = waiting.get("approver") or "an approver"
     print(
         f"skillrack: waiting for approval {waiting.get('approval_id')} by role {approver!r} "
-        f"(task {result.task_id}; an operator runs 'skillrack approvals grant "
-        f"{waiting.get('approval_id')}' or uses the console; Ctrl-C stops waiting, and "
+        f"(task {result.task_id}; another operator runs 'skillrack approvals grant "
+        f"{waiting.get('approval_id')} --reason TEXT' or uses the console; Ctrl-C stops "
+        "waiting, and "
         f"'skillrack call {args.url} {args.skill_id} --task-id {result.task_id}' goes on)",
         file=sys.stderr,
         flush=True,

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import VerifiedInterface
+from skillrack.interface.json_value import JsonValue
 
 if TYPE_CHECKING:
     from skillrack.client.outcome import SkillResult
@@ -119,7 +120,7 @@ async def delegate(
     upstream_task_id: str,
     downstream_agent: str,
     skill_id: str,
-    arguments: Any,
+    arguments: JsonValue,
     mode: Mode = "sync",
     owner: str = "",
 ) -> SkillResult:
@@ -162,7 +163,7 @@ async def compose(
     upstream_agent: str,
     upstream_skill: str,
     upstream_task_id: str,
-    instance: Any,
+    instance: JsonValue,
     downstream_agent: str,
     downstream_skill: str,
     domain_checks: Mapping[str, DomainCheck] | None = None,
@@ -204,6 +205,11 @@ class Peers:
     since ``serve/server.py`` gives it an
     :class:`~skillrack.client.address_guard.AddressGuard` as its transport, the
     addresses it may connect to.
+
+    ``delegate`` and ``compose`` implement the handler context's delegation
+    protocol (``Delegation`` in :mod:`skillrack.serve.execution.skill_context`,
+    the one statement of their signature), against which mypy checks this class
+    where ``serve/server.py`` hands it to the executor.
     """
 
     def __init__(
@@ -243,7 +249,7 @@ class Peers:
         upstream_task_id: str,
         peer: str,
         skill_id: str,
-        arguments: Any,
+        arguments: JsonValue,
         mode: Mode,
         owner: str = "",
     ) -> SkillResult:
@@ -263,7 +269,7 @@ class Peers:
         self,
         upstream_task_id: str,
         upstream: tuple[str, str],
-        instance: Any,
+        instance: JsonValue,
         downstream: tuple[str, str],
         domain_checks: Mapping[str, DomainCheck] | None = None,
         owner: str = "",

@@ -74,7 +74,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from skillrack.errors import SkillrackError
+from skillrack.host.settings import ConfigError as ConfigError
+from skillrack.host.settings import read_settings, refuse_unknown_keys
 from skillrack.interface.limits import DEPTH_CEILINGS, Limits
 
 DEVELOPMENT_POLICY = "skillrack_plugins.development_policy"
@@ -96,14 +97,16 @@ FIRST_PARTY: Mapping[str, str] = {
 }
 
 
+#: ``[server]`` limits for which 0 is allowed and turns the limit off.
+_ZERO_IS_OFF = frozenset({"memory_max_tasks", "memory_task_ttl"})
+
+#: The tables of the configuration file.
+TABLES = ("agent", "limits", "server", "plugins", "peers", "signing", "skills")
+
 #: A host name, an IPv4 literal or a bracketed IPv6 literal, with an optional port.
 _HOST_PATTERN = re.compile(
     r"([A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?|\[[0-9A-Fa-f:.]+\])(:[0-9]+)?"
 )
-
-
-class ConfigError(SkillrackError):
-    """A configuration file that cannot be used; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,12 @@ class ServerSettings:
     max_task_output_bytes: int = 10_000_000
     #: Where approvals wait for an operator (SQLite file, shared with `skillrack approvals`).
     approvals_store: str = "skillrack-approvals.db"
+    #: Seconds an approval may wait for its decision; past it the approval expires and its
+    #: task ends ``authorization_failed`` saying so (default: a day).
+    approval_ttl: float = 86_400.0
+    #: Approvals one caller (identity and tenant) may have waiting at once; a call that
+    #: would add one more is refused ``resource_limit_exceeded``.
+    max_pending_approvals: int = 20
     #: Where tasks are kept: ``sqlite:///PATH`` (relative to the configuration's
     #: directory), ``memory``, or ``postgresql+asyncpg://...`` (see ``serve.stores``).
     store: str = DEFAULT_STORE
@@ -266,6 +275,8 @@ class Config:
     builtin_plugins: tuple[str, ...] = ()
     #: First-party plugins enabled by configuration: short name -> its settings table.
     first_party: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Installed plugins' tables, by entry-point name, for their ``configure_plugin`` hook.
+    plugin_settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: Directory relative paths in plugin settings resolve against (the config file's).
     base_dir: Path = field(default_factory=Path.cwd)
     #: Agents that skills may delegate to, by name (``context.delegate(name, ...)``).
@@ -293,50 +304,6 @@ class Config:
         return f"{scheme}://{shown}:{port}"
 
 
-#: Numeric keys for which 0 is allowed and turns the limit off.
-_ZERO_IS_OFF = frozenset({"memory_max_tasks", "memory_task_ttl"})
-
-
-def _build(cls: type[Any], table: Any, where: str) -> Any:
-    """Instantiate ``cls`` from a TOML table, checking each value against the field's default.
-
-    Every configurable field has a default, and its type is the type the
-    operator must give (a float limit also accepts an integer).
-    """
-    if not isinstance(table, dict):
-        raise ConfigError(f"[{where}] must be a table")
-    defaults = cls()
-    known = {f.name for f in dataclasses.fields(cls)}
-    for key, value in table.items():
-        if key not in known:
-            raise ConfigError(f"unknown key {where}.{key} (known: {', '.join(sorted(known))})")
-        default = getattr(defaults, key)
-        if isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where}.{key} must be true or false")
-            continue
-        if isinstance(value, bool):
-            raise ConfigError(f"{where}.{key} cannot be set from the configuration file")
-        if isinstance(default, tuple):
-            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise ConfigError(f"{where}.{key} must be a list of non-empty strings")
-            table = {**table, key: tuple(value)}
-        elif isinstance(default, int | float):
-            number = isinstance(value, int) or (
-                isinstance(value, float) and isinstance(default, float)
-            )
-            if key in _ZERO_IS_OFF and number and value == 0:
-                continue
-            if not number or not value > 0:
-                raise ConfigError(
-                    f"{where}.{key} must be a positive number"
-                    + (" or 0 (no limit)" if key in _ZERO_IS_OFF else "")
-                )
-        elif not isinstance(value, str):
-            raise ConfigError(f"{where}.{key} must be a string")
-    return cls(**table)
-
-
 def _limits(table: Any) -> Limits:
     """The ``[limits]`` table; a depth above what the wire carries is an error naming the maximum.
 
@@ -344,7 +311,7 @@ def _limits(table: Any) -> Limits:
     what is enforced); from an operator's file that would enforce something
     other than what was written, so the value is refused instead.
     """
-    limits: Limits = _build(Limits, table, "limits")
+    limits: Limits = read_settings(Limits, table, "limits")
     for key, (ceiling, why) in DEPTH_CEILINGS.items():
         value = table.get(key)
         if isinstance(value, int) and value > ceiling:
@@ -360,9 +327,7 @@ def _signing(table: Any) -> SigningSettings | None:
         return None
     if not isinstance(table, dict):
         raise ConfigError("[signing] must be a table")
-    unknown = set(table) - {"key", "kid"}
-    if unknown:
-        raise ConfigError(f"unknown key(s) signing.{', signing.'.join(sorted(unknown))}")
+    refuse_unknown_keys("[signing]", table, ("key", "kid"))
     key, kid = table.get("key"), table.get("kid")
     if not isinstance(key, str) or not key:
         raise ConfigError("signing.key must be the path of a PEM private key")
@@ -394,15 +359,11 @@ def _peers(table: Any) -> tuple[dict[str, str], dict[str, tuple[str, ...]]]:
     allowed: dict[str, tuple[str, ...]] = {}
     for name, value in table.items():
         entry = value if isinstance(value, dict) else {"url": value}
-        unknown = set(entry) - {
-            "url",
-            "allow_origins",
-            "oauth",
-            *_PEER_ADDRESS_KEYS,
-            *_PEER_TLS_KEYS,
-        }
-        if unknown:
-            raise ConfigError(f"unknown key(s) peers.{name}.{', '.join(sorted(unknown))}")
+        refuse_unknown_keys(
+            f"[peers.{name}]",
+            entry,
+            ("url", "allow_origins", "oauth", *_PEER_ADDRESS_KEYS, *_PEER_TLS_KEYS),
+        )
         url, origins = entry.get("url"), entry.get("allow_origins", [])
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"peers.{name}: [peers] maps names to http(s) URLs of other agents")
@@ -481,11 +442,7 @@ def _skills(table: Any) -> dict[str, tuple[SecurityRequirement, ...]]:
     for skill_id, entry in table.items():
         if not isinstance(entry, dict):
             raise ConfigError(f"[skills.{skill_id}] must be a table")
-        unknown = set(entry) - {"security"}
-        if unknown:
-            raise ConfigError(
-                f"unknown key skills.{skill_id}.{sorted(unknown)[0]} (known: security)"
-            )
+        refuse_unknown_keys(f"[skills.{skill_id}]", entry, ("security",))
         alternatives = entry.get("security")
         if alternatives is None:
             continue
@@ -513,11 +470,7 @@ def _peer_oauth(table: dict[str, Any]) -> dict[str, PeerOAuth]:
         where = f"peers.{name}.oauth"
         if not isinstance(oauth, dict):
             raise ConfigError(f"{where} must be a table (token_url, client_id, ...)")
-        unknown = set(oauth) - known
-        if unknown:
-            raise ConfigError(
-                f"unknown key {where}.{sorted(unknown)[0]} (known: {', '.join(sorted(known))})"
-            )
+        refuse_unknown_keys(f"[{where}]", oauth, known)
         for key in ("token_url", "client_id"):
             if not isinstance(oauth.get(key), str) or not oauth[key]:
                 raise ConfigError(f"{where}.{key} is required (a non-empty string)")
@@ -552,26 +505,26 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
-    unknown = set(raw) - {"agent", "limits", "server", "plugins", "peers", "signing", "skills"}
-    if unknown:
-        raise ConfigError(f"unknown table(s) in {path}: {', '.join(sorted(unknown))}")
+    refuse_unknown_keys(str(path), raw, TABLES)
     agent_table = dict(raw.get("agent", {}))
-    provider = _build(Provider, agent_table.pop("provider", {}), "agent.provider")
-    agent = _build(AgentIdentity, agent_table, "agent")
+    provider = read_settings(Provider, agent_table.pop("provider", {}), "agent.provider")
+    agent = read_settings(AgentIdentity, agent_table, "agent")
     agent = dataclasses.replace(agent, provider=provider)
     plugins = dict(raw.get("plugins", {}))
     builtin = plugins.pop("builtin", [])
     if not isinstance(builtin, list) or not all(isinstance(m, str) for m in builtin):
         raise ConfigError("plugins.builtin must be a list of module names")
     for name, settings in plugins.items():
-        if name not in FIRST_PARTY:
-            raise ConfigError(
-                f"unknown first-party plugin [plugins.{name}] (known: {', '.join(FIRST_PARTY)})"
-            )
         if not isinstance(settings, dict):
             raise ConfigError(f"[plugins.{name}] must be a table of settings")
+    # Other names are installed plugins' tables (the configure_plugin hook); which plugins
+    # are installed is known once they are loaded (skillrack.host.startup.configure_plugins).
+    plugin_settings = {name: table for name, table in plugins.items() if name not in FIRST_PARTY}
+    plugins = {name: table for name, table in plugins.items() if name in FIRST_PARTY}
     peers, peer_allow_origins = _peers(raw.get("peers", {}))
-    server = _build(ServerSettings, raw.get("server", {}), "server")
+    server = read_settings(
+        ServerSettings, raw.get("server", {}), "server", zero_is_off=_ZERO_IS_OFF
+    )
     for host in server.allowed_hosts:
         if host != "*" and not _HOST_PATTERN.fullmatch(host.removeprefix("*.")):
             raise ConfigError(
@@ -608,6 +561,7 @@ def load_config(path: Path | None) -> Config:
         server=server,
         builtin_plugins=tuple(builtin),
         first_party=plugins,
+        plugin_settings=plugin_settings,
         base_dir=base_dir,
     )
 
@@ -659,6 +613,33 @@ class StoreSpec:
 
         shown = make_url(self.url).render_as_string(hide_password=True)
         return f"postgresql {shown} ({mode})"
+
+
+#: What :func:`redact_url` shows instead of a URL's password.
+REDACTED = "***"
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the password of its URL's userinfo replaced by :data:`REDACTED`.
+
+    For the stores' URLs (``postgresql+asyncpg://user:pw@host/db``,
+    ``redis://:pw@host:6379/0``) wherever a page, a command or a log shows
+    them; the user name, host, port and path stay readable.  Text that is not
+    a URL with a password is returned as it is.
+    """
+    if "://" not in text or "@" not in text:
+        return text
+    try:
+        parts = urllib.parse.urlsplit(text)
+        password = parts.password
+    except ValueError:  # a malformed port or bracket: show nothing of the authority
+        scheme, _, rest = text.partition("://")
+        return f"{scheme}://{REDACTED}@{rest.rpartition('@')[2]}"
+    if password is None:
+        return text
+    userinfo, _, hostinfo = parts.netloc.rpartition("@")
+    user = userinfo.partition(":")[0]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:{REDACTED}@{hostinfo}"))
 
 
 def parse_store(text: str, base_dir: Path) -> StoreSpec:

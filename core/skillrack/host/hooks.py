@@ -1,7 +1,8 @@
 """Calling a hook one implementation at a time, in pluggy's own order, each answer with its plugin.
 
 pluggy calls a hook as a whole and hands back a list of results with no names
-on them.  Four of skillrack's hooks cannot be called that way:
+on them.  Five of skillrack's hooks cannot be called that way:
+``configure_plugin`` hands each plugin its own settings table,
 ``register_skills`` must know which plugin registered which skill, and
 ``authenticate``, ``authorize_invocation`` and ``approve_invocation`` must hear
 every plugin (one plugin's veto must never be lost to another's answer), await
@@ -23,11 +24,11 @@ nobody sees (a generator instead of a Decision, nothing registered).
 one line naming the plugin and the hook; :func:`implementations` refuses the
 same way for a manager built by hand.
 
-Tracing.  With ``SKILLRACK_TRACE_PLUGINS`` set the plugin manager is a
+The hook log.  With ``SKILLRACK_LOG_HOOKS`` set the plugin manager is a
 :class:`~skillrack.host.hook_log.HookLoggingPluginManager`, which wraps every
 implementation when its plugin registers; the calls made here go through
 those wrappers, so every answer is logged with its plugin by the same
-mechanism that traces whole-hook calls (``security_schemes``).
+mechanism that logs whole-hook calls (``security_schemes``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from skillrack.errors import StartupError
 
 #: The hooks skillrack calls implementation by implementation (never as a whole).
 PER_IMPLEMENTATION_HOOKS: tuple[str, ...] = (
+    "configure_plugin",
     "register_skills",
     "authenticate",
     "authorize_invocation",

@@ -217,7 +217,7 @@ def build_registry(loaded: LoadedPlugins, limits: Limits = DEFAULT_LIMITS) -> Re
     Any exception while one declaration is read or checked (a hostile value's
     property, a RecursionError, a bug a plugin's object triggers) refuses that
     skill, naming the plugin, the skill and the rule; the other skills and
-    plugins load as before.
+    plugins load regardless.
     """
     declared = collect_declarations(loaded)
     _check_duplicates(declared)

@@ -17,15 +17,17 @@ what ``serve`` would do instead.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import ipaddress
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from skillrack.errors import StartupError
 from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config, ConfigError
-from skillrack.host.plugins import load_env_from_environment, load_plugins
+from skillrack.host.hooks import call_each
+from skillrack.host.plugins import LoadedPlugins, load_env_from_environment, load_plugins
 from skillrack.host.registry import Registry, build_registry
 from skillrack.interface.inline import ensure_format_checkers
 from skillrack.interface.standard_schema import skill_interface_schema
@@ -53,6 +55,46 @@ def first_party_plugins(config: Config) -> list[tuple[str, object]]:
         except Exception as exc:
             raise ConfigError(f"[plugins.{name}]: {type(exc).__name__}: {exc}") from None
     return made
+
+
+def configure_plugins(loaded: LoadedPlugins, config: Config, *, entry_points: bool) -> None:
+    """Hand each loaded plugin its ``[plugins.<name>]`` table (``configure_plugin``).
+
+    Runs before ``register_skills``, so a plugin declares its skills from its
+    settings.  A table that names no loaded plugin is a mistake the operator
+    must hear of (a misspelt name would leave a plugin unconfigured), unless
+    entry points were not loaded at all (``distributions=[]``: the plugins
+    under test only).  A plugin that refuses its settings stops start-up with
+    its one line, prefixed by the table's name.
+    """
+    names = {info.name for info in loaded.plugins}
+    if entry_points:
+        for name in config.plugin_settings:
+            if name not in names:
+                known = sorted(names - set(FIRST_PARTY) - {DEVELOPMENT_POLICY})
+                close = difflib.get_close_matches(name, [*known, *FIRST_PARTY], n=1)
+                hint = f' (did you mean "{close[0]}"?)' if close else ""
+                raise ConfigError(
+                    f"[plugins.{name}]: no loaded plugin is named {name!r}{hint}; installed "
+                    f"plugins: {', '.join(known) or 'none'}; first-party: "
+                    f"{', '.join(FIRST_PARTY)} (pip install the plugin, or check "
+                    "SKILLRACK_LOAD_PLUGINS)"
+                )
+
+    def arguments(plugin: str) -> Mapping[str, object]:
+        return {"settings": config.plugin_settings.get(plugin, {}), "base_dir": config.base_dir}
+
+    for answer in call_each(loaded.manager, "configure_plugin", arguments):
+        if isinstance(answer.error, ConfigError):
+            message = str(answer.error)
+            table = f"[plugins.{answer.plugin}"
+            named = message.startswith((f"{table}]", f"{table}."))  # the table or one inside it
+            raise ConfigError(message if named else f"{table}]: {message}")
+        if answer.error is not None:
+            raise ConfigError(
+                f"[plugins.{answer.plugin}]: the plugin's configure_plugin raised "
+                f"{type(answer.error).__name__}: {answer.error}"
+            )
 
 
 @dataclass(frozen=True)
@@ -103,6 +145,7 @@ def build_host(
         use_entry_points=distributions is None or bool(distributions),
         extra=[*plugins, *first_party_plugins(config)],
     )
+    configure_plugins(loaded, config, entry_points=distributions is None or bool(distributions))
     registry = build_registry(loaded, config.limits)
     if listen_host is None or loaded.manager.hook.authorize_invocation.get_hookimpls():
         return Host(registry, None)

@@ -46,7 +46,7 @@ def _plain(value: Any) -> bool:
     and code-point order of such keys is their UTF-16 order.  Floats (ECMAScript
     number formatting), other types and other keys go to ``rfc8785``.  Recursive
     on purpose: a cyclic or very deep value raises RecursionError, and then
-    ``rfc8785`` decides what happens, as before.
+    ``rfc8785`` decides what happens.
     """
     kind = type(value)
     if kind is str or kind is bool or value is None:

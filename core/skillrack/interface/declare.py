@@ -14,22 +14,23 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from skillrack.errors import SkillrackError
 from skillrack.interface.canonical import loads_strict
+
+if TYPE_CHECKING:
+    # The handlers' signatures name a caller, a Message and a delegation's result, which
+    # live in rooms above this one: hookspecs states them, for type checkers only.
+    from skillrack.hookspecs import BaseHandler, Handler, MessageMatcher, Precheck
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
 ResponseMode = Literal["sync", "stream", "poll"]
 AuthorityMode = Literal["observe_only", "recommend_only", "execute"]
-
-#: ``async def handler(arguments, context) -> result``.  The context type lives in
-#: the dispatch layer; vendors import it from ``skillrack`` for annotations.
-Handler = Callable[[Any, Any], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,8 @@ class Skill:
     description: str
     input_schema: DomainSchema
     output_schema: DomainSchema
+    #: ``async def handler(arguments: JsonObject, context: SkillContext) -> JsonValue``
+    #: (:data:`skillrack.hookspecs.Handler`).
     handler: Handler
     supporting_records: Sequence[SupportingRecord] = ()
     interaction: Interaction = field(default_factory=Interaction)
@@ -178,6 +181,12 @@ class Skill:
     #: ``[skills.<id>] security`` replaces them (:mod:`skillrack.serve.security.requirements`).
     #: Not part of the Skill Interface Document.
     security: Sequence[Mapping[str, Sequence[str]] | str] = ()
+    #: Checked after the call is authorized and before an approval is asked (and before a
+    #: slot is taken), on every turn: raise ``ConditionError`` (``constraint_rejected`` with
+    #: a ``pointer``) for a call that cannot succeed whatever an operator decides, so that no
+    #: operator's time goes to approving it.  It must be quick and free of side effects.
+    #: Not part of the Skill Interface Document.
+    precheck: Precheck | None = None
 
 
 def timeout_problem(timeout: object) -> str | None:
@@ -193,14 +202,6 @@ def timeout_problem(timeout: object) -> str | None:
     if not math.isfinite(timeout) or timeout <= 0:
         return f"timeout must be a positive, finite number of seconds, not {timeout!r}"
     return None
-
-
-#: ``async def handler(message, context) -> None | parts``: the caller's
-#: :class:`~skillrack.protocol.parts.IncomingMessage` and a
-#: :class:`~skillrack.serve.execution.base_skill_context.BaseSkillContext`.
-BaseHandler = Callable[[Any, Any], Awaitable[Any]]
-#: ``matches(message) -> bool``: whether a Message that names no skill is for this skill.
-MessageMatcher = Callable[[Any], bool]
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,8 @@ class BaseSkill:
     id: str
     name: str
     description: str
+    #: ``async def handler(message: IncomingMessage, context: BaseSkillContext)``, returning
+    #: ``None``, a ``str``, a part or parts (:data:`skillrack.hookspecs.BaseHandler`).
     handler: BaseHandler
     matches: MessageMatcher | None = None
     input_modes: Sequence[str] = ("text/plain",)

@@ -230,8 +230,8 @@ def _strings(value: Any) -> bool:
 def _check_types(skill: Skill) -> None:
     """The declaration's fields have the types the card and the document need.
 
-    A dataclass does not check its annotations: ``tags=123`` used to pass
-    ``skillrack plugins`` and then crash ``serve`` while the Agent Card was built.
+    A dataclass does not check its annotations: unchecked, ``tags=123`` passes
+    ``skillrack plugins`` and then crashes ``serve`` while the Agent Card is built.
     The pointers name the declaration's fields.
     """
     for name in ("name", "description", "operation_selector"):

@@ -17,17 +17,32 @@ therefore runs through :func:`bounded`:
 - whatever a checker raises means "does not match": the detail then carries
   the pointer and ``keyword: format``, and the skill is never blamed.
 
+Every defined format has its checker here, in :data:`CHECKERS`; none comes from
+jsonschema, which checks formats only with the packages of its
+``format-nongpl`` extra (one of which, ``rfc3987-syntax``, took seconds to
+import at every start).  skillrack depends on plain ``jsonschema``.
+
 ``iri`` and ``iri-reference`` are checked by mapping the IRI to a URI (RFC 3987
 section 3.1: every ``ucschar``/``iprivate`` code point percent-encoded as
 UTF-8) and checking that URI with the same linear-time checker as ``uri``;
 other non-ASCII code points make it invalid.  ``iprivate`` is accepted
 anywhere rather than only in the query, the one leniency of the mapping.
+
+``idn-hostname`` (RFC 5890 section 2.3.2.3) is checked by ``idna``, the IDNA 2008
+implementation jsonschema used for it too (RFC 5891 section 4, with the
+contextual rules of RFC 5892: labels, A-labels of at most 63 octets, 253 in
+all), plus the one RFC 1123 host name rule ``idna.encode`` leaves out: no
+trailing dot (it accepts a fully qualified name, as DNS does).  The label
+separators RFC 3490 section 3.1 names (``.``, U+3002, U+FF0E, U+FF61) all
+separate labels.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any, Final
+
+import idna
 
 from skillrack.interface.patterns import charged
 from skillrack.interface.rfc_formats import EXACT_CHECKERS, is_uri, is_uri_reference
@@ -81,10 +96,28 @@ def is_iri_reference(instance: object) -> bool:
     return uri is not None and is_uri_reference(uri)
 
 
-#: Checkers skillrack supplies in place of jsonschema's: the exact RFC grammars
-#: (:mod:`skillrack.interface.rfc_formats`), and the IRIs mapped onto them.
-_REPLACED: Final[Mapping[str, Checker]] = {
+#: The characters RFC 3490 section 3.1 makes label separators.
+_DOTS: Final = frozenset(".\u3002\uff0e\uff61")
+
+
+def is_idn_hostname(instance: object) -> bool:
+    if not isinstance(instance, str):
+        return True
+    if not instance or instance[-1] in _DOTS:
+        return False
+    try:
+        idna.encode(instance)
+    except (idna.IDNAError, UnicodeError):
+        return False
+    return True
+
+
+#: A checker for every format JSON Schema defines: the exact RFC grammars
+#: (:mod:`skillrack.interface.rfc_formats`), the IRIs mapped onto them, and
+#: internationalized host names.
+CHECKERS: Final[Mapping[str, Checker]] = {
     **EXACT_CHECKERS,
+    "idn-hostname": is_idn_hostname,
     "iri": is_iri,
     "iri-reference": is_iri_reference,
 }
@@ -108,11 +141,7 @@ def bounded(check: Checker) -> Callable[[object], bool]:
 
 
 def bounded_checkers(
-    checkers: Mapping[str, tuple[Checker, Any]], names: frozenset[str]
+    names: frozenset[str],
 ) -> dict[str, tuple[Callable[[object], bool], tuple[type[BaseException], ...]]]:
     """``FormatChecker.checkers`` for ``names``: each bounded, none raising (``raises=()``)."""
-    return {
-        name: (bounded(_REPLACED.get(name, check)), ())
-        for name, (check, _raises) in checkers.items()
-        if name in names
-    }
+    return {name: (bounded(check), ()) for name, check in CHECKERS.items() if name in names}

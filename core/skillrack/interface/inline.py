@@ -33,16 +33,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from jsonschema import (  # type: ignore[import-untyped, unused-ignore]
-    Draft202012Validator,
-    FormatChecker,
-)
+from jsonschema import FormatChecker  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
 
+from skillrack.interface.bounded_validator import BoundedValidator
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.compile_clock import CompileClock, clocked_meta_validator, running
-from skillrack.interface.deferred_formats import register_deferred_checkers
-from skillrack.interface.formats import bounded_checkers
+from skillrack.interface.formats import CHECKERS, bounded_checkers
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits, json_depth
 from skillrack.interface.meta_check import passes_meta_schema
 from skillrack.interface.patterns import check_pattern
@@ -59,7 +56,7 @@ from skillrack.interface.schemawalk import (
     schema_registry,
     walk,
 )
-from skillrack.interface.validation import BoundedValidator, CompiledSchema, desugar_booleans
+from skillrack.interface.validation import CompiledSchema, desugar_booleans
 
 __all__ = [
     "DEFINED_FORMATS",
@@ -93,9 +90,6 @@ DEFINED_FORMATS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
-# jsonschema was imported without rfc3987-syntax's checkers: back, loaded on first use.
-register_deferred_checkers()
-
 #: Draft 2020-12 with its pattern matching under a time limit (``skillrack.interface.patterns``).
 _VALIDATOR_CLASSES: Final[Mapping[str, Any]] = {DRAFT_2020_12: BoundedValidator}
 
@@ -103,43 +97,39 @@ _VALIDATOR_CLASSES: Final[Mapping[str, Any]] = {DRAFT_2020_12: BoundedValidator}
 def ensure_format_checkers() -> None:
     """Refuse to run when a defined format has no checker.
 
-    jsonschema passes any ``format`` it has no checker for, and it only has
-    checkers for several formats when its ``format-nongpl`` extra is installed.
-    Without this check a broken install would silently stop asserting formats,
-    which the draft forbids, so the host calls it at start-up (and every
-    compilation calls it again, which costs a set difference).
+    jsonschema passes any ``format`` it has no checker for, and the draft makes
+    every defined format an assertion, so a format missing from
+    :data:`skillrack.interface.formats.CHECKERS` would silently stop being
+    checked.  The host calls this at start-up (and every compilation calls it
+    again, which costs a set difference).
     """
-    missing = DEFINED_FORMATS - set(Draft202012Validator.FORMAT_CHECKER.checkers)
+    missing = DEFINED_FORMATS - set(CHECKERS)
     if missing:
         raise RuntimeError(
-            "jsonschema cannot check the format(s) "
+            "skillrack has no checker for the format(s) "
             + ", ".join(sorted(missing))
-            + "; the draft makes them assertions: install jsonschema[format-nongpl]"
+            + "; the draft makes them assertions (skillrack.interface.formats.CHECKERS)"
         )
 
 
-_FORMAT_CHECKERS: dict[Any, tuple[int, int, Any]] = {}
+_FORMAT_CHECKERS: dict[Any, Any] = {}
 
 
 def _format_checker(validator_class: Any) -> Any:
-    """The dialect's checker, narrowed to the defined formats.
+    """The dialect's checker: skillrack's checkers for the defined formats, and no others.
 
-    Narrowed so that a checker some other library registers globally for a
-    vendor format cannot turn that format into an assertion: only the formats
-    the draft names are asserted.  Built once per dialect (a compilation used
-    to build it twice, for the meta-schema check and for the validator) and
-    built again only when the dialect's own checker table is replaced or
-    changes size; the bounded checkers hold no state of their own.
+    Not jsonschema's per-dialect table, so that a checker some other library
+    registers globally for a vendor format cannot turn that format into an
+    assertion: only the formats the draft names are asserted.  Built once per
+    dialect; the bounded checkers hold no state of their own.
     """
-    table = validator_class.FORMAT_CHECKER.checkers
-    known = _FORMAT_CHECKERS.get(validator_class)
-    if known is not None and known[0] == id(table) and known[1] == len(table):
-        return known[2]
-    checker = FormatChecker(formats=())
-    # Each under the size cap and the time budget, never raising
-    # (:mod:`skillrack.interface.formats`).
-    checker.checkers = bounded_checkers(table, DEFINED_FORMATS)
-    _FORMAT_CHECKERS[validator_class] = (id(table), len(table), checker)
+    checker = _FORMAT_CHECKERS.get(validator_class)
+    if checker is None:
+        checker = FormatChecker(formats=())
+        # Each under the size cap and the time budget, never raising
+        # (:mod:`skillrack.interface.formats`).
+        checker.checkers = bounded_checkers(DEFINED_FORMATS)
+        _FORMAT_CHECKERS[validator_class] = checker
     return checker
 
 
@@ -197,7 +187,7 @@ class _MetaVerdicts:
     only on the dialect and the schema's value, and two values with one JCS
     form are the same value, so a pass is remembered by the SHA-256 of the JCS
     bytes.  Only passes are kept: a refusal is checked again, so every refusal
-    and its message stay exactly as before.  The limits are part of the key so
+    and its message are the full check's own.  The limits are part of the key so
     that a schema checked under generous limits is not waved through a
     compilation under a tighter compile-time limit; a remembered pass costs no
     time, so the limit is still met for the work actually done.  Bounded

@@ -1,8 +1,8 @@
 """The 2020-12 meta-schema check, compiled: "valid" without jsonschema's dynamic-scope walk.
 
-Checking a domain schema against its dialect's meta-schema was most of an
+Checked by jsonschema, a domain schema's meta-schema check is most of an
 assembly (about 10 ms of every schema value, so 500 skills with distinct
-schemas took about 9 s).  jsonschema evaluates the 2020-12 meta-schema as
+schemas take about 9 s).  jsonschema evaluates the 2020-12 meta-schema as
 written: seven vocabulary meta-schemas joined by ``allOf``, every subschema
 reached through ``$dynamicRef: "#meta"`` resolved against the dynamic scope.
 
@@ -14,13 +14,13 @@ dialect's meta-schema, the vocabularies under ``$defs``, each ``$dynamicRef``
 a plain ``$ref`` to the root, each reference between the bundled meta-schemas
 a pointer into the document, boolean subschemas in their object form.  The
 same keywords apply to the same values, so the verdicts are the same, and
-:func:`skillrack.interface.validation.compile_validity_check` (the predicate
+:func:`skillrack.interface.validity_check.compile_validity_check` (the predicate
 instance validation already uses, held to jsonschema's answers by the tests)
 compiles it into plain Python.
 
 The predicate only answers "valid".  Anything else (invalid, a match out of
 time, a value it cannot judge) sends the schema to the clocked jsonschema
-check, which words the refusal exactly as before.  It does not tick the
+check, which words the refusal as jsonschema does.  It does not tick the
 compile clock, so it is used only up to :data:`FAST_CHECK_BYTES`, which it
 checks in a few milliseconds (about 60 ms for 64 KiB of empty subschemas;
 its pattern matches and format checks share a time budget of at most a
@@ -37,7 +37,7 @@ from typing import Any, Final
 from jsonschema_specifications import REGISTRY as META_SCHEMAS  # type: ignore[import-untyped, unused-ignore]
 
 from skillrack.interface import patterns
-from skillrack.interface.validation import compile_validity_check
+from skillrack.interface.validity_check import compile_validity_check
 
 #: The largest schema (JCS bytes) the untimed predicate checks; larger ones go the clocked way.
 FAST_CHECK_BYTES: Final = 64 * 1024

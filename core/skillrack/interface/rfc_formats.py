@@ -32,8 +32,8 @@ classes, never ``\\d`` or ``$``), and implements the grammar named beside it:
                             ``pattern`` (:mod:`skillrack.interface.ecma_regex`)
 ==========================  ====================================================
 
-``idn-hostname``, ``iri`` and ``iri-reference`` keep the checkers
-:mod:`skillrack.interface.formats` gives them.  A value that is not a string
+``idn-hostname``, ``iri`` and ``iri-reference`` are checked in
+:mod:`skillrack.interface.formats`.  A value that is not a string
 passes every format, as JSON Schema says.
 """
 
@@ -332,7 +332,8 @@ def is_regex(value: object) -> bool:
     return not isinstance(value, str) or check_pattern(value) is None
 
 
-#: The checkers skillrack supplies in place of jsonschema's, by format name.
+#: The checkers of this module, by format name (:data:`skillrack.interface.formats.CHECKERS`
+#: has every defined format).
 EXACT_CHECKERS: Final[Mapping[str, Callable[[object], bool]]] = {
     "date-time": is_date_time,
     "date": is_date,

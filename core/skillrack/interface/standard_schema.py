@@ -22,9 +22,10 @@ from typing import Any
 from jsonschema import FormatChecker
 
 from skillrack.errors import SkillrackError
+from skillrack.interface.bounded_validator import BoundedValidator
 from skillrack.interface.canonical import CanonicalizationError, digest_of, loads_strict
 from skillrack.interface.rfc_formats import EXACT_CHECKERS
-from skillrack.interface.validation import BoundedValidator, compile_validity_check
+from skillrack.interface.validity_check import compile_validity_check
 
 FILE_NAME = "skill-interface-v1.json"
 PINNED_DIGEST = "sha256:6e0e8b989cd320782d784f63a9e8db745e39234b8935e3f4e1b6d6fa25be9b07"
@@ -95,7 +96,7 @@ def document_validity_check() -> Callable[[Any], bool] | None:
 
     Validating a document with jsonschema builds evaluation state for every
     subschema it descends into (about a tenth of assembling a skill); the
-    predicate (:func:`skillrack.interface.validation.compile_validity_check`)
+    predicate (:func:`skillrack.interface.validity_check.compile_validity_check`)
     answers the same verdict for a valid document, and an invalid one still
     goes to jsonschema, which finds the error to report.
     """

@@ -6,6 +6,13 @@ a registry that refuses retrieval exactly as the checks' registry did, so
 instance validation cannot fetch anything either, and it reports failures as the
 draft's ``details`` entries: located in the instance and in the schema as
 published, bounded in number, and with sensitive values withheld.
+
+The validator is :class:`~skillrack.interface.bounded_validator.BoundedValidator`
+(patterns under a time limit); an instance is first measured against the
+limits (:mod:`skillrack.interface.plain_json`) and, for most schemas, answered
+by a predicate equal to jsonschema's outcome
+(:mod:`skillrack.interface.validity_check`); jsonschema runs only to report
+what is wrong.
 """
 
 from __future__ import annotations
@@ -13,34 +20,25 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
-import json
-import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any, Final
 
 import referencing.exceptions
-import regex
-import rfc8785
-from jsonschema import Draft202012Validator  # type: ignore[import-untyped, unused-ignore]
-from jsonschema import validators as jsonschema_validators
-from jsonschema._types import (  # type: ignore[import-untyped, unused-ignore]
-    draft202012_type_checker,
-)
-from jsonschema._utils import equal, uniq  # type: ignore[import-untyped, unused-ignore]
 from jsonschema.exceptions import (  # type: ignore[import-untyped, unused-ignore]
-    ValidationError,
     best_match,
 )
 
 from skillrack.errors import ConditionError, ErrorCode, ErrorDetail
 from skillrack.interface import patterns
+from skillrack.interface.bounded_validator import TIMED_OUT
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.limits import DEFAULT_LIMITS, WIRE_DATA_DEPTH, Limits, json_depth
+from skillrack.interface.plain_json import measure_plain_json
 from skillrack.interface.pointers import escape, resolve, to_pointer, unescape
 from skillrack.interface.schemaerror import refuse
 from skillrack.interface.schemawalk import Location
+from skillrack.interface.validity_check import Check, compile_validity_check
 
 #: Most details one validation reports, and most raw errors it looks at to find
 #: them, so that a huge, thoroughly wrong instance costs bounded work.
@@ -178,558 +176,6 @@ def _is_related(path: str, hidden: str) -> bool:
     return path == hidden or path.startswith(hidden + "/") or hidden.startswith(path + "/")
 
 
-# -- pattern matching under a time limit -----------------------------------------------------
-#
-# jsonschema matches ``pattern``, ``patternProperties`` and the patterns that
-# ``additionalProperties`` skips with Python's ``re``, which cannot be stopped.
-# ``BoundedValidator`` is draft 2020-12 with those three keywords matching
-# through ``patterns.search`` instead (same meaning, a time limit); a match that
-# runs out of time is a failure at the string it was matching.  The schema
-# checks refuse the one remaining path, ``patternProperties`` evaluated for
-# ``unevaluatedProperties`` (see ``skillrack.interface.inline``).
-
-
-#: ``expected`` of the detail for an instance refused because a match was cut off.
-TIMED_OUT: Final = "a pattern match within the time limit"
-
-
-def _timed_out(exc: patterns.PatternTimeLimit, **where: Any) -> Any:
-    return ValidationError(f"{exc}; the value is treated as not matching", **where)
-
-
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[Any]:
-    if not validator.is_type(instance, "string"):
-        return
-    try:
-        matched = patterns.search(pattern, instance)
-    except patterns.PatternTimeLimit as exc:
-        yield _timed_out(exc)
-        return
-    if not matched:
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def _pattern_properties(
-    validator: Any, pattern_properties: Mapping[str, Any], instance: Any, schema: Any
-) -> Iterator[Any]:
-    if not validator.is_type(instance, "object"):
-        return
-    for pattern, subschema in pattern_properties.items():
-        for name, value in instance.items():
-            try:
-                matched = patterns.search(pattern, name)
-            except patterns.PatternTimeLimit as exc:
-                yield _timed_out(exc, path=(name,), instance=value)
-                continue
-            if matched:
-                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
-
-
-def _additional_properties(
-    validator: Any, additional: Any, instance: Any, schema: Any
-) -> Iterator[Any]:
-    if not validator.is_type(instance, "object"):
-        return
-    known = schema.get("properties", {})
-    listed = tuple(schema.get("patternProperties", {}))
-    extras = []
-    for name in instance:
-        if name in known:
-            continue
-        try:
-            if any(patterns.search(pattern, name) for pattern in listed):
-                continue
-        except patterns.PatternTimeLimit as exc:
-            yield _timed_out(exc, path=(name,), instance=instance[name])
-            continue
-        extras.append(name)
-    if validator.is_type(additional, "object"):
-        for name in extras:
-            yield from validator.descend(instance[name], additional, path=name)
-    elif not additional and extras:
-        names = ", ".join(repr(name) for name in sorted(extras))
-        yield ValidationError(f"Additional properties are not allowed ({names} unexpected)")
-
-
-BoundedValidator: Any = jsonschema_validators.extend(
-    Draft202012Validator,
-    {
-        "pattern": _pattern,
-        "patternProperties": _pattern_properties,
-        "additionalProperties": _additional_properties,
-    },
-)
-
-
-# -- the common case, fast --------------------------------------------------------------------
-#
-# Every request validates four instances (the request object, the arguments,
-# each supporting record, the result), and jsonschema spends most of its time
-# building evaluation state for each subschema it descends into.  Two shortcuts
-# keep the outcome exactly what it was:
-#
-# * ``measure_plain_json`` computes the depth and the JCS size of an instance
-#   made only of dict, list, str, int, float, bool and None without building
-#   the JCS bytes; anything else is measured the long way, as before.
-# * ``compile_validity_check`` turns a schema into a predicate that answers
-#   True only when jsonschema would report no error.  It knows the keywords
-#   domain schemas use; a schema with any other validating keyword (or a
-#   ``$ref`` it cannot resolve to a place in the same schema) gets no predicate,
-#   and False or an exception means "ask jsonschema".  Errors and their details
-#   always come from jsonschema.
-
-_INT_RANGE: Final = 2**53 - 1
-#: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``, built once.
-_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_INFINITY: Final = float("inf")
-
-
-def _float_length_delta(value: float) -> int:
-    """JCS length of a finite float minus the length of ``repr`` (what ``json.dumps`` writes)."""
-    text = repr(value)
-    if value == 0:
-        return 1 - len(text)  # "0" for 0.0 and -0.0
-    if "e" in text:
-        return len(rfc8785.dumps(value)) - len(text)
-    return -2 if text.endswith(".0") else 0  # JCS writes 26.0 as 26
-
-
-def _scalar_delta(value: Any) -> int | None:
-    """JCS length minus ``json.dumps`` length of a scalar; None when JCS refuses it or is unsure."""
-    kind = type(value)
-    if kind is str or kind is bool or value is None:
-        return 0
-    if kind is int:
-        return 0 if -_INT_RANGE <= value <= _INT_RANGE else None
-    if kind is float:
-        if value != value or value in (_INFINITY, -_INFINITY):
-            return None
-        return _float_length_delta(value)
-    return None
-
-
-def measure_plain_json(value: Any, limit: int) -> tuple[int | None, int | None]:
-    """``(depth, JCS size)`` of a plain JSON value, or None for what it cannot measure.
-
-    The depth is :func:`skillrack.interface.limits.json_depth`'s (cut off above
-    ``limit``), and when it is above ``limit`` the size is not computed.  The
-    size is ``len(canonical_bytes(value))``: ``json.dumps`` (compact, UTF-8,
-    unsorted: order does not change the length) writes every string, integer
-    and literal exactly as JCS does, and floats differ only in a way
-    :func:`_float_length_delta` corrects.  Depth is None as soon as a value of
-    another type, a non-string key, an integer JCS refuses or a non-finite
-    float is found: the caller then measures the long way.
-    """
-    deepest = 0
-    delta = _scalar_delta(value) if type(value) is not dict and type(value) is not list else 0
-    if delta is None:
-        return None, None
-    stack: list[tuple[Any, int]] = [(value, 1)] if type(value) in (dict, list) else []
-    while stack:
-        node, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > limit:
-                return deepest, None
-        if type(node) is dict:
-            for key in node:
-                if type(key) is not str:
-                    return None, None
-            children: Iterable[Any] = node.values()
-        else:
-            children = node
-        for child in children:
-            kind = type(child)
-            if kind is str:
-                continue
-            if kind is dict or kind is list:
-                stack.append((child, depth + 1))
-                continue
-            more = _scalar_delta(child)
-            if more is None:
-                return None, None
-            delta += more
-    try:
-        return deepest, len(_COMPACT.encode(value).encode("utf-8")) + delta
-    except (ValueError, TypeError, RecursionError):  # e.g. a lone surrogate: JCS refuses it
-        return deepest, None
-
-
-Check = Callable[[Any], bool]
-
-
-class _Unsupported(Exception):
-    """The schema uses something the fast predicate does not implement."""
-
-
-def _always(instance: Any) -> bool:
-    return True
-
-
-def _is_number(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, numbers.Number)
-
-
-#: jsonschema's draft 2020-12 type checker, type by type (checked to be the one in use).
-_TYPES: Final[Mapping[str, Check]] = {
-    "array": lambda v: isinstance(v, list),
-    "boolean": lambda v: isinstance(v, bool),
-    "integer": lambda v: (
-        (not isinstance(v, bool) and isinstance(v, int))
-        or (isinstance(v, float) and v.is_integer())
-    ),
-    "null": lambda v: v is None,
-    "number": _is_number,
-    "object": lambda v: isinstance(v, dict),
-    "string": lambda v: isinstance(v, str),
-}
-
-#: Keywords that change how references resolve; the predicate does not follow them.
-_SCOPE_KEYWORDS: Final = frozenset(
-    {"$anchor", "$dynamicAnchor", "$dynamicRef", "$recursiveAnchor", "$recursiveRef"}
-)
-
-
-class _FastCompiler:
-    """Builds the predicate, keyword by keyword, from jsonschema's own definitions."""
-
-    def __init__(self, validator: Any) -> None:
-        self.validator = validator
-        self.root = validator.schema
-        self.memo: dict[int, Check] = {}
-        formats = validator.format_checker
-        self.formats = formats.checkers if formats is not None else None
-
-    def node(self, schema: Any) -> Check:
-        key = id(schema)
-        known = self.memo.get(key)
-        if known is not None:
-            return known
-        if not isinstance(schema, dict):
-            raise _Unsupported("a subschema that is not an object")
-        cell: list[Check] = []
-        self.memo[key] = lambda instance: cell[0](instance)  # recursion through $ref
-        check = self._build(schema)
-        cell.append(check)
-        self.memo[key] = check
-        return check
-
-    def _build(self, schema: dict[str, Any]) -> Check:
-        checks: list[Check] = []
-        for keyword, value in schema.items():
-            if keyword in _SCOPE_KEYWORDS or (keyword == "$id" and schema is not self.root):
-                raise _Unsupported(keyword)
-            if keyword not in Draft202012Validator.VALIDATORS:
-                continue  # an annotation or a container ($defs): jsonschema ignores it too
-            build = _BUILDERS.get(keyword)
-            if build is None:
-                raise _Unsupported(keyword)
-            check = build(self, value, schema)
-            if check is not _always:
-                checks.append(check)
-        if not checks:
-            return _always
-        if len(checks) == 1:
-            return checks[0]
-        frozen = tuple(checks)
-
-        def all_of_keywords(instance: Any) -> bool:
-            for check in frozen:  # noqa: SIM110 (a loop: no generator per call)
-                if not check(instance):
-                    return False
-            return True
-
-        return all_of_keywords
-
-    # Each builder mirrors the function of the same name in jsonschema._keywords.
-
-    def type_(self, types: Any, schema: Any) -> Check:
-        names = [types] if isinstance(types, str) else list(types)
-        preds = tuple(_TYPES[name] for name in names)
-        if len(preds) == 1:
-            return preds[0]
-        return lambda v: any(pred(v) for pred in preds)
-
-    def properties(self, properties: Any, schema: Any) -> Check:
-        pairs = tuple(
-            (name, sub_check)
-            for name, sub in properties.items()
-            if (sub_check := self.node(sub)) is not _always
-        )
-
-        table = dict(pairs)
-        declared = len(table)
-
-        def check(v: Any) -> bool:
-            if not isinstance(v, dict):
-                return True
-            # Whichever side is shorter: a schema's few members against a
-            # meta-schema's fifty declared keywords, or the other way round.
-            if len(v) < declared:
-                for name, item in v.items():
-                    sub = table.get(name)
-                    if sub is not None and not sub(item):
-                        return False
-                return True
-            for name, sub in pairs:  # noqa: SIM110 (a loop: no generator per call)
-                if name in v and not sub(v[name]):
-                    return False
-            return True
-
-        return check if pairs else _always
-
-    def required(self, names: Any, schema: Any) -> Check:
-        wanted = tuple(names)
-        return lambda v: not isinstance(v, dict) or all(name in v for name in wanted)
-
-    def additional_properties(self, extra: Any, schema: Any) -> Check:
-        known = schema.get("properties", {})
-        listed = tuple(schema.get("patternProperties", {}))
-        for listed_pattern in listed:
-            patterns.compiled(listed_pattern)  # an unusable pattern: no predicate
-
-        def matches(name: str) -> bool:
-            return any(patterns.search(pattern, name) for pattern in listed)
-
-        if isinstance(extra, dict):
-            sub = self.node(extra)
-            if sub is _always:
-                return _always
-        elif extra:
-            return _always
-        else:
-            sub = None
-
-        def check(v: Any) -> bool:
-            if not isinstance(v, dict):
-                return True
-            for name in v:
-                if name in known or (listed and matches(name)):
-                    continue
-                if sub is None or not sub(v[name]):
-                    return False
-            return True
-
-        return check
-
-    def pattern_properties(self, patterns_: Any, schema: Any) -> Check:
-        pairs = tuple((p, self.node(sub)) for p, sub in patterns_.items())
-        for pattern, _ in pairs:
-            patterns.compiled(pattern)  # an unusable pattern: no predicate
-
-        def check(v: Any) -> bool:
-            if not isinstance(v, dict):
-                return True
-            for pattern, sub in pairs:
-                for name, item in v.items():
-                    if patterns.search(pattern, name) and not sub(item):
-                        return False
-            return True
-
-        return check
-
-    def property_names(self, names: Any, schema: Any) -> Check:
-        sub = self.node(names)
-        return lambda v: not isinstance(v, dict) or all(sub(name) for name in v)
-
-    def items(self, items: Any, schema: Any) -> Check:
-        prefix = len(schema.get("prefixItems", []))
-        if items is False:
-            return lambda v: not isinstance(v, list) or len(v) <= prefix
-        if not isinstance(items, dict):
-            return _always
-        sub = self.node(items)
-        if sub is _always:
-            return _always
-        return lambda v: not isinstance(v, list) or all(sub(item) for item in v[prefix:])
-
-    def prefix_items(self, subschemas: Any, schema: Any) -> Check:
-        subs = tuple(self.node(sub) for sub in subschemas)
-        return lambda v: (
-            not isinstance(v, list) or all(sub(item) for item, sub in zip(v, subs, strict=False))
-        )
-
-    def enum(self, values: Any, schema: Any) -> Check:
-        options = tuple(values)
-        if not options or any(type(each) is not str for each in options):
-            return lambda v: any(equal(each, v) for each in options)
-        # Strings only (the meta-schema's simpleTypes, most enums): ``equal``
-        # compares a string option to a string with ``==``, which for an exact
-        # ``str`` is what a set lookup does.
-        names = frozenset(options)
-
-        def check(v: Any) -> bool:
-            if type(v) is str:
-                return v in names
-            return any(equal(each, v) for each in options)
-
-        return check
-
-    def const(self, value: Any, schema: Any) -> Check:
-        return lambda v: equal(v, value)
-
-    def min_length(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not isinstance(v, str) or not len(v) < bound
-
-    def max_length(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not isinstance(v, str) or not len(v) > bound
-
-    def pattern(self, pattern: Any, schema: Any) -> Check:
-        patterns.compiled(pattern)  # an unusable pattern: no predicate
-        return lambda v: not isinstance(v, str) or patterns.search(pattern, v)
-
-    def format(self, name: Any, schema: Any) -> Check:
-        if self.formats is None or name not in self.formats:
-            return _always
-        func, raises = self.formats[name]
-
-        def check(v: Any) -> bool:
-            try:
-                return bool(func(v))
-            except raises:
-                return False
-
-        return check
-
-    def minimum(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not _is_number(v) or not v < bound
-
-    def maximum(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not _is_number(v) or not v > bound
-
-    def exclusive_minimum(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not _is_number(v) or not v <= bound
-
-    def exclusive_maximum(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not _is_number(v) or not v >= bound
-
-    def multiple_of(self, divisor: Any, schema: Any) -> Check:
-        def check(v: Any) -> bool:
-            if not _is_number(v):
-                return True
-            if isinstance(divisor, float):
-                quotient = v / divisor
-                try:
-                    failed = int(quotient) != quotient
-                except OverflowError:
-                    failed = (Fraction(v) / Fraction(divisor)).denominator != 1
-            else:
-                failed = v % divisor
-            return not failed
-
-        return check
-
-    def min_items(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not (isinstance(v, list) and len(v) < bound)
-
-    def max_items(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not (isinstance(v, list) and len(v) > bound)
-
-    def unique_items(self, unique: Any, schema: Any) -> Check:
-        if not unique:
-            return _always
-        return lambda v: not isinstance(v, list) or bool(uniq(v))
-
-    def min_properties(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not (isinstance(v, dict) and len(v) < bound)
-
-    def max_properties(self, bound: Any, schema: Any) -> Check:
-        return lambda v: not (isinstance(v, dict) and len(v) > bound)
-
-    def dependent_required(self, dependencies: Any, schema: Any) -> Check:
-        pairs = tuple((name, tuple(needed)) for name, needed in dependencies.items())
-        return lambda v: (
-            not isinstance(v, dict)
-            or all(name not in v or all(each in v for each in needed) for name, needed in pairs)
-        )
-
-    def all_of(self, subschemas: Any, schema: Any) -> Check:
-        subs = tuple(self.node(sub) for sub in subschemas)
-        return lambda v: all(sub(v) for sub in subs)
-
-    def any_of(self, subschemas: Any, schema: Any) -> Check:
-        subs = tuple(self.node(sub) for sub in subschemas)
-        return lambda v: any(sub(v) for sub in subs)
-
-    def one_of(self, subschemas: Any, schema: Any) -> Check:
-        subs = tuple(self.node(sub) for sub in subschemas)
-        return lambda v: sum(1 for sub in subs if sub(v)) == 1
-
-    def not_(self, subschema: Any, schema: Any) -> Check:
-        sub = self.node(subschema)
-        return lambda v: not sub(v)
-
-    def if_(self, condition: Any, schema: Any) -> Check:
-        test = self.node(condition)
-        then = self.node(schema["then"]) if "then" in schema else _always
-        otherwise = self.node(schema["else"]) if "else" in schema else _always
-        return lambda v: then(v) if test(v) else otherwise(v)
-
-    def ref(self, reference: Any, schema: Any) -> Check:
-        if not isinstance(reference, str) or not reference.startswith("#"):
-            raise _Unsupported("$ref outside the schema's own document")
-        resolved = self.validator._resolver.lookup(reference)
-        return self.node(resolved.contents)
-
-
-_BUILDERS: Final[Mapping[str, Callable[[_FastCompiler, Any, Any], Check]]] = {
-    "$ref": _FastCompiler.ref,
-    "additionalProperties": _FastCompiler.additional_properties,
-    "allOf": _FastCompiler.all_of,
-    "anyOf": _FastCompiler.any_of,
-    "const": _FastCompiler.const,
-    "dependentRequired": _FastCompiler.dependent_required,
-    "enum": _FastCompiler.enum,
-    "exclusiveMaximum": _FastCompiler.exclusive_maximum,
-    "exclusiveMinimum": _FastCompiler.exclusive_minimum,
-    "format": _FastCompiler.format,
-    "if": _FastCompiler.if_,
-    "items": _FastCompiler.items,
-    "maxItems": _FastCompiler.max_items,
-    "maxLength": _FastCompiler.max_length,
-    "maxProperties": _FastCompiler.max_properties,
-    "maximum": _FastCompiler.maximum,
-    "minItems": _FastCompiler.min_items,
-    "minLength": _FastCompiler.min_length,
-    "minProperties": _FastCompiler.min_properties,
-    "minimum": _FastCompiler.minimum,
-    "multipleOf": _FastCompiler.multiple_of,
-    "not": _FastCompiler.not_,
-    "oneOf": _FastCompiler.one_of,
-    "pattern": _FastCompiler.pattern,
-    "patternProperties": _FastCompiler.pattern_properties,
-    "prefixItems": _FastCompiler.prefix_items,
-    "properties": _FastCompiler.properties,
-    "propertyNames": _FastCompiler.property_names,
-    "required": _FastCompiler.required,
-    "type": _FastCompiler.type_,
-    "uniqueItems": _FastCompiler.unique_items,
-}
-
-
-def compile_validity_check(validator: Any) -> Check | None:
-    """The predicate for ``validator``'s schema, or None when it would not be exact.
-
-    Only for jsonschema's own draft 2020-12 validator with its stock type
-    checker: the predicate copies their semantics, not anybody else's.
-    """
-    if type(validator) not in (Draft202012Validator, BoundedValidator):
-        return None
-    if validator.TYPE_CHECKER is not draft202012_type_checker:
-        return None
-    try:
-        return _FastCompiler(validator).node(validator.schema)
-    except (
-        _Unsupported,
-        referencing.exceptions.Unresolvable,
-        KeyError,
-        TypeError,
-        regex.error,
-        RecursionError,  # a long chain of references and nesting: jsonschema validates it
-    ):
-        return None
-
-
 class _FastSlot:
     """A compiled schema's validity check, built once, on first use.
 
@@ -756,7 +202,7 @@ class _ValidatorSlot:
     """A compiled schema's jsonschema validator, built on first use.
 
     Building one (jsonschema combines the registry with its own and makes a
-    resolver) was about a twentieth of assembling a skill, and most schemas
+    resolver) costs about a twentieth of assembling a skill, and most schemas
     are validated through the compiled validity check, which needs it only
     when it is built itself.  Two threads may both build it the first time;
     both get an equivalent validator and one of them is kept, so no lock is
@@ -900,7 +346,7 @@ class CompiledSchema:
         """True only when jsonschema would report no error; False means "ask jsonschema".
 
         Any exception (a comparison a number type refuses, a deep recursion)
-        also sends the instance to jsonschema, which then fails as it always did.
+        also sends the instance to jsonschema, which then reports what is wrong.
         """
         try:
             fast = self._fast

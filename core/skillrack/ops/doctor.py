@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
-from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config
+from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config, redact_url
 from skillrack.host.registry import Registry
 from skillrack.interface.document import InterfaceError, VerifiedInterface, verify_document
 from skillrack.interface.schemaref import SchemaReference, SchemaReferenceError
@@ -249,7 +249,7 @@ def _configuration(diagnosis: Diagnosis, config: Config, registry: Registry | No
     diagnosis.add(
         "store",
         INFO,
-        f"task store {store} (relative paths from {config.base_dir})"
+        f"task store {redact_url(store)} (relative paths from {config.base_dir})"
         if store
         else "task store in memory: tasks are lost when the agent stops",
     )
@@ -262,7 +262,7 @@ def _configuration(diagnosis: Diagnosis, config: Config, registry: Registry | No
             f"card signed with {key}" if key.is_file() else f"signing key {key} does not exist",
         )
     for name, url in config.peers.items():
-        diagnosis.add("peers", INFO, f"delegation peer {url}", name)
+        diagnosis.add("peers", INFO, f"delegation peer {redact_url(url)}", name)
     limits = {**dataclasses.asdict(config.limits), **_server_limits(config)}
     diagnosis.add("limits", INFO, ", ".join(f"{k}={v}" for k, v in limits.items()))
 

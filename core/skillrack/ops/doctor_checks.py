@@ -1,6 +1,6 @@
 """The configuration mistakes operators make, found before ``skillrack serve`` is started.
 
-Each of these used to surface only as a failed call, far from its cause: a
+Unchecked, each of these surfaces only as a failed call, far from its cause: a
 policy whose allow rules no configured caller can match (every call ends
 ``authorization_failed``), a ``public_url`` this machine cannot resolve (the
 client follows the card there and fails with "Name or service not known"), a

@@ -14,13 +14,9 @@ terminal (or interrupted) state.  Anything that needs the stream while it runs
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import socket
 import tempfile
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,13 +35,12 @@ from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.interface.document import VerifiedInterface
 from skillrack.ops.conformance import CheckReport, check_agent
+from skillrack.ops.loopback import free_port, serving_in_thread
 from skillrack.serve.bindings.request_handler import tenant_scope
 from skillrack.serve.server import build_server
 
 #: The base URL an in-process agent advertises (nothing resolves it: the transport is the app).
 IN_PROCESS_URL = "http://skillrack.test"
-
-START_TIMEOUT = 10.0
 
 
 def _private(config: Config, workdir: Path) -> Config:
@@ -129,43 +124,19 @@ class _StripPrefix:
         await self.app(scope, receive, send)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
 def threaded_agent(
     registry: Registry, config: Config, *, workdir: Path | None = None
 ) -> Iterator[Agent]:
     """Serve the app with uvicorn on 127.0.0.1 (a free port) in a thread of its own."""
-    import uvicorn
-
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="skillrack-")))
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         app = build_app(registry, config, url, workdir)
-        server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-        )
-        thread = threading.Thread(
-            target=lambda: asyncio.run(server.serve()), name=f"skillrack-{port}", daemon=True
-        )
-        thread.start()
-        deadline = time.monotonic() + START_TIMEOUT
-        while not server.started:
-            if time.monotonic() > deadline or not thread.is_alive():
-                server.should_exit = True
-                raise RuntimeError(f"the skillrack agent on {url} did not start")
-            time.sleep(0.02)
-        try:
+        with serving_in_thread(app, port):
             yield Agent(url, registry, config, app, None)
-        finally:
-            server.should_exit = True
-            thread.join(timeout=START_TIMEOUT)
 
 
 class AgentClient(SkillClient):

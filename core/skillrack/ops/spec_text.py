@@ -1,7 +1,7 @@
 """The fixed text of ``skillrack spec``: what holds for every skillrack agent.
 
 Tables are written as pipe-separated rows (a line indented further continues
-the row above) so that they read like the document they become; ``spec.py``
+the row above) so that they read like the document they become; ``spec_sections``
 adds the rows that depend on the composition.  ``{placeholders}`` are filled
 with :meth:`str.format`.
 """
@@ -26,6 +26,30 @@ def columns(text: str) -> list[str]:
     return [cell.strip() for cell in text.split(" | ")]
 
 
+A2A_SPEC = "1.0.1"
+DRAFT = "Schema Interfaces for Network Management Agents (Internet-Draft)"
+
+#: The numbered sections of the template, by number.
+TITLES: dict[int, str] = {
+    1: "1. Purpose and scope",
+    2: "2. Protocol baseline and governance",
+    3: "3. Agent identity and metadata",
+    4: "4. Interfaces and protocol bindings",
+    5: "5. Capabilities and extensions",
+    6: "6. Skills",
+    7: "7. Security schemes and authentication",
+    8: "8. Supported operations",
+    9: "9. Task lifecycle and states",
+    10: "10. Messages, parts and artifacts",
+    11: "11. Streaming and push notifications",
+    12: "12. Error handling",
+    13: "13. Versioning, discovery and caching",
+    14: "14. Example Agent Card",
+    15: "15. Security considerations",
+    16: "16. Conformance checklist",
+    17: "17. Glossary and references",
+}
+
 BASELINE = rows(
     """
     Specification | Agent2Agent (A2A) Protocol Specification 1.0.1,
@@ -45,16 +69,6 @@ BASELINE = rows(
     Change tracking | [Review each A2A minor release and each revision of the draft]
     """
 )
-
-BINDING_NOTES = [
-    "**JSON-RPC:** JSON-RPC 2.0 over HTTP at `/`; method names equal the operation names "
-    "(`SendMessage`, ...); streaming uses Server-Sent Events.",
-    "**HTTP+JSON:** resource-style paths at the root (`POST /message:send`, `GET /tasks/{id}`, "
-    "...); streaming uses Server-Sent Events.",
-    "**gRPC:** not served.",
-    "**Tenant:** interfaces carry no `tenant`; tasks are isolated by the tenant of the "
-    "caller's credential.",
-]
 
 OPERATIONS = rows(
     """

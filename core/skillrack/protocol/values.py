@@ -78,7 +78,7 @@ def from_value(value: struct_pb2.Value) -> Any:
 
 
 #: Nesting the one-pass conversions handle themselves; deeper values go through
-#: json_format, whose own limits then apply exactly as before.
+#: json_format, whose own limits then apply.
 _FAST_DEPTH = 48
 
 
@@ -150,7 +150,7 @@ def data_part(value: Any) -> Part:
     Built as ``json_format.ParseDict`` builds it, call for call, without its
     per-member bookkeeping; anything unusual (a type it refuses, nesting near
     its recursion limit) is handed to ``ParseDict`` itself, which then
-    succeeds or fails exactly as before.
+    succeeds or fails as it does on its own.
 
     Raises ``resource_limit_exceeded`` for a value nested deeper than
     :data:`DATA_PART_DEPTH`: such a part would fail later, inside a2a-sdk.
@@ -163,7 +163,7 @@ def data_part(value: Any) -> Part:
             raise ConditionError(ErrorCode.RESOURCE_LIMIT_EXCEEDED, TOO_DEEP) from None
         built = json_format.ParseDict(value, struct_pb2.Value())
     part = Part(media_type="application/json")
-    # Copied in, as before: a copy can lay out a Struct's map differently from
+    # Copied in on purpose: a copy can lay out a Struct's map differently from
     # the message it came from, and the JSON on the wire follows that layout.
     part.data.CopyFrom(built)
     return part

@@ -31,9 +31,9 @@ from typing import Any, Final
 from jsonschema.exceptions import best_match  # type: ignore[import-untyped, unused-ignore]
 
 from skillrack.errors import SkillrackError
+from skillrack.interface.bounded_validator import BoundedValidator
 from skillrack.interface.canonical import CanonicalizationError, loads_strict
 from skillrack.interface.pointers import to_pointer
-from skillrack.interface.validation import BoundedValidator
 from skillrack.interface.versions import INTERFACE_VERSION
 
 MANIFEST_NAME: Final = "manifest.json"

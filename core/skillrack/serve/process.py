@@ -22,7 +22,7 @@ application, so it chooses, and says so in its start-up log.
 - **The start-up heap.** Assembly leaves a few hundred thousand long-lived
   objects (plugins, schemas, compiled validators, a2a-sdk's descriptors);
   ``gc.freeze()`` moves them out of the collector's generations, so a full
-  collection no longer walks them (measured: 3-4% per request, and no pauses
+  collection does not walk them (measured: 3-4% per request, and no pauses
   of 60-130 ms every few thousand requests).
 """
 

@@ -78,9 +78,9 @@ from skillrack.serve.security.operator_access import OperatorGuard
 from skillrack.serve.security.requirements import skill_requirements
 from skillrack.serve.stores.cluster import ClusterTaskStore
 from skillrack.serve.stores.counters import open_counter
+from skillrack.serve.stores.new_task_notice import NewTaskNotice
 from skillrack.serve.stores.recovery import fail_interrupted
 from skillrack.serve.stores.storage import (
-    NewTaskNotice,
     SingleProcessTaskStore,
     TaskStorage,
     open_storage,

@@ -21,8 +21,12 @@ A vendor's tests import from here and from ``skillrack``, nothing else
 * the release check ``skillrack plugin check|bundle`` runs: ``check_release``,
   ``ReleaseReport``, ``write_bundle``.
 
-Those are imported on first use (``__getattr__`` below): this module is loaded
-by every pytest session, and must not import a2a-sdk, starlette or jsonschema.
+Those are imported on first use (``__getattr__`` below), and ``dir()`` lists
+them before they are (``__dir__``): this module is loaded by every pytest
+session, and must not import a2a-sdk, starlette or jsonschema.
+``__all__`` is derived (the plugin's names imported here, and the lazy table);
+the list in tests/test_public_api.py is kept by hand on purpose: it is the
+contract.
 """
 
 from __future__ import annotations
@@ -30,43 +34,47 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from skillrack.testing.plugin import (
-    ExampleProblem,
-    assert_skill_examples,
-    check_examples,
-    pytest_addoption,
-    pytest_configure,
-    registry_problems,
-    registry_under_test,
-    skillrack_config,
-    skillrack_distributions,
-    skillrack_live_agent,
-    skillrack_plugin_objects,
-    skillrack_registry,
-)
+from skillrack.testing.plugin import ExampleProblem as ExampleProblem
+from skillrack.testing.plugin import assert_skill_examples as assert_skill_examples
+from skillrack.testing.plugin import check_examples as check_examples
+from skillrack.testing.plugin import pytest_addoption as pytest_addoption
+from skillrack.testing.plugin import pytest_configure as pytest_configure
+from skillrack.testing.plugin import registry_problems as registry_problems
+from skillrack.testing.plugin import registry_under_test as registry_under_test
+from skillrack.testing.plugin import skillrack_config as skillrack_config
+from skillrack.testing.plugin import skillrack_distributions as skillrack_distributions
+from skillrack.testing.plugin import skillrack_live_agent as skillrack_live_agent
+from skillrack.testing.plugin import skillrack_plugin_objects as skillrack_plugin_objects
+from skillrack.testing.plugin import skillrack_plugin_settings as skillrack_plugin_settings
+from skillrack.testing.plugin import skillrack_registry as skillrack_registry
 
-if TYPE_CHECKING:
-    from skillrack.interface.canonical import digest_of
-    from skillrack.interface.document import InterfaceError, VerifiedInterface, assemble
-    from skillrack.interface.inline import compile_inline_schema
-    from skillrack.ops.inprocess import Agent, AgentClient
-    from skillrack.protocol.messages import EXTENSION_URI
-    from skillrack.release.bundle import write_bundle
-    from skillrack.release.check import ReleaseReport, check_release
-    from skillrack.testing.serve import (
-        CARD_PATH,
-        error_of,
-        invoke,
-        message,
-        rpc,
-        send,
-        skill_request,
-        skillrack_command,
-        stream,
-        subprocess_agent,
-        task_of,
-        wait_for_state,
-    )
+if TYPE_CHECKING:  # the same names as the table below, for type checkers
+    from skillrack.interface.canonical import digest_of as digest_of
+    from skillrack.interface.document import InterfaceError as InterfaceError
+    from skillrack.interface.document import VerifiedInterface as VerifiedInterface
+    from skillrack.interface.document import assemble as assemble
+    from skillrack.interface.inline import compile_inline_schema as compile_inline_schema
+    from skillrack.ops.inprocess import Agent as Agent
+    from skillrack.ops.inprocess import AgentClient as AgentClient
+    from skillrack.protocol.messages import EXTENSION_URI as EXTENSION_URI
+    from skillrack.release.bundle import write_bundle as write_bundle
+    from skillrack.release.check import ReleaseReport as ReleaseReport
+    from skillrack.release.check import check_release as check_release
+    from skillrack.testing.serve import CARD_PATH as CARD_PATH
+    from skillrack.testing.serve import error_of as error_of
+    from skillrack.testing.serve import invoke as invoke
+    from skillrack.testing.serve import message as message
+    from skillrack.testing.serve import rpc as rpc
+    from skillrack.testing.serve import send as send
+    from skillrack.testing.serve import skill_request as skill_request
+    from skillrack.testing.serve import skillrack_command as skillrack_command
+    from skillrack.testing.serve import stream as stream
+    from skillrack.testing.serve import subprocess_agent as subprocess_agent
+    from skillrack.testing.serve import task_of as task_of
+    from skillrack.testing.serve import wait_for_state as wait_for_state
+
+#: Where the names above come from: pytest finds its hooks and fixtures in this module.
+_PLUGIN = "skillrack.testing.plugin"
 
 #: Names imported on first use: name -> the module that defines it.
 _ON_FIRST_USE = {
@@ -95,43 +103,11 @@ _ON_FIRST_USE = {
     "write_bundle": "skillrack.release.bundle",
 }
 
-__all__ = [
-    "Agent",
-    "AgentClient",
-    "CARD_PATH",
-    "EXTENSION_URI",
-    "ExampleProblem",
-    "InterfaceError",
-    "ReleaseReport",
-    "VerifiedInterface",
-    "assemble",
-    "assert_skill_examples",
-    "check_examples",
-    "check_release",
-    "compile_inline_schema",
-    "digest_of",
-    "error_of",
-    "invoke",
-    "message",
-    "pytest_addoption",
-    "pytest_configure",
-    "registry_problems",
-    "registry_under_test",
-    "rpc",
-    "send",
-    "skill_request",
-    "skillrack_command",
-    "skillrack_config",
-    "skillrack_distributions",
-    "skillrack_live_agent",
-    "skillrack_plugin_objects",
-    "skillrack_registry",
-    "stream",
-    "subprocess_agent",
-    "task_of",
-    "wait_for_state",
-    "write_bundle",
-]
+#: The plugin's names imported above, and the table's (tests/test_public_api.py pins them).
+__all__ = sorted(
+    {name for name, value in globals().items() if getattr(value, "__module__", "") == _PLUGIN}
+    | _ON_FIRST_USE.keys()
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -140,3 +116,8 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """Every public name, loaded or not, so that completion and ``help()`` see them all."""
+    return sorted(set(globals()) | set(__all__))

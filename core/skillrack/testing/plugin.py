@@ -129,11 +129,23 @@ def skillrack_plugin_objects() -> list[tuple[str, object]]:
 
 
 @pytest.fixture
-def skillrack_config(tmp_path: Path) -> Config:
+def skillrack_plugin_settings() -> dict[str, dict[str, Any]]:
+    """Plugins' settings tables, by name, as ``[plugins.<name>]`` of ``skillrack.toml`` gives them.
+
+    Override to return ``{"<entry point name>": {...}}``: each plugin's
+    ``configure_plugin`` receives its own table, as under ``skillrack serve``.
+    """
+    return {}
+
+
+@pytest.fixture
+def skillrack_config(
+    tmp_path: Path, skillrack_plugin_settings: dict[str, dict[str, Any]]
+) -> Config:
     """The agent's configuration (default values; approvals kept in ``tmp_path``)."""
     from skillrack.host.config import Config
 
-    return Config(base_dir=tmp_path)
+    return Config(base_dir=tmp_path, plugin_settings=skillrack_plugin_settings)
 
 
 @pytest.fixture
@@ -177,6 +189,8 @@ def registry_under_test(
     distributions: Sequence[str],
     objects: Iterable[tuple[str, object]] = (),
     config: Config | None = None,
+    *,
+    plugin_settings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Registry:
     """The registry of the plugin(s) under test: only ``distributions`` and ``objects``.
 
@@ -185,13 +199,19 @@ def registry_under_test(
     first-party plugins the configuration enables are loaded too, and without
     an authorization policy the development policy is added (allow every call).
     Installed distributions not named here, and ``SKILLRACK_LOAD_PLUGINS``,
-    are ignored.
+    are ignored.  ``plugin_settings`` are the ``[plugins.<name>]`` tables each
+    plugin's ``configure_plugin`` receives (replacing ``config``'s).
     """
+    import dataclasses
+
     from skillrack.host.config import Config
     from skillrack.host.startup import build_host
 
+    config = config or Config()
+    if plugin_settings is not None:
+        config = dataclasses.replace(config, plugin_settings=plugin_settings)
     host = build_host(
-        config or Config(),
+        config,
         listen_host="127.0.0.1",
         distributions=distributions,
         plugins=objects,

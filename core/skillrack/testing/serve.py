@@ -16,7 +16,8 @@ Unlike the fixtures in ``skillrack.testing`` (an agent composed in the test's
 own process), this starts the command a operator runs, as a subprocess, so
 it also tests the entry point, plugin discovery through entry points, the
 configuration file and the task store.  Imported only by the tests that use
-it: the pytest plugin does not load it.
+it: the pytest plugin does not load it.  ``free_port`` and ``serving_in_thread``
+(an ASGI app on a loopback port in a thread) are :mod:`skillrack.ops.loopback`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -39,6 +39,8 @@ from typing import Any
 
 import httpx
 
+from skillrack.ops.loopback import free_port as free_port
+from skillrack.ops.loopback import serving_in_thread as serving_in_thread
 from skillrack.protocol.messages import EXTENSION_URI
 
 CARD_PATH = "/.well-known/agent-card.json"
@@ -50,13 +52,6 @@ HEADERS = {"A2A-Version": "1.0", "A2A-Extensions": EXTENSION_URI}
 START_TIMEOUT_S = 120.0
 #: The first words of the line ``skillrack serve`` prints once it serves.
 BANNER = "skillrack serving at"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def skillrack_command() -> str:

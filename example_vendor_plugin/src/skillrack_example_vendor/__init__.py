@@ -42,7 +42,7 @@ from .delegation import assess_resource, summarize_condition
 from .handlers import evaluate_resource_condition
 from .health import collect_interface_health
 from .help import help_skill
-from .manage import manage_interface
+from .manage import known_interface, manage_interface
 from .proposals import propose_interface_configuration
 
 PACKAGE = __name__
@@ -174,6 +174,7 @@ MANAGE_INTERFACE = Skill(
     ),
     resources=("/device_id", "/interface"),
     handler=manage_interface,
+    precheck=known_interface,
 )
 
 

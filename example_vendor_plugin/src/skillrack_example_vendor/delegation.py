@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from skillrack import JsonValue, SkillContext
+
 OBSERVER = "observer"
 
 
-async def summarize_condition(arguments: Mapping[str, Any], context: Any) -> Any:
+async def summarize_condition(arguments: Mapping[str, Any], context: SkillContext) -> JsonValue:
     met = arguments["result"] == "condition_met"
     return {
         "severity": "attention" if met else "ok",
@@ -30,7 +32,7 @@ async def summarize_condition(arguments: Mapping[str, Any], context: Any) -> Any
     }
 
 
-async def assess_resource(arguments: Mapping[str, Any], context: Any) -> Any:
+async def assess_resource(arguments: Mapping[str, Any], context: SkillContext) -> JsonValue:
     evaluation = await context.delegate(
         OBSERVER,
         "evaluate_resource_condition",

@@ -7,7 +7,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
-from skillrack import ConditionError, ErrorCode
+from skillrack import ConditionError, ErrorCode, JsonValue, SkillContext
 
 from .inventory import UnknownMetric, observe
 
@@ -50,7 +50,9 @@ def evaluate(arguments: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, An
     return result, record
 
 
-async def evaluate_resource_condition(arguments: Mapping[str, Any], context: Any) -> Any:
+async def evaluate_resource_condition(
+    arguments: Mapping[str, Any], context: SkillContext
+) -> JsonValue:
     """Evaluate the condition; publish the observation as a supporting record; return the result.
 
     ``context.publish_record(kind, record, artifact_id=...)`` validates the

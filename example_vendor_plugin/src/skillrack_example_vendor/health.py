@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from skillrack import JsonValue, SkillContext
+
 from . import inventory
 from .common import (
     counters_json,
@@ -80,7 +82,9 @@ def observation(device_id: str, name: str) -> dict[str, Any]:
     }
 
 
-async def collect_interface_health(arguments: Mapping[str, Any], context: Any) -> Any:
+async def collect_interface_health(
+    arguments: Mapping[str, Any], context: SkillContext
+) -> JsonValue:
     """Observe each interface, publish its record and a partial summary, pause, go on.
 
     Every requested name is checked before anything is published, so a bad

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from skillrack import ConditionError, ErrorCode
+from skillrack import ConditionError, ErrorCode, JsonValue, SkillContext
 
 from . import inventory
 from .common import counters_json, require_interface, timestamp, utc_now
@@ -54,7 +54,32 @@ def reset_counters(device_id: str, interface: str) -> dict[str, Any]:
     }
 
 
-async def manage_interface(arguments: Mapping[str, Any], context: Any) -> Any:
+async def known_interface(arguments: Mapping[str, Any], caller: Any) -> None:
+    """The skill's ``precheck``: an unmanaged device or unknown interface is refused at once.
+
+    The host runs it after authorization and before the approval gate, so a
+    ``reset_counters`` on a device this agent does not manage is refused
+    before an operator is asked to approve it.
+    """
+    device_id: str = arguments["device_id"]
+    interface: str = arguments["interface"]
+    try:
+        interfaces = inventory.interfaces(device_id)
+    except inventory.UnknownDevice:
+        raise ConditionError(
+            ErrorCode.CONSTRAINT_REJECTED,
+            f"device {device_id!r} is not managed by this agent",
+            pointer="/device_id",
+        ) from None
+    if interface not in interfaces:
+        raise ConditionError(
+            ErrorCode.CONSTRAINT_REJECTED,
+            f"device {device_id!r} has no interface {interface!r}",
+            pointer="/interface",
+        )
+
+
+async def manage_interface(arguments: Mapping[str, Any], context: SkillContext) -> JsonValue:
     """Dispatch on the ``operation`` selector (the host passes it as ``context.operation`` too)."""
     device_id: str = arguments["device_id"]
     interface: str = arguments["interface"]

@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from skillrack import ConditionError, ErrorCode
+from skillrack import ConditionError, ErrorCode, JsonValue, SkillContext
 
 from . import inventory
 from .common import content_digest, producer, require_interface, source, timestamp, utc_now
@@ -202,7 +202,9 @@ def baseline_record(
     }
 
 
-async def propose_interface_configuration(arguments: Mapping[str, Any], context: Any) -> Any:
+async def propose_interface_configuration(
+    arguments: Mapping[str, Any], context: SkillContext
+) -> JsonValue:
     """Ask for a maintenance window if there is none, then return the proposal.
 
     Under the host's replay model a handler that asked for input is run again

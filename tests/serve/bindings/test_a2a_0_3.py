@@ -157,7 +157,7 @@ def test_the_card_lists_0_3_after_1_0_and_1_0_methods_still_need_the_header(
     ]
     assert "A2A versions: 1.0 and 0.3" in agent.output()
     assert "push notifications: on, configs stored in clear" in agent.output()
-    # A request without A2A-Version is 0.3: an A2A 1.0 method so sent is refused as before.
+    # A request without A2A-Version is 0.3: an A2A 1.0 method so sent is refused.
     answer = _raw(agent.url, "GetTask", {"id": "x"})
     assert answer["error"]["code"] == -32009, answer
 

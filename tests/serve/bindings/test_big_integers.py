@@ -1,8 +1,8 @@
 """Integers a double would round are refused in requests, with a pointer, on both bindings.
 
 A2A 1.0 carries Data Parts as protobuf values, where every number is a
-double: 9007199254740993 used to run as 9007199254740992.0 and the task
-COMPLETED on a number the caller never sent.  The body guard now refuses any
+double: 9007199254740993 would run as 9007199254740992.0 and the task
+COMPLETE on a number the caller never sent.  The body guard refuses any
 integer outside +/-(2^53-1) with ``input_invalid`` (JSON-RPC -32602, REST 400)
 and the JSON Pointer of the number in the body, before any task exists.
 """

@@ -4,7 +4,7 @@ Against a real ``skillrack serve`` with ``header_timeout = 1`` and
 ``body_timeout = 1``: a client that trickles its headers, never sends any, or
 trickles a body (announced or left over after the answer) is answered 408
 and/or disconnected within about a second, while ordinary requests, kept-alive
-connections and a stream longer than the body deadline are served as before.
+connections and a stream longer than the body deadline are served.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The per-request fast paths give exactly the answers of the slow ones they stand in for.
 
-:func:`skillrack.interface.validation.compile_validity_check` answers "valid" without
+:func:`skillrack.interface.validity_check.compile_validity_check` answers "valid" without
 jsonschema for the keywords domain schemas use, and
-:func:`skillrack.interface.validation.measure_plain_json` measures an instance's JCS size
+:func:`skillrack.interface.plain_json.measure_plain_json` measures an instance's JCS size
 without building the bytes.  Both are shortcuts only: every error, every detail
 and every refusal still comes from jsonschema and ``canonical_bytes``.  These
 tests hold them to that, schema by schema and instance by instance, including
@@ -31,7 +31,8 @@ from skillrack.errors import ConditionError, ErrorCode
 from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
 from skillrack.interface.limits import Limits, json_depth
-from skillrack.interface.validation import CompiledSchema, measure_plain_json
+from skillrack.interface.plain_json import measure_plain_json
+from skillrack.interface.validation import CompiledSchema
 from skillrack.protocol.values import DATA_PART_DEPTH, _integral, data_part, from_value
 
 SCALARS = (

@@ -112,11 +112,10 @@ class NonJsonAnswer(AssertionError):
     """An answer whose body is not JSON."""
 
 
-# Cases that once failed here, kept named by what they guard against: a2a-sdk's
-# parse-error text in answers (now rewritten by the error sanitizer middleware),
-# Starlette's plain-text 404/405/307 (now JSON, no slash redirects), and
-# NaN/Infinity or out-of-range numbers (now refused by the body guard before
-# any task exists).
+# Cases named by what they guard against: a2a-sdk's parse-error text in answers
+# (rewritten by the error sanitizer middleware), Starlette's plain-text
+# 404/405/307 (JSON here, no slash redirects), and NaN/Infinity or out-of-range
+# numbers (refused by the body guard before any task exists).
 
 
 # Fixtures -----------------------------------------------------------------------------------------

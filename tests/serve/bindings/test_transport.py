@@ -17,13 +17,14 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from helpers.agent_harness import free_port, running_agent
+from helpers.agent_harness import running_agent
 from helpers.waiting import wait_until
 
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
 from skillrack.testing.serve import (
     error_of,
+    free_port,
     invoke,
     skill_request,
     skillrack_command,

@@ -223,6 +223,7 @@ def test_an_approval_granted_by_clicking_finishes_the_callers_task(
         card = operator.page.locator(f"section[aria-labelledby='approval-{approval_id}']")
         assert "reset_counters" in card.inner_text() and "edge-router-1" in card.inner_text()
         assert call.poll() is None  # nothing decided yet: still waiting
+        card.get_by_label("Reason").fill("CHG-1234: counters reset after optics swap")
         grant = card.get_by_role("button", name="Grant")
         grant.focus()  # keyboard: focus the button and press Enter
         with operator.page.expect_navigation():
@@ -232,6 +233,7 @@ def test_an_approval_granted_by_clicking_finishes_the_callers_task(
         operator.page.screenshot(path=str(screenshots / "console-approvals-decided.png"))
         history = operator.page.locator("table", has_text=approval_id).inner_text()
         assert "granted" in history and "olga (tenant acme) via console" in history
+        assert "CHG-1234: counters reset after optics swap" in history
         out, err = call.communicate(timeout=120)
     finally:
         call.kill()
@@ -273,7 +275,7 @@ def test_a_post_without_the_csrf_token_is_refused(agent: ServedAgent, operator: 
     assert pending.get_by_role("button", name="Grant").is_visible()  # still pending
     ended = operator.context.request.post(
         target,
-        form={"decision": "deny", "csrf_token": _cookie(operator)},
+        form={"decision": "deny", "csrf_token": _cookie(operator), "reason": "not today"},
     )
     assert ended.ok  # with the token, the same post is accepted
     rejected = invoke(

@@ -163,7 +163,7 @@ def decide(
     """Press Grant or Deny: the approval's form posted with the page's token."""
     return browser.post(
         url + CONSOLE_PATH + f"/approvals/{approval_id}",
-        data={FIELD: token, "decision": decision},
+        data={FIELD: token, "decision": decision, "reason": "change ticket CHG-1 checked"},
     )
 
 
@@ -405,3 +405,74 @@ def test_without_authentication_loopback_operators_use_the_console(development: 
     html = httpx.get(development + CONSOLE_PATH + "/approvals", timeout=10).text
     assert task_id in html and SECRET not in html
     assert httpx.get(development + CONSOLE_PATH, timeout=10).status_code == 200
+
+
+REDIS_PASSWORD = "Planted-Redis-Password-9d41"
+
+
+@pytest.fixture
+def redis_with_password(tmp_path: Path) -> Iterator[str]:
+    """A redis-server of this test's own on a loopback port, requiring a planted password."""
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.skip("redis-server is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--requirepass",
+            REDIS_PASSWORD,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(tmp_path),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    pytest.skip("redis-server did not start")
+                time.sleep(0.05)
+        yield f"redis://:{REDIS_PASSWORD}@127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_no_page_shows_a_store_password(redis_with_password: str, tmp_path: Path) -> None:
+    """Issue 28: [server] limits_store with its Redis password, planted, appears on no page
+    (masked as the task store's is), while the agent really counts in that Redis."""
+    registry = registry_of([("tests", SKILLS), ("allow", AllowAll()), ("callers", HeaderCallers())])
+    config = Config(
+        base_dir=tmp_path,
+        server=ServerSettings(store="memory", limits_store=redis_with_password),
+    )
+    with running_agent(registry, config) as url:
+        # A call goes through the rate limit, counted in that Redis (the password works).
+        assert invoke(url, skill_request("echo", {}, "1.0", digests(url)["echo"]), headers=CALLER_A)
+        pages = ["", "/skills", "/skills/rotate_credential", "/tasks", "/approvals"]
+        texts = [page(url, path, OPERATOR_A).text for path in pages]
+    overview = texts[0]
+    assert "limits_store" in overview
+    assert f"redis://:***@127.0.0.1:{redis_with_password.rsplit(':', 1)[1]}" in overview
+    assert not any(REDIS_PASSWORD in text for text in texts)

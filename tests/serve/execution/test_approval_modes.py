@@ -156,14 +156,35 @@ def test_approval_without_side_effect_needs_no_operator(
     assert ran == [skill]
 
 
-def test_approval_not_asked_where_none_may_apply(
-    base: str, registry: Registry, approver: Approver
-) -> None:
-    """observe_only without approval_may_be_required: no approval applies, approvers not asked."""
+def test_approval_asked_in_every_mode(base: str, registry: Registry, approver: Approver) -> None:
+    """observe_only without approval_may_be_required: the deployment's approvers are still
+    asked (the draft: approval checks "in every mode"), and a refusal refuses (issue 28)."""
     approver.answer = Decision.deny()
     task = call(base, registry, "observe_free")
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    assert error_of(task)["code"] == "authorization_failed"
+    assert [r.skill_id for r in approver.seen] == ["observe_free"] and ran == []
+
+
+def test_approval_required_for_an_observe_only_skill(
+    base: str, registry: Registry, approver: Approver
+) -> None:
+    """An approver may require people for an observe_only skill: the call waits for them."""
+    approver.answer = Decision.require(2, ("network-lead",))
+    task = call(base, registry, "observe_free")
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    waiting = task["status"]["message"]["parts"][0]["data"]["skillrack_approval"]
+    assert waiting["approvals_required"] == 2 and waiting["approver_roles"] == ["network-lead"]
+    assert ran == []
+
+
+def test_approval_without_opinion_in_observe_only_goes_on(
+    base: str, registry: Registry, approver: Approver
+) -> None:
+    """No approver opinion and no side effect: the call goes on (asked, not parked)."""
+    task = call(base, registry, "observe_free")
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
-    assert approver.seen == [] and ran == ["observe_free"]
+    assert [r.skill_id for r in approver.seen] == ["observe_free"] and ran == ["observe_free"]
 
 
 def test_approval_of_unflagged_operation_needs_no_operator(

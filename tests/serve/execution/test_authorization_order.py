@@ -169,9 +169,14 @@ def test_no_rule_could_allow_the_caller_a_skill_with_resources(
     assert_refused_without_details(invalid)
     valid = call(base, registry, "team_device", {"device": "lab-1", "count": 1}, binding)
     assert_refused_without_details(valid)
-    # A caller a rule could allow still learns what its arguments must look like.
-    other = call(base, registry, "by_resource", {"device": 7, "count": "x"}, binding)
+    # A caller a rule allows on these arguments learns what they must look like...
+    other = call(base, registry, "by_resource", {"device": "lab-1", "count": "x"}, binding)
     assert error_of(other)["code"] == "input_invalid" and error_of(other)["details"]
+    # ...but not when the call-stage decision on them would deny it (issue 28, item 3).
+    denied = call(base, registry, "by_resource", {"device": 7, "count": "x"}, binding)
+    assert_refused_without_details(denied)
+    core = call(base, registry, "by_resource", {"device": "core-1", "count": "x"}, binding)
+    assert_refused_without_details(core)
 
 
 def test_a_policy_failure_is_diagnosed_for_the_operator(

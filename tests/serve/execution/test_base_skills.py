@@ -39,7 +39,7 @@ from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import Registry, build_registry
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.serve.execution.describe import describe_payloads
-from skillrack.serve.security.approvals import ApprovalStore
+from skillrack.serve.security.approvals import ApprovalStore, Decider
 from skillrack.testing.serve import HEADERS, error_of, rpc
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
@@ -426,7 +426,7 @@ def test_an_operator_approval_then_the_original_message(url: str, workdir: Path)
     store = ApprovalStore(workdir / Config().server.approvals_store)
     [pending] = [a for a in store.list("pending") if a.task_id == parked["id"]]
     assert pending.skill_id == "waits" and pending.caller == "alice" and pending.tenant == "t1"
-    store.decide(pending.id, granted=True, by="test")
+    store.decide(pending.id, granted=True, by=Decider("test"), reason="test")
     done = say(url, [text("decided?")], task_id=parked["id"])["task"]
     assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
     assert done["status"]["message"]["parts"] == [{"text": "please (0 before)"}]

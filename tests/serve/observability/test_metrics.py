@@ -26,7 +26,7 @@ from starlette.requests import Request
 from skillrack import Authority, hookimpl
 from skillrack.host.config import Config, ServerSettings
 from skillrack.serve.bindings.metrics_endpoint import METRICS_PATH
-from skillrack.serve.security.approvals import ApprovalStore
+from skillrack.serve.security.approvals import ApprovalStore, Decider
 from skillrack.serve.security.authz import AuthorizationRequest, Decision
 from skillrack.serve.server import build_server
 from skillrack.testing.serve import CARD_PATH, HEADERS, invoke, skill_request
@@ -240,7 +240,7 @@ def test_approvals_and_limits_are_counted(tmp_path: Path) -> None:
         assert value(found, "skillrack_approvals_waiting") == 1
         store = ApprovalStore(tmp_path / config.server.approvals_store)
         [pending] = store.list("pending")
-        store.decide(pending.id, granted=True, by="test")
+        store.decide(pending.id, granted=True, by=Decider("test"), reason="test")
         done = _follow_up(url, parked["id"])
         assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
         found = exposition()

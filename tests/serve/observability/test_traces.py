@@ -20,7 +20,7 @@ import httpx
 import pytest
 from a2a.types import SendMessageRequest, a2a_pb2_grpc
 from google.protobuf import json_format
-from helpers.agent_harness import free_port, running_agent
+from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.served_process import digests
@@ -35,7 +35,7 @@ from skillrack.errors import SkillCallError
 from skillrack.host.config import Config, ServerSettings
 from skillrack.serve.execution.traced_delegation import TracedDelegation
 from skillrack.serve.observability import traces
-from skillrack.testing.serve import CARD_PATH, error_of, invoke, message, skill_request
+from skillrack.testing.serve import CARD_PATH, error_of, free_port, invoke, message, skill_request
 
 #: An argument value no span may carry (nor a result value, nor an exception text).
 SECRET = "s3cret-argument-value"

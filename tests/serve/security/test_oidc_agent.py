@@ -285,7 +285,9 @@ def test_peers_take_an_oauth_table(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         'token_url = "https://idp.example.net/token"\nclient_id = "a"\nclient_secret = "x"\n',
         encoding="utf-8",
     )
-    with pytest.raises(ConfigError, match=r"unknown key peers\.core\.oauth\.client_secret"):
+    with pytest.raises(
+        ConfigError, match=r'\[peers\.core\.oauth\]: unknown key "client_secret" \(did you mean'
+    ):
         load_config(path)
     twice = Config(
         base_dir=tmp_path,

@@ -261,7 +261,12 @@ def test_approval_granted_or_refused(
     assert waiting["approval_id"] in [a["id"] for a in listed]
     still = send(base, registry, "manage", {}, alice(), task_id=parked["id"])
     assert still["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"  # nothing decided yet
-    assert cli.main(["approvals", decision, waiting["approval_id"], "--store", store]) == 0
+    assert (
+        cli.main(
+            ["approvals", decision, waiting["approval_id"], "--store", store, "--reason", "ok"]
+        )
+        == 0
+    )
     final = send(base, registry, "manage", {}, alice(), task_id=parked["id"])
     if decision == "grant":
         assert final["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -270,15 +275,15 @@ def test_approval_granted_or_refused(
     else:
         assert final["status"]["state"] == "TASK_STATE_REJECTED"
         assert error_of(final)["code"] == "authorization_failed"
-    assert cli.main(["approvals", "grant", waiting["approval_id"], "--store", store]) == (
-        0 if decision == "grant" else 1
-    )  # a decision is final
+    assert cli.main(
+        ["approvals", "grant", waiting["approval_id"], "--store", store, "--reason", "ok"]
+    ) == (0 if decision == "grant" else 1)  # a decision is final
 
 
 def test_approval_store_cli_usage(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store = workdir / "other.db"
     ApprovalStore(store)
-    assert cli.main(["approvals", "grant", "nope", "--store", str(store)]) == 1
+    assert cli.main(["approvals", "grant", "nope", "--store", str(store), "--reason", "ok"]) == 1
     with pytest.raises(SystemExit) as info:
         cli.main(["approvals", "grant", "--store", str(store)])
     assert info.value.code == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -115,11 +116,14 @@ def test_configuration_is_read_and_checked(tmp_path: Path) -> None:
     assert len(entry.security_requirements) == 2
     for text, message in [
         ('[skills.x]\nsecurity = [{ plain = "a" }]\n', "must be a list of scope names"),
-        ("[skills.x]\nsecure = []\n", "unknown key skills.x.secure"),
+        (
+            "[skills.x]\nsecure = []\n",
+            '[skills.x]: unknown key "secure" (did you mean "security"?); known: security',
+        ),
         ("[skills.x]\nsecurity = []\n", "non-empty list of alternatives"),
     ]:
         path.write_text(text, encoding="utf-8")
-        with pytest.raises(ConfigError, match=message):
+        with pytest.raises(ConfigError, match=re.escape(message)):
             load_config(path)
 
 

@@ -144,9 +144,9 @@ def test_a_cancel_through_another_replica_is_never_overwritten(pg_url: str, tmp_
 
         a._write = held  # type: ignore[method-assign]
         writing = asyncio.create_task(a.commit())
-        while not a._writing and not writing.done():  # the batch is being written
+        while not a._behind.writing and not writing.done():  # the batch is being written
             await asyncio.sleep(0)
-        assert a._writing
+        assert a._behind.writing
         version = await a.save(task, event=step, prev_version=version, context=CONTEXT)
         gate.set()
         await writing

@@ -127,7 +127,16 @@ def test_approval_granted_through_b_finishes_a_task_started_on_a(
         )
         assert found is not None, line + call.stderr.read()
         granted = subprocess.run(
-            [*GRANT, found.group(1), "--config", str(config_b), "--by", "operator-on-b"],
+            [
+                *GRANT,
+                found.group(1),
+                "--config",
+                str(config_b),
+                "--by",
+                "operator-on-b",
+                "--reason",
+                "ok",
+            ],
             capture_output=True,
             text=True,
             timeout=120,

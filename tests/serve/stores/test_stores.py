@@ -433,7 +433,7 @@ async def _commits_held(store: SingleProcessTaskStore) -> AsyncIterator[None]:
     release, entered = asyncio.Event(), asyncio.Event()
 
     async def hold() -> None:
-        async with store._commit_lock:
+        async with store._behind.lock:
             entered.set()
             await release.wait()
 

@@ -35,6 +35,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import (
     InternalError,
+    InvalidRequestError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     UnsupportedOperationError,
@@ -42,6 +43,7 @@ from a2a.utils.errors import (
 from a2a.utils.task import apply_history_length, validate_history_length
 from starlette.requests import Request
 
+from skillrack.errors import ErrorCode
 from skillrack.host.registry import Registry
 from skillrack.serve.bindings.blocking import (
     TERMINAL,
@@ -55,7 +57,8 @@ from skillrack.serve.bindings.card import (
     LEGACY_PROTOCOL_VERSION,
 )
 from skillrack.serve.bindings.push import PushUrlCheck
-from skillrack.serve.execution.executor import skill_of
+from skillrack.serve.execution.executor import skill_of, started_by
+from skillrack.serve.middleware.error_sanitizer import OWN_ERROR
 from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY, CALLER_KEY
 from skillrack.serve.security.caller import ANONYMOUS, owner_of
 from skillrack.serve.stores.cluster import ClusterTaskStore
@@ -108,7 +111,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
     machinery: no push sender, no versioned store but skillrack's cluster
     store (whose event log it keeps as a2a-sdk would), no push config in the
     request, not ``returnImmediately``, no required field missing.  Every
-    other request takes a2a-sdk's path, as before.
+    other request takes a2a-sdk's path.
     """
 
     def __init__(
@@ -227,6 +230,33 @@ class SkillrackRequestHandler(DefaultRequestHandler):
             if task is not None:
                 message.context_id = task.context_id
 
+    async def _check_follow_up(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> None:
+        """A Message to an existing task is accepted only from the caller who started it.
+
+        Tasks are scoped to a tenant already (another tenant's task is not
+        found); within a tenant, an approval or a question is bound to the
+        person who asked, so another identity of the same tenant can neither
+        continue, answer nor end the task.  Refused before a2a-sdk touches the
+        task, which stays as it was.
+        """
+        task_id = params.message.task_id
+        if not task_id:
+            return
+        stored = await self.task_store.get(task_id, context)
+        task = stored.task if isinstance(stored, StoredTask) else stored
+        if task is None:
+            return  # a2a-sdk answers TaskNotFoundError
+        started = started_by(task)
+        caller = context.state.get(CALLER_KEY, ANONYMOUS)
+        if started is not None and started != (caller.identity, caller.tenant):
+            raise InvalidRequestError(
+                message=f"task {task_id} was started by another caller; only the caller who "
+                "started a task may send messages to it (authorization_failed)",
+                data={**OWN_ERROR, "code": ErrorCode.AUTHORIZATION_FAILED.value},
+            )
+
     async def _after_blocking_turn(self, task_id: str) -> None:
         """A request about a task still running on the blocking path waits for its end."""
         turn = self._turns.get(task_id) if task_id else None
@@ -296,6 +326,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         if self._takes_blocking_path(params):
             return await self._send_blocking(params, context)
         await self._check_push_config(params, context)
+        await self._check_follow_up(params, context)
         await self._after_blocking_turn(params.message.task_id)
         await self._continue_context(params, context)
         result: Message | Task = await super().on_message_send(params, context)
@@ -306,6 +337,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         await self._check_push_config(params, context)
+        await self._check_follow_up(params, context)
         await self._after_blocking_turn(params.message.task_id)
         await self._continue_context(params, context)
         first = True

@@ -5,8 +5,12 @@ allows the operations endpoints: with authentication configured, a caller
 holding the ``operator`` role, and only its own tenant's tasks and approvals;
 without authentication (a development agent), loopback clients only.  A
 refusal is an HTML page with status 403.  Grant and Deny are form POSTs
-carrying a CSRF token (:mod:`skillrack.serve.console.csrf`); the deciding
-operator's identity is written to the approval.
+carrying a CSRF token (:mod:`skillrack.serve.console.csrf`) and a reason; the
+deciding operator's identity, roles and reason are checked and recorded by the
+approvals store (separation of duties: the identity that asked cannot decide;
+see :mod:`skillrack.serve.security.approvals`).  The Approvals page shows at
+most :data:`APPROVAL_PAGE_SIZE` waiting and as many decided approvals per
+page, so that a caller parking many approvals cannot make it slow.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from skillrack.host.config import Config
+from skillrack.host.config import Config, redact_url
 from skillrack.host.registry import Registry
 from skillrack.serve.console import csrf
 from skillrack.serve.console.views import (
@@ -48,10 +52,17 @@ from skillrack.serve.security.approvals import (
     PENDING,
     Approval,
     Approvals,
+    Decider,
+    DecisionRefused,
     UnknownApproval,
 )
 from skillrack.serve.security.caller import ANONYMOUS, Caller, owner_of
-from skillrack.serve.security.operator_access import OperatorGuard, RecordedHop
+from skillrack.serve.security.operator_access import (
+    OPERATOR_ROLE,
+    OperatorGuard,
+    RecordedHop,
+    roles_of,
+)
 
 if TYPE_CHECKING:
     import jinja2
@@ -60,6 +71,10 @@ if TYPE_CHECKING:
 CONSOLE_PATH = "/-/console"
 #: Tasks one page of the Tasks view lists at most (the most recently updated first).
 TASK_PAGE_SIZE = 100
+#: Waiting (and, separately, decided) approvals one page of the Approvals view shows at most.
+APPROVAL_PAGE_SIZE = 25
+#: Characters of a decision's reason the console accepts.
+MAX_REASON_CHARS = 500
 #: The task states the Tasks page filters by.
 STATE_FILTERS = (
     TaskState.TASK_STATE_SUBMITTED,
@@ -195,11 +210,12 @@ class Console:
             signer_kid=sources.signer_kid,
             store=sources.store,
             approvals_store=sources.approvals.where if sources.approvals else "",
-            # The store values are shown above, a PostgreSQL password hidden.
+            # The store values are shown above, a PostgreSQL password hidden; any other URL
+            # (limits_store's Redis) is shown without its password.
             server_limits=[
-                row
-                for row in settings_rows(sources.config.server)
-                if row[0] not in ("store", "approvals_store")
+                (name, redact_url(value))
+                for name, value in settings_rows(sources.config.server)
+                if name not in ("store", "approvals_store")
             ],
             interface_limits=settings_rows(sources.registry.limits),
             plugins=plugin_rows(sources.registry),
@@ -307,15 +323,27 @@ class Console:
         store = self.sources.approvals
         everything = await store.alist() if store is not None else []
         visible = [a for a in everything if self._visible(request, a)]
-        pending = [await self._view(a) for a in visible if a.state == PENDING]
-        decided = [a for a in reversed(visible) if a.state != PENDING]
+        waiting = [a for a in visible if a.state == PENDING]
+        settled = [a for a in reversed(visible) if a.state != PENDING]
+        page = _page_number(request.query_params.get("page", ""))
+        pages = max(1, -(-max(len(waiting), len(settled)) // APPROVAL_PAGE_SIZE))
+        page = min(page, pages)
+        shown = slice((page - 1) * APPROVAL_PAGE_SIZE, page * APPROVAL_PAGE_SIZE)
+        # Views (a task store read each) only for the rows this page shows.
+        pending = [await self._view(a) for a in waiting[shown]]
         return self._render(
             request,
             "approvals.html",
             page="approvals",
             has_store=store is not None,
             pending=pending,
-            decided=decided,
+            decided=settled[shown],
+            waiting_total=len(waiting),
+            decided_total=len(settled),
+            page_number=page,
+            pages=pages,
+            page_size=APPROVAL_PAGE_SIZE,
+            max_reason=MAX_REASON_CHARS,
             notice=request.query_params.get("decided", ""),
         )
 
@@ -355,20 +383,33 @@ class Console:
             return self._page_error(
                 request, 404, "No such approval", f"no approval of yours has the id {approval_id!r}"
             )
+        reason = " ".join(form.get("reason", "").split())
+        if not reason or len(reason) > MAX_REASON_CHARS:
+            return self._page_error(
+                request,
+                400,
+                "Reason required",
+                f"every decision needs a reason of 1 to {MAX_REASON_CHARS} characters",
+            )
         by = _decider(self._caller(request), request)
         try:
-            decided = await store.adecide(approval_id, granted=decision == "grant", by=by)
+            decided = await store.adecide(
+                approval_id, granted=decision == "grant", by=by, reason=reason
+            )
         except UnknownApproval:  # pragma: no cover - listed a moment ago
             return self._page_error(
                 request, 404, "No such approval", f"no approval has the id {approval_id!r}"
             )
+        except DecisionRefused as refusal:
+            return self._page_error(request, 403, "Decision refused", str(refusal))
         wanted = GRANTED if decision == "grant" else DENIED
-        if decided.state != wanted:
+        if decided.state not in (wanted, PENDING) or not decided.decisions:
             return self._page_error(
                 request,
                 409,
                 "Already decided",
-                f"approval {approval_id} was already {decided.state} by {decided.decided_by}",
+                f"approval {approval_id} was already {decided.state}"
+                + (f" by {decided.decided_by}" if decided.decided_by else ""),
             )
         return RedirectResponse(f"{CONSOLE_PATH}/approvals?decided={approval_id}", status_code=303)
 
@@ -431,13 +472,30 @@ def _owner_of_approval(approval: Approval) -> str:
     return owner_of(Caller(identity=approval.caller, tenant=approval.tenant))
 
 
-def _decider(caller: Caller, request: Request) -> str:
-    """Who decided, as the approval records it."""
+def _decider(caller: Caller, request: Request) -> Decider:
+    """Who decides, as the approvals store checks and records it.
+
+    Without authentication (a development agent, loopback clients only) the
+    operator is named by its address and holds the ``operator`` role.
+    """
     if caller.authenticated:
-        tenant = f" (tenant {caller.tenant})" if caller.tenant else ""
-        return f"{caller.identity}{tenant} via console"
+        return Decider(
+            identity=caller.identity,
+            tenant=caller.tenant,
+            roles=frozenset(roles_of(caller)),
+            via="console",
+        )
     client = request.client.host if request.client else "unknown address"
-    return f"unauthenticated operator at {client} via console"
+    return Decider(
+        identity=f"unauthenticated operator at {client}",
+        roles=frozenset({OPERATOR_ROLE}),
+        via="console",
+    )
+
+
+def _page_number(value: str) -> int:
+    """A ``page`` query parameter as a page number (1 when absent or not a number)."""
+    return int(value) if value.isdigit() and 0 < len(value) < 7 and int(value) > 0 else 1
 
 
 #: Every console page: no framing by other sites, no scripts, nothing cached.

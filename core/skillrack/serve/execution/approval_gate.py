@@ -3,27 +3,29 @@
 The draft: "In every mode, the agent MUST perform the runtime authorization
 and approval checks", and it "MUST still authorize the selected operation and
 enforce its applicable approval policy for every request".  So the step does
-not depend on the advertised ``default_mode``; two questions are asked:
+not depend on what the skill advertises (``default_mode``,
+``approval_may_be_required``, operation flags): the deployment's approval
+policy is consulted on every call of every skill, and two questions are asked:
 
-* **Approvers** (the ``approve_invocation`` hook) are asked on every call of a
-  skill to which approval may apply (:func:`approval_applies`): its document
-  says ``approval_may_be_required``, or its authority is ``execute``, or the
-  chosen operation is declared ``may_require_approval``; whatever the mode
-  (``observe_only``, ``recommend_only``, ``execute``).  Their opinions are
-  reduced like authorization: any refusal refuses (``authorization_failed``,
-  the task ends ``TASK_STATE_REJECTED``), an approval approves, no opinion
-  leaves it open.
+* **Approvers** (the ``approve_invocation`` hook) are asked on every call,
+  whatever the skill's mode (``observe_only``, ``recommend_only``,
+  ``execute``) and authority.  Their opinions are reduced: any refusal
+  refuses (``authorization_failed``, the task ends ``TASK_STATE_REJECTED``);
+  else a requirement (``Decision.require``: N distinct approvers with named
+  roles; the largest asked wins) makes the call wait for people; else an
+  approval approves; no opinion leaves it open.
 * **An operator** decides an open call only before a side effect
   (:func:`needs_approval`): for a multi-operation skill that flags
   operations, the chosen operation's ``may_require_approval`` (a read beside
   a flagged delete does not wait); for any other skill, an ``execute``
-  authority.  ``approval_may_be_required`` alone says an approval requirement
-  *may* apply; the draft leaves it to deployment policy, and skillrack's
-  default policy asks a person only before a side effect, so an
-  ``observe_only`` or ``recommend_only`` call that no approver refused goes
-  on.  The call is written to the
-  :class:`~skillrack.serve.security.approvals.ApprovalStore` and waits
-  (``skillrack approvals grant|deny``).
+  authority.  An open ``observe_only`` or ``recommend_only`` call goes on; a
+  deployment that wants people to approve one says so with a rule
+  (:mod:`skillrack_plugins.approval_rules`, ``effect = "require"``).
+
+A call that waits is written to the approvals store
+(:mod:`skillrack.serve.security.approvals`: separation of duties, N
+approvers, reasons, expiry and the per-caller cap are enforced there) and
+parks until it is decided (``skillrack approvals grant|deny``, the console).
 
 The step runs on every turn of the task, so a decision made while the task
 waited is seen, and nothing is cached across tasks: an approval is bound to
@@ -32,7 +34,8 @@ one task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Callable, Iterable, Sequence
 
 import pluggy
 
@@ -40,24 +43,25 @@ from skillrack.errors import ConditionError, ErrorCode
 from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill
 from skillrack.interface.declare import Operation
 from skillrack.serve.execution.invocation import Invocation
-from skillrack.serve.security.approvals import DENIED, GRANTED, Approval, Approvals
-from skillrack.serve.security.authz import authorize
+from skillrack.serve.security.approvals import (
+    APPROVER_ROLE,
+    DENIED,
+    EXPIRED,
+    GRANTED,
+    PENDING,
+    Approval,
+    Approvals,
+    TooManyPending,
+)
+from skillrack.serve.security.authz import Decision, authorize
+
+#: The audit log (as the executor's): who approved or refused a call, why and when.
+audit = logging.getLogger("skillrack.audit")
 
 
 def _operations(skill: RegisteredSkill | RegisteredBaseSkill) -> Sequence[Operation]:
     """A skill's declared operations; a base-A2A skill has none."""
     return skill.skill.operations if isinstance(skill, RegisteredSkill) else ()
-
-
-def approval_applies(skill: RegisteredSkill | RegisteredBaseSkill, operation: str | None) -> bool:
-    """Whether approvers are asked: approval may apply to this call, whatever the mode."""
-    declared = skill.skill
-    authority = declared.authority
-    return (
-        authority.approval_may_be_required
-        or authority.default_mode == "execute"
-        or _flagged(skill, operation)
-    )
 
 
 def needs_approval(skill: RegisteredSkill | RegisteredBaseSkill, operation: str | None) -> bool:
@@ -85,48 +89,94 @@ async def seek_approval(
 ) -> Approval | None:
     """``None`` when the call may go on; the pending :class:`Approval` when it must wait.
 
-    A refusal (by an approver or an operator) raises ``authorization_failed``;
-    so does a call that needs an operator on an agent without an approval
-    store.  ``observe(skill, outcome, requested_at)`` is told each outcome
-    that concerns an approval (``waiting``, ``granted``, ``denied``) for the
-    agent's metrics; ``requested_at`` (ISO 8601) when a waited call was granted.
+    A refusal (by an approver or an operator) or an expired approval raises
+    ``authorization_failed``; so does a call that needs people on an agent
+    without an approval store.  A caller with too many approvals waiting is
+    refused ``resource_limit_exceeded``.  ``observe(skill, outcome,
+    requested_at)`` is told each outcome that concerns an approval
+    (``waiting``, ``granted``, ``denied``) for the agent's metrics;
+    ``requested_at`` (ISO 8601) when a waited call was granted.
     """
     note = observe or _ignore
     skill_id = invocation.skill.skill_id
-    if not approval_applies(invocation.skill, invocation.operation):
-        return None
     verdict = await authorize(manager, invocation.request, hook="approve_invocation")
-    if verdict.denied:
+    opinions = [d for _, d in verdict.opinions if d is not None]
+    if any(not d.allowed and not d.requires_people for d in opinions):
         note(skill_id, "denied", None)
         raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
-    if verdict.allowed:
+    requirement = _strictest(d for d in opinions if d.requires_people)
+    if requirement is None and any(d.allowed for d in opinions):
         note(skill_id, "granted", None)
         return None
-    if not needs_approval(invocation.skill, invocation.operation):
-        return None
+    if requirement is None:
+        if not needs_approval(invocation.skill, invocation.operation):
+            return None
+        requirement = Decision.require(1, (APPROVER_ROLE,))
     request = invocation.request
     if store is None:
         raise ConditionError(
             ErrorCode.AUTHORIZATION_FAILED,
             f"{request.skill_id!r} requires an approval and this agent has no approval store",
         )
-    approval = await store.arequest(
-        task_id=task_id,
-        skill_id=request.skill_id,
-        skill_version=request.skill_version,
-        operation=request.operation,
-        caller=request.caller.identity,
-        tenant=request.caller.tenant,
-        resources=dict(request.resources),
-    )
+    try:
+        approval = await store.arequest(
+            task_id=task_id,
+            skill_id=request.skill_id,
+            skill_version=request.skill_version,
+            operation=request.operation,
+            caller=request.caller.identity,
+            tenant=request.caller.tenant,
+            resources=dict(request.resources),
+            required=requirement.approvals_required,
+            approver_roles=requirement.approver_roles,
+        )
+    except TooManyPending as exc:
+        raise ConditionError(ErrorCode.RESOURCE_LIMIT_EXCEEDED, str(exc)) from None
+    if approval.state != PENDING:
+        _audit(task_id, approval)
     if approval.state == GRANTED:
         note(skill_id, "granted", approval.created_at)
         return None
     if approval.state == DENIED:
         note(skill_id, "denied", None)
         raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
+    if approval.state == EXPIRED:
+        note(skill_id, "denied", None)
+        raise ConditionError(
+            ErrorCode.AUTHORIZATION_FAILED,
+            f"approval {approval.id} expired at {approval.expires_at} before it was decided "
+            "([server] approval_ttl); call the skill again to ask anew",
+        )
     note(skill_id, "waiting", None)
     return approval
+
+
+def _audit(task_id: str, approval: Approval) -> None:
+    """One audit line naming every approver, their decision, reason and time."""
+    decisions = "; ".join(
+        f"{d.get('decision')} by {d.get('by')} at {d.get('at')}: {d.get('reason')!r}"
+        for d in approval.decisions
+    )
+    audit.info(
+        "task %s of %s: approval %s %s (%d of %d required granted): %s",
+        task_id,
+        approval.skill_id,
+        approval.id,
+        approval.state,
+        approval.grants,
+        approval.required,
+        decisions or f"no decision before {approval.expires_at}",
+        extra={"task_id": task_id, "skill": approval.skill_id, "code": None},
+    )
+
+
+def _strictest(requirements: Iterable[Decision]) -> Decision | None:
+    """Of several approvers' requirements, the one asking for the most approvers (first wins)."""
+    strictest: Decision | None = None
+    for decision in requirements:
+        if strictest is None or decision.approvals_required > strictest.approvals_required:
+            strictest = decision
+    return strictest
 
 
 def _ignore(skill_id: str, outcome: str, requested_at: str | None) -> None:

@@ -157,6 +157,6 @@ def returned_parts(value: object) -> list[PartLike]:
     """A handler's return value as parts: ``None`` is none, a ``str`` or a part is one."""
     if value is None:
         return []
-    if isinstance(value, list | tuple):
-        return list(value)
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return list(value)  # any sequence of parts (a list, a tuple, a deque)
     return [value]  # type: ignore[list-item]  # checked when converted

@@ -10,8 +10,8 @@ Otherwise a Message is a base skill's when
 2. it is no request object at all and a base skill's ``matches(message)``
    claims it, asked in declaration order; the first claim wins.
 
-A Message nobody claims is answered as before (``input_invalid``, telling the
-caller what a request object looks like).  A ``matches`` that raises is
+A Message nobody claims is answered ``input_invalid``, telling the
+caller what a request object looks like.  A ``matches`` that raises is
 logged and counts as "not mine": one plugin's bug never takes other
 Messages.  A follow-up Message of a task goes to the skill that started the
 task, whatever it says (:mod:`skillrack.serve.execution.executor`).

@@ -28,12 +28,15 @@ calls back into it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NoReturn, Protocol
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from skillrack.errors import InputRequired
 from skillrack.protocol.parts import IncomingMessage, PartLike
 from skillrack.serve.execution.skill_context import Cancellation
 from skillrack.serve.security.caller import Caller
+
+if TYPE_CHECKING:
+    from skillrack import hookspecs
 
 
 class Replies(Protocol):
@@ -58,7 +61,12 @@ class Replies(Protocol):
 
 
 class BaseSkillContext(Cancellation):
-    """A base skill's view of one turn of its exchange (``cancelled``, ``wait_cancelled`` too)."""
+    """A base skill's view of one turn of its exchange (``cancelled``, ``wait_cancelled`` too).
+
+    The host's implementation of :class:`skillrack.BaseSkillContext`, the protocol a
+    vendor annotates its handler with (:class:`skillrack.hookspecs.BaseSkillContext`);
+    mypy holds it to the protocol at the end of this module.
+    """
 
     def __init__(
         self,
@@ -111,8 +119,15 @@ class BaseSkillContext(Cancellation):
     async def ask(self, *parts: PartLike) -> NoReturn:
         """Ask the caller for more: the task waits in ``TASK_STATE_INPUT_REQUIRED``.
 
-        Raises :class:`~skillrack.errors.InputRequired`; let it
-        propagate.  The caller's answer starts the handler again, with the
-        answer as its message and what came before in :attr:`history`.
+        Raises :class:`~skillrack.errors.InputRequired`, a ``BaseException``: let it
+        propagate (never catch ``BaseException`` around it).  The caller's answer
+        starts the handler again, with the answer as its message and what came
+        before in :attr:`history`.
         """
         raise InputRequired(list(parts))
+
+
+if TYPE_CHECKING:
+    # Structurally, not by inheritance: the protocol's read-only properties would shadow
+    # the attributes set above.  mypy refuses this line when the two drift apart.
+    _IMPLEMENTS: type[hookspecs.BaseSkillContext] = BaseSkillContext

@@ -4,7 +4,7 @@ Each call of :meth:`SkillExecutor.execute` is one turn of a task, and reads
 as the pipeline it runs::
 
     parse -> select the skill -> may the caller use it? -> validate the arguments ->
-    authorize the call -> approve -> (a slot) ->
+    authorize the call -> the skill's precheck -> approve -> (a slot) ->
     run the handler -> validate records and result -> respond
 
 Parsing is :func:`~skillrack.protocol.messages.parse_request` on a new task
@@ -70,6 +70,7 @@ from skillrack.serve.execution.describe import describe_artifacts
 from skillrack.serve.execution.invocation import (
     BaseCall,
     Invocation,
+    authorization_request,
     base_authorization_request,
     check_invocation,
     has_details,
@@ -125,6 +126,18 @@ def skill_of(task: Task) -> str | None:
     """The skill a task invokes, as recorded when the task was created."""
     value = task.metadata.fields.get(SKILL_METADATA_KEY)
     return value.string_value if value is not None and value.string_value else None
+
+
+def started_by(task: Task) -> tuple[str, str] | None:
+    """Who started a task (identity, tenant), as recorded when it was created; else ``None``."""
+    value = task.metadata.fields.get(STARTED_METADATA_KEY)
+    if value is None or not value.HasField("struct_value"):
+        return None
+    who = value.struct_value.fields
+    if "identity" not in who:
+        return None
+    tenant = who["tenant"].string_value if "tenant" in who else ""
+    return who["identity"].string_value, tenant
 
 
 class SkillExecutor(AgentExecutor):
@@ -230,8 +243,32 @@ class SkillExecutor(AgentExecutor):
             turn,
         )
         with turn.stage("validation"):
-            invocation = check_invocation(self.registry, request, turn.caller, answers)
+            try:
+                invocation = check_invocation(self.registry, request, turn.caller, answers)
+            except ConditionError as invalid:
+                if invalid.details:
+                    await self._authorize_details(skill, request, turn)
+                raise
         return await self._admit_call(invocation, turn)
+
+    async def _authorize_details(
+        self, skill: RegisteredSkill, request: SkillRequest, turn: Turn
+    ) -> None:
+        """Field details only to a caller the call-stage decision would allow.
+
+        A policy may abstain at the skill stage (the hook contract asks it
+        to, when it needs the operation or resources); whatever it answered
+        there, the call-stage decision is asked on what the arguments hold
+        (their operation and resources, invalid as they are) before
+        ``input_invalid`` pointers and messages reach the caller: a caller it
+        would deny learns ``authorization_failed`` only.
+        """
+        verdict = await authorize(
+            self.manager, authorization_request(skill, request.arguments, turn.caller)
+        )
+        if not verdict.allowed:
+            turn.observed.denied("call")
+            self._refuse(skill.skill_id, verdict.opinions, turn, "the call")
 
     async def _authorize_skill(
         self, skill_id: str, request: AuthorizationRequest, details: bool, turn: Turn
@@ -250,6 +287,10 @@ class SkillExecutor(AgentExecutor):
         """The call's authorization, its approval and a concurrency slot (any skill kind)."""
         with turn.stage("authorization", "call"):  # observes both decisions' time, once
             await self._authorize(invocation, turn)
+        skill = invocation.skill
+        if isinstance(skill, RegisteredSkill) and skill.skill.precheck is not None:
+            # The skill's own refusal of a call it can never honour, before an operator is asked.
+            await skill.skill.precheck(invocation.arguments, turn.caller)
         with turn.trace.stage("approval"):
             approved = await self._approve(invocation, turn)
         if not approved:

@@ -21,21 +21,33 @@ them.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from skillrack.errors import InputRequired
+from skillrack.interface.declare import ResponseMode
+from skillrack.interface.json_value import JsonValue
 from skillrack.serve.security.caller import Caller, owner_of
 
-PublishRecord = Callable[[str, Any, str | None], Awaitable[str]]
-PublishProgress = Callable[[Any], Awaitable[None]]
+if TYPE_CHECKING:
+    from skillrack import hookspecs
+
+    # What a delegation returns is the client's; named for type checkers only (a type-only
+    # seam, tests/test_layout.py), so the context never imports the client.
+    from skillrack.client.composition import DomainCheck
+    from skillrack.client.outcome import SkillResult
+
+PublishRecord = Callable[[str, JsonValue, str | None], Awaitable[str]]
+PublishProgress = Callable[[JsonValue], Awaitable[None]]
 
 
 class Delegation(Protocol):
     """What the executor gives the context so that a handler can call other agents.
 
-    Implemented by :class:`skillrack.client.composition.Peers`; kept as a protocol here so
-    that the context does not import the client (imports flow one way).
+    The one statement of this signature: :class:`skillrack.client.composition.Peers`
+    implements it and :class:`~skillrack.serve.execution.traced_delegation.TracedDelegation`
+    wraps it, and mypy checks both against it where ``serve/server.py`` hands them to the
+    executor.  A protocol, so that the context does not import the client.
     """
 
     async def delegate(
@@ -43,20 +55,20 @@ class Delegation(Protocol):
         upstream_task_id: str,
         peer: str,
         skill_id: str,
-        arguments: Any,
-        mode: Any,
+        arguments: JsonValue,
+        mode: ResponseMode,
         owner: str = "",
-    ) -> Any: ...
+    ) -> SkillResult: ...
 
     async def compose(
         self,
         upstream_task_id: str,
         upstream: tuple[str, str],
-        instance: Any,
+        instance: JsonValue,
         downstream: tuple[str, str],
-        domain_checks: Any = None,
+        domain_checks: Mapping[str, DomainCheck] | None = None,
         owner: str = "",
-    ) -> Any: ...
+    ) -> SkillResult: ...
 
 
 class Cancellation:
@@ -79,7 +91,12 @@ class Cancellation:
 
 
 class SkillContext(Cancellation):
-    """The handler's view of one invocation (one A2A task)."""
+    """The handler's view of one invocation (one A2A task).
+
+    The host's implementation of :class:`skillrack.SkillContext`, the protocol a
+    vendor annotates its handler with (:class:`skillrack.hookspecs.SkillContext`);
+    mypy holds it to the protocol at the end of this module.
+    """
 
     def __init__(
         self,
@@ -91,7 +108,7 @@ class SkillContext(Cancellation):
         caller: Caller,
         publish_record: PublishRecord,
         publish_progress: PublishProgress,
-        answers: Sequence[Any] = (),
+        answers: Sequence[JsonValue] = (),
         operation: str | None = None,
         delegation: Delegation | None = None,
     ) -> None:
@@ -109,7 +126,7 @@ class SkillContext(Cancellation):
         super().__init__()
 
     async def publish_record(
-        self, kind: str, record: Any, *, artifact_id: str | None = None
+        self, kind: str, record: JsonValue, *, artifact_id: str | None = None
     ) -> str:
         """Validate ``record`` against ``kind``'s schema and send it as its own Artifact.
 
@@ -120,7 +137,7 @@ class SkillContext(Cancellation):
         """
         return await self._publish_record(kind, record, artifact_id)
 
-    async def publish_progress(self, partial_result: Any) -> None:
+    async def publish_progress(self, partial_result: JsonValue) -> None:
         """Send a progressive version of the primary result.
 
         Each version replaces the previous one (``append`` false); it is not
@@ -129,13 +146,14 @@ class SkillContext(Cancellation):
         """
         await self._publish_progress(partial_result)
 
-    async def request_input(self, request: Any) -> Any:
+    async def request_input(self, request: JsonValue) -> JsonValue:
         """Return the caller's answer to ``request``, asking for it if the task has none yet.
 
         ``request`` is JSON describing what is needed; it becomes the Data Part of
         the ``TASK_STATE_INPUT_REQUIRED`` status Message.  The answer is the Data
         Part (or text) of the caller's follow-up Message, unvalidated, as the
-        draft specifies for follow-ups.
+        draft specifies for follow-ups.  The :class:`~skillrack.errors.InputRequired`
+        it raises is a ``BaseException``: a handler lets it through.
         """
         index = self._asked
         self._asked += 1
@@ -144,8 +162,8 @@ class SkillContext(Cancellation):
         raise InputRequired(request)
 
     async def delegate(
-        self, peer: str, skill_id: str, arguments: Any, *, mode: str = "sync"
-    ) -> Any:
+        self, peer: str, skill_id: str, arguments: JsonValue, *, mode: ResponseMode = "sync"
+    ) -> SkillResult:
         """Call ``skill_id`` at the configured peer agent ``peer`` as a new downstream task.
 
         Runs the whole client procedure (retrieve and verify the interface,
@@ -162,11 +180,11 @@ class SkillContext(Cancellation):
     async def compose(
         self,
         upstream: tuple[str, str],
-        instance: Any,
+        instance: JsonValue,
         downstream: tuple[str, str],
         *,
-        domain_checks: Any = None,
-    ) -> Any:
+        domain_checks: Mapping[str, DomainCheck] | None = None,
+    ) -> SkillResult:
         """Feed ``instance`` (an upstream skill's output) to a downstream skill, if eligible.
 
         ``upstream`` and ``downstream`` are ``(peer, skill_id)``.  Direct
@@ -182,3 +200,9 @@ class SkillContext(Cancellation):
         if self._delegation is None:
             raise RuntimeError("this agent has no peers configured for delegation")
         return self._delegation
+
+
+if TYPE_CHECKING:
+    # Structurally, not by inheritance: the protocol's read-only properties would shadow
+    # the attributes set above.  mypy refuses this line when the two drift apart.
+    _IMPLEMENTS: type[hookspecs.SkillContext] = SkillContext

@@ -14,10 +14,11 @@ a correct guess cannot be told from a wrong one.  Successful requests never
 count, and public paths (the Agent Card) are never refused.
 
 The gRPC binding (:mod:`skillrack.serve.bindings.grpc_server`) counts its refusals
-in the same window, so failures on one binding block the address on both.
+in the same window, so failures on one binding block the address on every binding.
 
 The address is the one uvicorn reports: the peer, or the client a trusted
-proxy names (``--forwarded-allow-ips``).  Callers behind one NAT share it.
+proxy names (uvicorn's ``FORWARDED_ALLOW_IPS`` environment variable, by default
+``127.0.0.1,::1``).  Callers behind one NAT share it.
 """
 
 from __future__ import annotations

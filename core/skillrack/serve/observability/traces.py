@@ -52,7 +52,7 @@ import importlib.util
 from collections.abc import Coroutine, Iterator, Mapping
 from contextlib import AbstractContextManager
 from importlib.metadata import PackageNotFoundError, entry_points, version
-from typing import Any
+from typing import Any, TypeVar
 
 from a2a.types import TaskState
 from opentelemetry import trace
@@ -61,6 +61,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from skillrack.errors import ClientCode, ErrorCode, InputRequired, StartupError
 from skillrack.host.registry import RegisteredSkill
 from skillrack.serve.process import exporter_configured
+
+T = TypeVar("T")
 
 #: The instrumentation scope of every span skillrack makes.
 TRACER_NAME = "skillrack"
@@ -84,7 +86,7 @@ PEER = "skillrack.peer"
 
 #: The pipeline's stages, in order; each is a child span ``skillrack.<stage>``.
 STAGES = ("authorization", "validation", "approval", "handler", "output_validation")
-#: Every span and attribute name skillrack records (the operator guide lists them).
+#: Every span and attribute name skillrack records (docs/observability.md lists them).
 NAMES = frozenset(
     {INVOKE_SPAN, DESCRIBE_SPAN, DELEGATE_SPAN, *(f"skillrack.{stage}" for stage in STAGES)}
     | {SKILL_ID, SKILL_VERSION, INTERFACE_DIGEST, PLUGIN, TASK_ID, TASK_STATE, CONDITION}
@@ -242,7 +244,8 @@ _KNOWN_CODES = frozenset(c.value for c in ErrorCode) | frozenset(c.value for c i
 _KNOWN_STATES = frozenset(TaskState.keys())
 
 
-async def delegating(peer: str, skill_id: str, call: Coroutine[Any, Any, Any]) -> Any:
+async def delegating(peer: str, skill_id: str, call: Coroutine[Any, Any, T]) -> T:
+    """``call`` (a handler's call of another agent) inside a CLIENT span, when tracing is on."""
     current = tracer()
     if current is None:
         return await call

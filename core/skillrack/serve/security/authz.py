@@ -56,10 +56,20 @@ BASE_KIND: Final = "base"
 
 @dataclass(frozen=True)
 class Decision:
-    """One policy's opinion.  ``reason`` is logged, never sent to the caller."""
+    """One policy's opinion.  ``reason`` is logged, never sent to the caller.
+
+    An approver (``approve_invocation``) may also answer :meth:`require`: the
+    call waits until ``approvals_required`` distinct people, each holding one
+    of ``approver_roles``, granted it.  Anywhere else a requirement is not an
+    allow, so it counts as a deny.
+    """
 
     allowed: bool
     reason: str = ""
+    #: :meth:`require` only: how many distinct approvers must grant the call.
+    approvals_required: int = 0
+    #: :meth:`require` only: the roles an approver must hold one of.
+    approver_roles: tuple[str, ...] = ()
 
     @classmethod
     def allow(cls, reason: str = "") -> Decision:
@@ -68,6 +78,20 @@ class Decision:
     @classmethod
     def deny(cls, reason: str = "") -> Decision:
         return cls(False, reason)
+
+    @classmethod
+    def require(
+        cls, approvals: int = 1, roles: tuple[str, ...] = ("operator",), reason: str = ""
+    ) -> Decision:
+        """An approver's answer: people must approve (``approvals`` of them, with ``roles``)."""
+        if approvals < 1 or not roles:
+            raise ValueError("Decision.require needs approvals >= 1 and at least one role")
+        return cls(False, reason, approvals_required=approvals, approver_roles=tuple(roles))
+
+    @property
+    def requires_people(self) -> bool:
+        """Whether this is :meth:`require`'s answer rather than a refusal."""
+        return not self.allowed and self.approvals_required > 0
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,6 @@ lost: that state is committed before the answer leaves.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -100,6 +99,19 @@ class _Pending:
     events: list[tuple[int, Event]] = field(default_factory=list)
 
 
+def _keep(failed: _Pending, newer: _Pending | None) -> _Pending:
+    """What stays pending when ``failed`` was not written: ``newer`` takes over its base.
+
+    A task saved again meanwhile is written with one swap from the older
+    base, and every event of both.
+    """
+    if newer is None:
+        return failed
+    newer.base = failed.base
+    newer.events[:0] = failed.events
+    return newer
+
+
 class ClusterTaskStore(VersionedDatabaseTaskStore):
     """a2a-sdk's versioned store with saves grouped per commit (see the module docstring)."""
 
@@ -115,14 +127,13 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         self._engine = engine
         #: The engine commits use (SQLite: one whose driver begins them, see storage.py).
         self._writer = writer or engine
-        self._pending: dict[tuple[str, str], _Pending] = {}
-        #: The saves the commit under way is writing.
-        self._writing: dict[tuple[str, str], _Pending] = {}
         #: Tasks whose pending saves lost a compare-and-swap: their next save raises.
         self._conflicted: set[tuple[str, str]] = set()
         self._new_ids: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._commit_lock = asyncio.Lock()
-        self._behind = WriteBehind(self.commit, lambda: len(self._pending), write_behind_s)
+        #: Each task's saves not yet committed, and their commits.
+        self._behind: WriteBehind[tuple[str, str], _Pending] = WriteBehind(
+            self._write_batch, _keep, delay=write_behind_s
+        )
         tasks: Table = class_mapper(self._db.task_model).local_table  # type: ignore[assignment]
         versions: Table = class_mapper(self._version_model).local_table  # type: ignore[assignment]
         events: Table = class_mapper(self._event_model).local_table  # type: ignore[assignment]
@@ -180,7 +191,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
     @property
     def pending(self) -> int:
         """How many tasks have saves not yet committed."""
-        return len(self._pending.keys() | self._writing.keys())
+        return self._behind.count
 
     def note_new(self, task_id: str, context: ServerCallContext) -> None:
         """``task_id`` was just generated here for a new task: no database holds it yet."""
@@ -204,7 +215,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         self._new_ids.pop(key, None)
         if key in self._conflicted:
             self._conflicted.discard(key)
-            self._pending.pop(key, None)
+            self._behind.pending.pop(key, None)
             raise ConcurrentTaskModificationError(task.id)
         if task.status.state == TaskState.TASK_STATE_CANCELED:
             await self.commit()  # a2a-sdk's cancel reads the stored task: make it current
@@ -220,29 +231,23 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                     await connection.execute(self._notify, notice)
             return written
         previous = _counter(prev_version)
-        pending = self._pending.get(key)
+        pending = self._behind.pending.get(key)
         if pending is not None and pending.version != previous:
             raise ConcurrentTaskModificationError(task.id)  # what the database would say
         copy = Task()
         copy.CopyFrom(task)
         version = previous + 1
         if pending is None:
-            pending = self._pending[key] = _Pending(owner, previous, version, copy)
+            pending = self._behind.pending[key] = _Pending(owner, previous, version, copy)
         else:
             pending.version, pending.task = version, copy
         if event is not None:
             # Serialized at the commit, and only if written: the copy stands for a Task
             # event (the caller goes on changing its task), update events are not changed.
             pending.events.append((version, copy if isinstance(event, Task) else event))
-        if task.status.state not in SETTLED_STATES:
-            self._behind.arm()
-            return TaskVersion(version)
-        try:
-            await self.commit()
-        except BaseException:
-            self._behind.arm()
-            raise
-        if key in self._conflicted:
+        settled = task.status.state in SETTLED_STATES
+        await self._behind.saved(settled)
+        if settled and key in self._conflicted:
             self._conflicted.discard(key)
             raise ConcurrentTaskModificationError(task.id)
         return TaskVersion(version)
@@ -254,36 +259,23 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         left out and marked conflicted; if the transaction fails, the saves
         stay pending (unless newer ones replaced them) and the error propagates.
         """
-        async with self._commit_lock:
-            if not self._pending:
-                return
-            batch, self._pending = self._pending, {}
-            self._writing = batch
-            try:
-                await self._db._ensure_initialized()
-                await self._ensure_cluster_tables()
-                async with self._writer.begin() as connection:
-                    lost = await self._write(connection, batch)
-            except BaseException:
-                for key, pending in batch.items():
-                    newer = self._pending.get(key)
-                    if newer is None:
-                        self._pending[key] = pending
-                    else:  # saved again meanwhile: one swap from the older base, every event
-                        newer.base = pending.base
-                        newer.events[:0] = pending.events
-                raise
-            finally:
-                self._writing = {}
-            if len(self._conflicted) > NEW_IDS_KEPT:
-                # Only a shortcut: a stale save fails its own compare-and-swap anyway.
-                self._conflicted.clear()
-            self._conflicted.update(lost)
-            for key in lost:
-                # Saves made while this batch was written continue from its versions,
-                # which another writer may now have reached by another path (a cancel
-                # counts on from the stored version): they must not be written either.
-                self._pending.pop(key, None)
+        await self._behind.commit()
+
+    async def _write_batch(self, batch: dict[tuple[str, str], _Pending]) -> None:
+        """One commit's transaction, then the conflicts it found (see :meth:`commit`)."""
+        await self._db._ensure_initialized()
+        await self._ensure_cluster_tables()
+        async with self._writer.begin() as connection:
+            lost = await self._write(connection, batch)
+        if len(self._conflicted) > NEW_IDS_KEPT:
+            # Only a shortcut: a stale save fails its own compare-and-swap anyway.
+            self._conflicted.clear()
+        self._conflicted.update(lost)
+        for key in lost:
+            # Saves made while this batch was written continue from its versions,
+            # which another writer may now have reached by another path (a cancel
+            # counts on from the stored version): they must not be written either.
+            self._behind.pending.pop(key, None)
 
     async def _write(
         self, connection: AsyncConnection, batch: dict[tuple[str, str], _Pending]
@@ -353,7 +345,6 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
     async def aclose(self) -> None:
         """Commit what is pending; called before the engine is disposed."""
         await self._behind.close()
-        await self.commit()
         if self._writer is not self._engine:
             await self._writer.dispose()
 
@@ -364,7 +355,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         key = (owner, task_id)
         if key in self._new_ids:
             return None
-        if key in self._pending or key in self._writing:
+        if self._behind.uncommitted(key):
             await self.commit()  # what this replica shows, every replica can read
         await self._db._ensure_initialized()
         async with self._reader.connect() as connection:

@@ -74,7 +74,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from a2a.server.agent_execution import RequestContext, SimpleRequestContextBuilder
 from a2a.server.cluster import (
     ConcurrentTaskModificationError,
     DatabaseTaskEventStream,
@@ -94,7 +93,7 @@ from a2a.server.tasks import (
 from a2a.server.tasks.database_push_notification_config_store import (
     DatabasePushNotificationConfigStore,
 )
-from a2a.types import ListTasksRequest, ListTasksResponse, SendMessageRequest, Task
+from a2a.types import ListTasksRequest, ListTasksResponse, Task
 from sqlalchemy import Table, event, func, select
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError
@@ -221,6 +220,11 @@ class _Kept:
         self.dropped = False
 
 
+def _keep(failed: _Kept, newer: _Kept | None) -> _Kept | None:
+    """A save whose commit failed stays pending, unless a newer one replaced it or it is dropped."""
+    return newer if newer is not None or failed.dropped else failed
+
+
 class SingleProcessTaskStore(DatabaseTaskStore):
     """a2a-sdk's ``DatabaseTaskStore`` on SQLite, for a file one process writes.
 
@@ -270,13 +274,13 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         self._bytes = 0
         #: Numbers every save; a read that raced one is not remembered.
         self._seq = 0
-        #: Saved but not yet committed: the latest state of each task.
-        self._pending: dict[tuple[str, str], _Kept] = {}
-        #: The saves the commit under way is writing.
-        self._writing: dict[tuple[str, str], _Kept] = {}
-        #: One commit at a time, so commits land in the order their saves were made.
-        self._commit_lock = asyncio.Lock()
-        self._behind = WriteBehind(self.commit, lambda: len(self._pending), write_behind_s)
+        #: Saved but not yet committed: the latest state of each task, and their commits.
+        self._behind: WriteBehind[tuple[str, str], _Kept] = WriteBehind(
+            self._write,
+            _keep,
+            committed=self._committed,
+            delay=write_behind_s,
+        )
         #: Tasks being deleted: a read racing the delete is not remembered.
         self._deleting: set[tuple[str, str]] = set()
         mapper = class_mapper(self.task_model)
@@ -292,12 +296,12 @@ class SingleProcessTaskStore(DatabaseTaskStore):
     @property
     def pending(self) -> int:
         """How many tasks have saves not yet committed (waiting, or being written)."""
-        return len(self._pending.keys() | self._writing.keys())
+        return self._behind.count
 
     # -- what get() shows ---------------------------------------------------------------------
 
     def _uncommitted(self, key: tuple[str, str]) -> bool:
-        return key in self._pending or key in self._writing
+        return self._behind.uncommitted(key)
 
     def _show(self, key: tuple[str, str], kept: _Kept) -> None:
         """Make ``kept`` what ``get`` answers for ``key``, unless a newer state is shown."""
@@ -331,7 +335,9 @@ class SingleProcessTaskStore(DatabaseTaskStore):
     async def save(self, task: Task, context: ServerCallContext) -> None:
         owner = self.owner_resolver(context)
         key = (owner, task.id)
-        latest = self._pending.get(key) or self._writing.get(key) or self._shown.get(key)
+        latest = (
+            self._behind.pending.get(key) or self._behind.writing.get(key) or self._shown.get(key)
+        )
         if (
             latest is not None
             and latest.task is not _ABSENT
@@ -345,16 +351,11 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         copy.CopyFrom(task)
         self._seq += 1
         kept = _Kept(self._seq, copy, owner)
-        self._pending[key] = kept
-        if task.status.state not in SETTLED_STATES:
+        self._behind.pending[key] = kept
+        settled = task.status.state in SETTLED_STATES
+        if not settled:
             self._show(key, kept)
-            self._behind.arm()
-            return
-        try:
-            await self.commit()
-        except BaseException:
-            self._behind.arm()  # retried in the background as well as by the next commit
-            raise
+        await self._behind.saved(settled)
         if kept.dropped:
             raise ValueError(f"task {task.id} could not be converted for the task store")
 
@@ -382,42 +383,30 @@ class SingleProcessTaskStore(DatabaseTaskStore):
     async def commit(self) -> None:
         """Write every pending save in one transaction (a no-op when none is pending).
 
-        A caller that finds another commit under way waits for it, then
-        writes what is still pending: its own save either went out with that
-        commit or goes out with this one.  If the write fails, the saves stay
-        pending (unless a newer save of the same task replaced them) and the
-        error propagates.  Once committed, a settled state becomes what
-        ``get`` shows.
+        If the write fails, the saves stay pending (unless a newer save of the
+        same task replaced them) and the error propagates.  Once committed, a
+        settled state becomes what ``get`` shows.
         """
-        async with self._commit_lock:
-            if not self._pending:
-                return
-            batch, self._pending = self._pending, {}
-            self._writing = batch
-            try:
-                await self._ensure_initialized()
-                rows = self._rows(batch)
-                if rows:
-                    async with self.engine.begin() as connection:
-                        await connection.execute(self._upsert, rows[0] if len(rows) == 1 else rows)
-            except BaseException:
-                for key, kept in batch.items():
-                    if not kept.dropped:
-                        self._pending.setdefault(key, kept)
-                raise
-            finally:
-                self._writing = {}
-            for key, kept in batch.items():
-                if not kept.dropped:
-                    self._show(key, kept)
-                elif self._shown.get(key) is kept:
-                    self._forget(key)  # never written: not to be shown either
-            self._evict()
+        await self._behind.commit()
+
+    async def _write(self, batch: dict[tuple[str, str], _Kept]) -> None:
+        await self._ensure_initialized()
+        rows = self._rows(batch)
+        if rows:
+            async with self.engine.begin() as connection:
+                await connection.execute(self._upsert, rows[0] if len(rows) == 1 else rows)
+
+    def _committed(self, batch: dict[tuple[str, str], _Kept]) -> None:
+        for key, kept in batch.items():
+            if not kept.dropped:
+                self._show(key, kept)
+            elif self._shown.get(key) is kept:
+                self._forget(key)  # never written: not to be shown either
+        self._evict()
 
     async def aclose(self) -> None:
         """Commit what is pending; called before the engine is disposed."""
         await self._behind.close()
-        await self.commit()
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -455,10 +444,10 @@ class SingleProcessTaskStore(DatabaseTaskStore):
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         key = (self.owner_resolver(context), task_id)
-        async with self._commit_lock:
+        async with self._behind.lock:
             self._deleting.add(key)
             try:
-                self._pending.pop(key, None)
+                self._behind.pending.pop(key, None)
                 self._forget(key)
                 self._seq += 1
                 await super().delete(task_id, context)
@@ -496,7 +485,7 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             settled.append(model.id)
             self._forget((model.owner or "", model.id))
         if rows:
-            async with self._commit_lock, self.engine.begin() as connection:
+            async with self._behind.lock, self.engine.begin() as connection:
                 await connection.execute(self._upsert, rows)
         return tuple(settled)
 
@@ -505,32 +494,6 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         key = (self.owner_resolver(context), task_id)
         if key not in self._shown and not self._uncommitted(key):
             self._show(key, _Kept(self._seq, _ABSENT, key[0]))
-
-
-class NewTaskNotice(SimpleRequestContextBuilder):
-    """a2a-sdk's request context builder, telling the store about the task ids it generates.
-
-    a2a-sdk then looks the new task up before its first save; the store
-    answers that from memory instead of asking the database about a UUID
-    that was generated a moment ago.
-    """
-
-    def __init__(self, store: SingleProcessTaskStore | ClusterTaskStore) -> None:
-        super().__init__()
-        self._store = store
-
-    async def build(
-        self,
-        context: ServerCallContext,
-        params: SendMessageRequest | None = None,
-        task_id: str | None = None,
-        context_id: str | None = None,
-        task: Task | None = None,
-    ) -> RequestContext:
-        built = await super().build(context, params, task_id, context_id, task)
-        if task_id is None and built.task_id:
-            self._store.note_new(built.task_id, context)
-        return built
 
 
 @dataclass
