@@ -448,7 +448,7 @@ async def _commits_held(store: SingleProcessTaskStore) -> AsyncIterator[None]:
 
 def _queued(store: SingleProcessTaskStore, task: Task) -> bool:
     """Whether ``task``'s save is pending, i.e. its commit waits (for the held lock)."""
-    return any(kept.task is task or kept.task == task for kept in store._pending.values())
+    return any(kept.task is task or kept.task == task for kept in store._behind.pending.values())
 
 
 def _rows_if_any(database: Path) -> dict[str, str]:
