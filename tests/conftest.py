@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers.builders import load_json
+from helpers.agent_harness import running_wrapped
+from helpers.agent_skills import AllowAll, TestSkills
+from helpers.builders import load_json, registry_of
+from helpers.tamper import Tamper
+
+from skillrack.host.registry import Registry
 
 
 @pytest.fixture
@@ -17,3 +24,56 @@ def vector() -> dict[str, Any]:
 @pytest.fixture
 def draft_document(vector: dict[str, Any]) -> dict[str, Any]:
     return vector["result"]["interface"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    """The test skills (helpers.agent_skills.TestSkills) under a policy that allows them all.
+
+    The registry most modules serve; a module that needs other skills defines its own
+    ``registry`` fixture, which takes precedence over this one.
+    """
+    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
+
+
+@pytest.fixture(scope="module")
+def agent(registry: Registry) -> Iterator[tuple[str, Tamper]]:
+    """``registry`` served on loopback behind a :class:`Tamper`: its URL and the Tamper.
+
+    A module whose agent is served otherwise defines its own ``agent`` fixture.
+    """
+    with running_wrapped(registry, Tamper) as served:
+        yield served
+
+
+@pytest.fixture
+def tamper(agent: tuple[str, Tamper]) -> Iterator[Tamper]:
+    """The module's :class:`Tamper`, cleared before and after the test."""
+    agent[1].clear()
+    yield agent[1]
+    agent[1].clear()
+
+
+#: The loggers ``skillrack serve`` configures (skillrack.serve.observability.logs.log_config).
+_CONFIGURED_BY_SERVE = ("", "uvicorn", "uvicorn.error", "uvicorn.access")
+
+
+@pytest.fixture(autouse=True)
+def _logging_left_as_found() -> Iterator[None]:
+    """Undo the logging set-up of a ``skillrack serve`` run in this process (``cli.main``).
+
+    ``serve`` gives the root and uvicorn loggers ``StreamHandler``s on the ``sys.stderr`` of
+    the moment, which is pytest's capture of that test. Left in place, a later test on the
+    same xdist worker logs into that closed capture ("--- Logging error ---" on its stderr),
+    depending on which modules the worker ran before it.
+    """
+    loggers = [logging.getLogger(name) for name in _CONFIGURED_BY_SERVE]
+    kept = [(logger, list(logger.handlers), logger.level, logger.propagate) for logger in loggers]
+    yield
+    for logger, handlers, level, propagate in kept:
+        for handler in list(logger.handlers):
+            # Exactly StreamHandler: what dictConfig makes; pytest's own handlers subclass it.
+            if handler not in handlers and type(handler) is logging.StreamHandler:
+                logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate

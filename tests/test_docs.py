@@ -118,6 +118,7 @@ def no_vendor_env() -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", docs_with_commands(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.slow
 def test_marked_commands_run(path: Path, tmp_path: Path, agent_url: str) -> None:
     workdir = tmp_path / "work"
     workdir.mkdir()

@@ -8,11 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import VECTOR_DIGEST, registry_of
+from helpers.builders import VECTOR_DIGEST
 from helpers.tamper import Tamper
-from starlette.types import ASGIApp
 
 from skillrack.cli import main as cli
 
@@ -20,19 +17,6 @@ ARGS = {
     "resource_id": "network-resource-123",
     "condition": {"metric": "utilization", "operator": "gte", "threshold": 80, "unit": "percent"},
 }
-
-
-@pytest.fixture(scope="module")
-def agent() -> Iterator[tuple[str, Tamper]]:
-    holder: list[Tamper] = []
-
-    def wrap(app: ASGIApp) -> ASGIApp:
-        holder.append(Tamper(app))
-        return holder[0]
-
-    registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
-    with running_agent(registry, wrap=wrap) as url:
-        yield url, holder[0]
 
 
 @pytest.fixture

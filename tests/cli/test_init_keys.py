@@ -96,6 +96,7 @@ def test_init_writes_a_loadable_configuration_once(
     assert target.read_text().startswith("# skillrack.toml")
 
 
+@pytest.mark.slow
 def test_a_new_key_authenticates_against_a_real_agent(tmp_path: Path) -> None:
     """``keys new``'s entry in the key file, its key in X-API-Key: the call completes."""
     made = subprocess.run(

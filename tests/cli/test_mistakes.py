@@ -13,12 +13,12 @@ import argparse
 import os
 import socket
 import subprocess
-import time
 from importlib import metadata
 from pathlib import Path
 
 import httpx
 import pytest
+from helpers.waiting import wait_until
 
 from skillrack.cli import main as cli
 from skillrack.cli.exits import EXIT_STATUSES
@@ -131,6 +131,7 @@ def test_a_missing_signing_key_fails_before_the_banner(tmp_path: Path) -> None:
 
 
 @SERVE_MODES
+@pytest.mark.slow
 def test_the_banner_means_the_agent_answers(tmp_path: Path, mode: tuple[str, ...]) -> None:
     """Once "serving at" is printed, the card answers at once: no retry, no wait.
 
@@ -139,11 +140,12 @@ def test_the_banner_means_the_agent_answers(tmp_path: Path, mode: tuple[str, ...
     """
     agent = start_agent(tmp_path, plugins="", args=mode, log_level="info")
     try:
-        deadline = time.monotonic() + TIMEOUT
-        while "skillrack serving at" not in agent.output():
-            assert agent.process.poll() is None, agent.output()
-            assert time.monotonic() < deadline, agent.output()
-            time.sleep(0.05)
+        wait_until(
+            lambda: "skillrack serving at" in agent.output() or agent.process.poll() is not None,
+            "the banner (or the agent's exit)",
+            timeout=TIMEOUT,
+        )
+        assert agent.process.poll() is None, agent.output()
         assert httpx.get(agent.url + CARD_PATH, timeout=10).status_code == 200
         output = agent.output()
         assert output.index("Application startup complete") < output.index("serving at")
@@ -155,6 +157,7 @@ def test_the_banner_means_the_agent_answers(tmp_path: Path, mode: tuple[str, ...
     assert "Traceback" not in agent.output()
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_start_stops_serve_in_one_line(tmp_path: Path) -> None:
     """No banner, exit status 1, and why: not a traceback, nor uvicorn restarting it for ever."""
     (tmp_path / "worker_only_failure.py").write_text(

@@ -395,6 +395,7 @@ def refusing_ports(count: int) -> list[int]:
             sock.close()
 
 
+@pytest.mark.slow
 async def test_kept_transports_are_bounded_and_a_busy_one_is_not_closed() -> None:
     """More origins than the bound: the idle least recently used are closed, never a busy one."""
     made: list[Recorded] = []

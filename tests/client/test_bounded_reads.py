@@ -104,6 +104,7 @@ async def failure(coro: Any) -> SkillCallError:
 # 300 MB and endless, measured ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_300_mb_card_is_refused_while_reading(floods: dict[str, dict[str, Any]]) -> None:
     assert_refused_lean(floods["card"])
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
+from helpers.agent_harness import running_wrapped
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.client.cache import CARD_CACHE, CacheBounds, LruCache
 from skillrack.client.skill_client import SkillClient
+from skillrack.host.registry import Registry
 from skillrack.interface.canonical import canonical_bytes
 from skillrack.interface.limits import Limits
 
@@ -84,17 +83,9 @@ class CardRequests:
 
 
 @pytest.fixture(scope="module")
-def agent() -> Iterator[tuple[str, CardRequests]]:
-    holder: list[CardRequests] = []
-
-    def wrap(app: ASGIApp) -> ASGIApp:
-        holder.append(CardRequests(app))
-        return holder[0]
-
-    with running_agent(
-        registry_of([("tests", TestSkills()), ("allow", AllowAll())]), wrap=wrap
-    ) as url:
-        yield url, holder[0]
+def agent(registry: Registry) -> Iterator[tuple[str, CardRequests]]:
+    with running_wrapped(registry, CardRequests) as served:
+        yield served
 
 
 async def test_the_interface_cache_is_bounded_in_bytes(agent: tuple[str, CardRequests]) -> None:

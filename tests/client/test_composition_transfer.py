@@ -11,21 +11,20 @@ refused composition sends no domain request.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
-from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.tamper import Tamper
-from starlette.types import ASGIApp
 
 from skillrack import DomainSchema
 from skillrack.client.composition import HopLog, compose
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import ClientCode, SkillCallError
+from skillrack.host.registry import Registry
 
 MEASUREMENT = DomainSchema.inline(
     {
@@ -56,22 +55,9 @@ SKILLS = SkillsPlugin(
 
 
 @pytest.fixture(scope="module")
-def agent() -> Iterator[tuple[str, Tamper]]:
-    holder: list[Tamper] = []
-
-    def wrap(app: ASGIApp) -> ASGIApp:
-        holder.append(Tamper(app))
-        return holder[0]
-
-    with running_agent(registry_of([("skills", SKILLS), ("allow", AllowAll())]), wrap=wrap) as url:
-        yield url, holder[0]
-
-
-@pytest.fixture
-def tamper(agent: tuple[str, Tamper]) -> Iterator[Tamper]:
-    agent[1].clear()
-    yield agent[1]
-    agent[1].clear()
+def registry() -> Registry:
+    """Served behind a Tamper by the shared ``agent`` fixture (tests/conftest.py)."""
+    return registry_of([("skills", SKILLS), ("allow", AllowAll())])
 
 
 @pytest.fixture

@@ -18,14 +18,13 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
+from helpers.agent_harness import running_wrapped
 from helpers.tamper import Tamper
 from starlette.types import ASGIApp
 
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import SkillCallError
+from skillrack.host.registry import Registry
 
 SKILL = "evaluate_resource_condition"
 ARGS = {
@@ -59,16 +58,9 @@ class DescribeTaskTamper(Tamper):
 
 
 @pytest.fixture(scope="module")
-def agent() -> Iterator[tuple[str, DescribeTaskTamper]]:
-    holder: list[DescribeTaskTamper] = []
-
-    def wrap(app: ASGIApp) -> ASGIApp:
-        holder.append(DescribeTaskTamper(app))
-        return holder[0]
-
-    registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
-    with running_agent(registry, wrap=wrap) as url:
-        yield url, holder[0]
+def agent(registry: Registry) -> Iterator[tuple[str, DescribeTaskTamper]]:
+    with running_wrapped(registry, DescribeTaskTamper) as served:
+        yield served
 
 
 @pytest.fixture

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
+from helpers.agent_harness import running_wrapped
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.client.skill_client import SkillClient
+from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
 
 ARGS = {
@@ -72,17 +71,9 @@ class Recorder:
 
 
 @pytest.fixture(scope="module")
-def agent() -> Iterator[tuple[str, Recorder]]:
-    holder: list[Recorder] = []
-
-    def wrap(app: ASGIApp) -> ASGIApp:
-        holder.append(Recorder(app))
-        return holder[0]
-
-    with running_agent(
-        registry_of([("tests", TestSkills()), ("allow", AllowAll())]), wrap=wrap
-    ) as url:
-        yield url, holder[0]
+def agent(registry: Registry) -> Iterator[tuple[str, Recorder]]:
+    with running_wrapped(registry, Recorder) as served:
+        yield served
 
 
 @pytest.fixture(params=["JSONRPC", "HTTP+JSON"])

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import VECTOR_DIGEST, registry_of
+from helpers.builders import VECTOR_DIGEST
 from helpers.tamper import Tamper
-from starlette.types import ASGIApp
 
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import ClientCode, SkillCallError
@@ -27,33 +24,9 @@ ARGS = {
 SKILL = "evaluate_resource_condition"
 
 
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
-
-
-@pytest.fixture(scope="module")
-def agent(registry: Registry) -> Iterator[tuple[str, Tamper]]:
-    holder: list[Tamper] = []
-
-    def wrap(app: ASGIApp) -> ASGIApp:
-        holder.append(Tamper(app))
-        return holder[0]
-
-    with running_agent(registry, wrap=wrap) as url:
-        yield url, holder[0]
-
-
 @pytest.fixture
 def base(agent: tuple[str, Tamper]) -> str:
     return agent[0]
-
-
-@pytest.fixture
-def tamper(agent: tuple[str, Tamper]) -> Iterator[Tamper]:
-    agent[1].clear()
-    yield agent[1]
-    agent[1].clear()
 
 
 @pytest.fixture

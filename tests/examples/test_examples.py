@@ -113,6 +113,7 @@ def completed(run: subprocess.CompletedProcess[str]) -> bool:
 
 
 @pytest.mark.parametrize("name", ["development", "api-keys", "jwt", "signed-card"])
+@pytest.mark.slow
 def test_example_serves_and_answers(name: str, tmp_path: Path) -> None:
     runs = run_example(name, tmp_path)
     calls = [r for r in runs if "skillrack call" in " ".join(map(str, r.args))]
@@ -121,6 +122,7 @@ def test_example_serves_and_answers(name: str, tmp_path: Path) -> None:
         assert completed(call), call.stdout
 
 
+@pytest.mark.slow
 def test_postgresql_replicas(tmp_path: Path) -> None:
     if not postgresql_reachable():
         pytest.skip("PostgreSQL is not reachable on 127.0.0.1:5432")

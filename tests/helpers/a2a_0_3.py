@@ -19,6 +19,7 @@ import venv
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 PACKAGE = "a2a-sdk[http-server]<0.4"
 VENV_ENV = "SKILLRACK_A2A_0_3_VENV"
@@ -41,6 +42,16 @@ def a2a_0_3_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
         root = tmp_path_factory.getbasetemp().parent / "skillrack-a2a-sdk-0.3"
     if (root / ".ready").exists():
         return _python(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    # xdist workers of one run share ``root``: one builds it, the others wait, then reuse it.
+    with FileLock(str(root) + ".lock", timeout=600):
+        if (root / ".ready").exists():
+            return _python(root)
+        return _build(root)
+
+
+def _build(root: Path) -> Path:
+    """Make the a2a-sdk 0.3 environment at ``root`` (in a directory of its own, then renamed)."""
     building = root.with_name(f"{root.name}.{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
     venv.create(building, with_pip=True)

@@ -6,7 +6,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.types import ASGIApp
 
@@ -14,6 +14,8 @@ from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.serve.server import build_server
 from skillrack.testing.serve import free_port, serving_in_thread
+
+W = TypeVar("W")
 
 
 @contextmanager
@@ -38,3 +40,19 @@ def running_agent(
         app = wrap(app)
     with serving_in_thread(app, port):
         yield base_url
+
+
+@contextmanager
+def running_wrapped(
+    registry: Registry, wrapper: Callable[[ASGIApp], W], **options: Any
+) -> Iterator[tuple[str, W]]:
+    """:func:`running_agent` behind ASGI middleware made by ``wrapper`` (a :class:`Tamper`,
+    a recorder); yield the base URL and that middleware, for the test to steer or read."""
+    made: list[W] = []
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        made.append(wrapper(app))
+        return made[0]  # type: ignore[return-value]
+
+    with running_agent(registry, wrap=wrap, **options) as url:
+        yield url, made[0]

@@ -3,7 +3,9 @@
 PostgreSQL is at 127.0.0.1:5432 (trust authentication; ``SKILLRACK_TEST_PGHOST`` and
 ``SKILLRACK_TEST_PGPORT`` move it); each user of :func:`fresh_database` works in a
 database of its own, dropped afterwards, and skips, saying so, when the server
-cannot be reached.
+cannot be reached. Under pytest-xdist the name carries the worker's id
+(``PYTEST_XDIST_WORKER``), so a database left behind by a killed run says whose it was;
+workers never share one.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ async def _admin(statement: str) -> str:
 @contextmanager
 def fresh_database() -> Iterator[str]:
     """A fresh database on the local PostgreSQL, as a --store URL (skips when unreachable)."""
-    name = f"skillrack_test_{uuid.uuid4().hex[:12]}"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"skillrack_test_{worker}_{uuid.uuid4().hex[:12]}"
     try:
         user = asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
     except (ConnectionError, ImportError) as exc:

@@ -6,11 +6,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from helpers.waiting import wait_until
 
 from skillrack.host.config import Config, ConfigError, load_config
 from skillrack.testing.serve import free_port
@@ -119,14 +120,15 @@ def test_serve_runs_as_a_process(tmp_path: Path) -> None:
         env={**os.environ, "SKILLRACK_LOAD_PLUGINS": ""},
     )
     try:
-        deadline = time.monotonic() + 20
-        card = None
-        while time.monotonic() < deadline and card is None:
+
+        def card_or_none() -> Any:
             try:
-                card = httpx.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json").json()
+                return httpx.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json").json()
             except httpx.TransportError:
-                time.sleep(0.1)
-        assert card is not None and card["name"] == "Process test agent"
+                return None
+
+        card = wait_until(card_or_none, "the card of the served process", timeout=20)
+        assert card["name"] == "Process test agent"
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=10)

@@ -96,12 +96,14 @@ def schemas(depth: int) -> Any:
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schema=schemas(3))
+@pytest.mark.slow
 def test_same_verdict_as_jsonschema(schema: Any) -> None:
     assert compiled_says(schema) == jsonschema_says(schema)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.slow
 def test_same_verdict_on_shipped_schemas_with_one_change(data: st.DataObject) -> None:
     """Large, mostly valid schemas: one keyword somewhere set to a right or wrong value."""
     schema = copy.deepcopy(data.draw(st.sampled_from(SHIPPED)))

@@ -329,6 +329,7 @@ def locations_of(schema: Any) -> tuple[list[Location], str]:
         max_size=6,
     )
 )
+@pytest.mark.slow
 def test_children_as_before(node: dict[str, Any]) -> None:
     """Every slot a node has (well-shaped or not), in the fixed order, with its pointer suffix."""
     assert list(schemawalk.children(node)) == list(old_children(node))
@@ -336,6 +337,7 @@ def test_children_as_before(node: dict[str, Any]) -> None:
 
 @settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schema=SCHEMAS)
+@pytest.mark.slow
 def test_walk_edges_and_graph_as_before(schema: Any) -> None:
     private = json.loads(json.dumps(schema))
     root_uri = root_base(private)
@@ -389,6 +391,7 @@ def verdict(schema: Any) -> str:
         "reference_too_deep",
     ],
 )
+@pytest.mark.slow
 def test_the_generated_schemas_reach_every_outcome(rule: str) -> None:
     """The property above is worth something only if references land, miss, leave and loop."""
     find(
@@ -407,6 +410,7 @@ JSON = st.recursive(
 
 @settings(max_examples=500, deadline=None)
 @given(value=JSON, limit=st.integers(-1, 8))
+@pytest.mark.slow
 def test_json_depth_as_before(value: Any, limit: int) -> None:
     assert json_depth(value, limit) == old_json_depth(value, limit)
 

@@ -5,16 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import VECTOR_DIGEST, registry_of
+from helpers.builders import VECTOR_DIGEST
 from helpers.tamper import Tamper
-from starlette.types import ASGIApp
 
 from skillrack.cli import main as cli
 from skillrack.host.registry import Registry
@@ -180,23 +176,6 @@ def test_text_output(configured: Any, capsys: pytest.CaptureFixture[str], tmp_pa
 
 
 # A running agent ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
-
-
-@pytest.fixture(scope="module")
-def agent(registry: Registry) -> Iterator[tuple[str, Tamper]]:
-    holder: list[Tamper] = []
-
-    def wrap(app: ASGIApp) -> ASGIApp:
-        holder.append(Tamper(app))
-        return holder[0]
-
-    with running_agent(registry, wrap=wrap) as url:
-        yield url, holder[0]
 
 
 def test_a_running_agent(

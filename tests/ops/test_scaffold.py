@@ -72,6 +72,7 @@ def test_pyproject_declares_the_entry_point_and_the_plugin_under_test(generated:
     assert project["tool"]["hatch"]["build"]["targets"]["wheel"]["packages"] == ["src/acme_reach"]
 
 
+@pytest.mark.slow
 def test_the_generated_tests_pass(generated: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     install_metadata(generated, site)

@@ -47,11 +47,6 @@ def template_headings() -> list[tuple[int, str]]:
 
 
 @pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
-
-
-@pytest.fixture(scope="module")
 def served(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Any:
     config = Config(
         agent=AgentIdentity(name="Assurance agent", version="2.1.0"),

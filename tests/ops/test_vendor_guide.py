@@ -22,6 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers.fake_dist import install_metadata, pythonpath
 
 from skillrack.ops.scaffold import scaffold
@@ -37,6 +38,7 @@ def test_the_guide_has_test_snippets() -> None:
     assert SNIPPET.findall(GUIDE.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_the_guides_snippets_pass_against_the_scaffold(tmp_path: Path) -> None:
     text = GUIDE.read_text(encoding="utf-8")
     match = NEW_PLUGIN.search(text)
@@ -64,6 +66,7 @@ def test_the_guides_snippets_pass_against_the_scaffold(tmp_path: Path) -> None:
     assert re.search(r"\b\d+ passed", output) and "skipped" not in output, output
 
 
+@pytest.mark.slow
 def test_the_guides_tox_line_runs_against_the_scaffold(tmp_path: Path) -> None:
     text = GUIDE.read_text(encoding="utf-8")
     [(skillrack_dir, package_dir, block)] = TOX.findall(text)

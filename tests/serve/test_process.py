@@ -59,6 +59,7 @@ def test_freeze_moves_the_startup_heap_out_of_collections() -> None:
         gc.unfreeze()
 
 
+@pytest.mark.slow
 def test_serve_switches_tracing_off_by_default(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

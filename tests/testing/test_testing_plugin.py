@@ -153,26 +153,31 @@ def outcomes(vendor_suite: Path) -> dict[str, str]:
     return run_suite(vendor_suite)
 
 
+@pytest.mark.slow
 def test_the_fixtures_serve_the_plugin_under_test(outcomes: dict[str, str]) -> None:
     passing = {name: result for name, result in outcomes.items() if name.startswith("test_ok")}
     assert passing and all(result == "passed" for result in passing.values()), passing
 
 
+@pytest.mark.slow
 def test_a_bad_example_is_named(outcomes: dict[str, str]) -> None:
     message = outcomes["test_fails_bad_example"]
     assert "ping: invalid input #0: is accepted by input_schema" in message
 
 
+@pytest.mark.slow
 def test_an_absent_distribution_fails_with_its_name(outcomes: dict[str, str]) -> None:
     message = outcomes["test_fails_unknown_distribution"]
     assert "'not-installed-anywhere' is not installed or has no 'skillrack' entry point" in message
 
 
+@pytest.mark.slow
 def test_nothing_under_test_says_how_to_name_it(outcomes: dict[str, str]) -> None:
     message = outcomes["test_fails_nothing_under_test"]
     assert "no plugin under test: set 'skillrack_plugins" in message
 
 
+@pytest.mark.slow
 def test_a_refused_skill_fails_with_its_rule(outcomes: dict[str, str]) -> None:
     message = outcomes["test_fails_refused_skill"]
     assert "refusing: skill 'pong' refused (skill_version at /skill_version)" in message

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, DenyForbidden, TestSkills
 from helpers.builders import VECTOR_DIGEST, load_json, registry_of
+from helpers.waiting import wait_until
 
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
@@ -333,13 +333,12 @@ def test_input_required_round_trip(base: str, registry: Registry, binding: str) 
     assert primary["parts"][0]["data"]["result"] == {"window": window, "confirmation": "yes"}
 
 
-def wait_for_state(base: str, task_id: str, states: set[str], timeout: float = 10) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
+def wait_for_state(base: str, task_id: str, states: set[str]) -> Any:
+    def task_in_states() -> Any:
         task = rpc(base, "GetTask", {"id": task_id})["result"]
-        if task["status"]["state"] in states or time.monotonic() > deadline:
-            return task
-        time.sleep(0.05)
+        return task if task["status"]["state"] in states else None
+
+    return wait_until(task_in_states, f"task {task_id} in {sorted(states)}")
 
 
 def test_polling_reaches_the_same_final_task(base: str, registry: Registry) -> None:
@@ -369,7 +368,7 @@ def test_cancel_cancellable_skill(base: str, registry: Registry) -> None:
     wait_for_state(base, task["id"], {"TASK_STATE_WORKING"})
     canceled = rpc(base, "CancelTask", {"id": task["id"]})
     assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
-    assert wait_for_state(base, task["id"], set())["status"]["state"] == "TASK_STATE_CANCELED"
+    wait_for_state(base, task["id"], {"TASK_STATE_CANCELED"})  # GetTask agrees
 
 
 def test_cancel_non_cancellable_skill_is_refused_and_task_finishes(

@@ -37,6 +37,7 @@ from google.protobuf import json_format
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import SkillsPlugin, registry_of
+from helpers.waiting import wait_until
 
 from skillrack import BaseSkill, BaseSkillContext, DataPart, IncomingMessage, TextPart
 from skillrack.host.config import Config
@@ -283,16 +284,17 @@ def test_a_follow_up_continues_a_task_the_blocking_path_started(
 
 def running_task(base: str, skill: str) -> str:
     """The id of the one unsettled task of ``skill``, found as a client can: ListTasks."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def found() -> str | None:
         listed = rpc(base, "ListTasks", {"pageSize": 100})["result"].get("tasks", [])
         for task in listed:
             if task["metadata"].get("skillrack_skill") == skill and task["status"]["state"] in (
                 "TASK_STATE_WORKING",
             ):
                 return str(task["id"])
-        time.sleep(0.05)
-    raise AssertionError(f"no running task of {skill}")
+        return None
+
+    return wait_until(found, f"a running task of {skill}")
 
 
 def cancel_while_blocked(base: str, registry: Registry) -> tuple[bytes, bytes]:

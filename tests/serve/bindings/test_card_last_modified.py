@@ -17,19 +17,12 @@ from pathlib import Path
 import httpx
 import pytest
 from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
 
 from skillrack.host.config import AgentIdentity, Config
 from skillrack.host.registry import Registry
 from skillrack.serve.bindings.card import CARD_PATH, CardEndpoint
 from skillrack.serve.stores.storage import open_storage, parse_store
 from skillrack.testing.serve import free_port
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
 
 
 @pytest.fixture(scope="module")

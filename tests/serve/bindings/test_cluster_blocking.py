@@ -32,6 +32,7 @@ from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import SkillsPlugin, registry_of
 from helpers.postgres import fresh_database
 from helpers.served_process import child_pids, probe_request, send, start
+from helpers.waiting import wait_until
 
 from skillrack import BaseSkill, BaseSkillContext, DataPart, IncomingMessage
 from skillrack.host.config import Config
@@ -113,14 +114,15 @@ def blocking_in_background(base: str, params: Any) -> tuple[threading.Thread, li
 
 def running(base: str, skill: str) -> str:
     """The id of the one WORKING task of ``skill`` ``base`` can read (from the shared file)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+
+    def found() -> str | None:
         for task in rpc(base, "ListTasks", {"pageSize": 100})["result"].get("tasks", []):
             working = task["status"]["state"] == "TASK_STATE_WORKING"
             if working and task["metadata"].get("skillrack_skill") == skill:
                 return str(task["id"])
-        time.sleep(0.05)
-    raise AssertionError(f"no running task of {skill}")
+        return None
+
+    return wait_until(found, f"a running task of {skill} seen through {base}")
 
 
 def logged(database: Path, task_id: str) -> list[tuple[int, str, str]]:
@@ -200,7 +202,7 @@ def test_a_cancel_through_b_ends_a_blocking_call_on_a(replicas: tuple[str, str])
     a, b = replicas
     caller, answers = blocking_in_background(a, ticking(400))  # 20 s, unless cancelled
     task_id = running(b, "ticks")
-    time.sleep(0.3)
+    wait_until(lambda: get_task(b, task_id).get("artifacts"), "A's first tick seen through B")
     cancelled = rpc(b, "CancelTask", {"id": task_id})
     assert cancelled["result"]["status"]["state"] == "TASK_STATE_CANCELED", cancelled
     started = time.monotonic()
@@ -208,7 +210,7 @@ def test_a_cancel_through_b_ends_a_blocking_call_on_a(replicas: tuple[str, str])
     assert time.monotonic() - started < 5  # A stopped at its next save, not at the 400th tick
     [answer] = answers
     assert answer["status"]["state"] == "TASK_STATE_CANCELED"
-    time.sleep(0.5)  # A's handler is stopped: nothing more is written
+    time.sleep(0.5)  # A's handler is stopped: nothing more is written meanwhile
     assert get_task(a, task_id) == get_task(b, task_id) == answer
 
 
@@ -240,6 +242,7 @@ def answered_then_killed(url: str, stop: Any, count: int = 20) -> list[str]:
     return ids
 
 
+@pytest.mark.slow
 def test_sigkill_of_workers_loses_no_answered_task(tmp_path: Path) -> None:
     args = ("--workers", "2", "--store", "sqlite:///shared.db")
     served = start(tmp_path, args=args).wait_ready()
@@ -258,6 +261,7 @@ def test_sigkill_of_workers_loses_no_answered_task(tmp_path: Path) -> None:
         again.stop()
 
 
+@pytest.mark.slow
 def test_sigkill_of_a_replica_loses_no_answered_task(tmp_path: Path) -> None:
     with fresh_database() as url:
         a = start(tmp_path / "a", args=("--store", url)).wait_ready()

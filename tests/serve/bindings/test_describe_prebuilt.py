@@ -30,8 +30,6 @@ from typing import Any
 
 import pytest
 from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
 
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import SkillCallError
@@ -40,11 +38,6 @@ from skillrack.serve.execution import describe as describe_module
 from skillrack.testing.serve import error_of, invoke
 
 SKILL = "evaluate_resource_condition"
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
 
 
 def describe(base: str, skill_id: str) -> Any:

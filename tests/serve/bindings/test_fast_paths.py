@@ -301,6 +301,7 @@ def _mutated(instance: Any, draw: st.DrawFn) -> Any:
 @pytest.mark.parametrize(("name", "schema"), EXAMPLE_SCHEMAS, ids=[n for n, _ in EXAMPLE_SCHEMAS])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.slow
 def test_example_plugin_schemas(name: str, schema: Any, data: st.DataObject) -> None:
     compiled = compile_(schema)
     assert compiled._fast is not None, f"{name} would always take the slow path"

@@ -20,7 +20,6 @@ import hashlib
 import os
 import socket
 import subprocess
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -48,6 +47,7 @@ from google.protobuf import json_format, struct_pb2
 from google.rpc import error_details_pb2
 from helpers.certificates import TestCA
 from helpers.served_process import PLUGIN_MODULE, digests, serving, start
+from helpers.waiting import wait_until
 
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.testing.serve import (
@@ -491,10 +491,11 @@ def test_tls_with_the_https_certificate(tmp_path: Path) -> None:
     )
     served = start(tmp_path / "agent", args=args)
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while BANNER not in served.output() and served.process.poll() is None:
-            assert time.monotonic() < deadline, served.output()
-            time.sleep(0.05)
+        wait_until(
+            lambda: BANNER in served.output() or served.process.poll() is not None,
+            "the agent's start-up banner (or its exit)",
+            timeout=START_TIMEOUT_S,
+        )
         assert f"gRPC: 127.0.0.1:{grpc_port} (TLS" in served.output(), served.output()
         data = {"skill": "describe_skill", "arguments": {"skill_id": "echo"}}
 
@@ -548,6 +549,7 @@ def test_a_taken_grpc_port_is_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in err, err
 
 
+@pytest.mark.slow
 def test_workers_share_the_grpc_port(tmp_path: Path) -> None:
     """``--workers 2``: each worker serves gRPC on the one port (SO_REUSEPORT)."""
     grpc_port = free_port()

@@ -36,8 +36,6 @@ from typing import Any
 import httpx
 import pytest
 from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -121,11 +119,6 @@ class NonJsonAnswer(AssertionError):
 
 
 # Fixtures -----------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
 
 
 @pytest.fixture(scope="module")
@@ -1289,6 +1282,7 @@ def request_objects(draw: st.DrawFn, digests: dict[str, str]) -> Any:
     database=None,
 )
 @given(data=st.data())
+@pytest.mark.slow
 def test_fuzzed_request_objects(
     http: httpx.Client, registry: Registry, data: st.DataObject
 ) -> None:

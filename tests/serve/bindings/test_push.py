@@ -32,6 +32,7 @@ from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
 from helpers.header_callers import HeaderCallers, caller_header
+from helpers.waiting import eventually, wait_until
 
 from skillrack.client.address_guard import AddressGuard, AddressPolicy
 from skillrack.host.config import Config, ConfigError, ServerSettings, load_config
@@ -87,16 +88,10 @@ class Receiver:
                 found.append(body["statusUpdate"]["status"]["state"])
         return found
 
-    def wait_for(self, path: str, state: str, timeout: float = 15) -> list[str]:
-        deadline = time.monotonic() + timeout
-        while state not in self.states(path) and time.monotonic() < deadline:
-            time.sleep(0.05)
+    def wait_for(self, path: str, state: str) -> list[str]:
+        """The states told to ``path`` once ``state`` is among them."""
+        wait_until(lambda: state in self.states(path), f"{state} pushed to {path}")
         return self.states(path)
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +274,7 @@ def test_loopback_is_refused_and_never_contacted_unless_allowed(
     )
     assert answer["error"]["code"] == -32602, answer
     assert "loopback" in answer["error"]["message"], answer
-    time.sleep(0.5)
+    time.sleep(0.5)  # a refused config must never be called: nothing arrives meanwhile
     assert len(receiver.received) == before
     assert not [p for p, _, _ in receiver.received if p.startswith("/never")]
 
@@ -377,8 +372,7 @@ async def test_a_slow_webhook_is_given_up_after_push_timeout() -> None:
         delivery = PushDelivery(Store(url), guard, check, attempts=2, timeout=0.3, backoff=0)  # type: ignore[arg-type]
         started = time.monotonic()
         await delivery.send_notification("task-1", _event())
-        while delivery._pending and time.monotonic() - started < 10:
-            await asyncio.sleep(0.05)
+        await eventually(lambda: not delivery._pending, "both attempts to be given up")
         spent = time.monotonic() - started
         await delivery.aclose()
     finally:

@@ -27,19 +27,13 @@ from a2a.utils.constants import TransportProtocol
 from a2a.utils.errors import TaskNotCancelableError
 from google.protobuf import json_format
 from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import VECTOR_DIGEST, registry_of
+from helpers.builders import VECTOR_DIGEST
 
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.protocol.values import data_part, from_value
 
 BINDINGS = [TransportProtocol.JSONRPC, TransportProtocol.HTTP_JSON]
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import ipaddress
 import os
 import ssl
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -18,17 +18,18 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from helpers.agent_harness import running_agent
-from helpers.agent_skills import AllowAll, TestSkills
-from helpers.builders import registry_of
+from helpers.waiting import wait_until
 
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
-from skillrack.testing.serve import error_of, free_port, invoke, skill_request, skillrack_command
-
-
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return registry_of([("tests", TestSkills()), ("allow", AllowAll())])
+from skillrack.testing.serve import (
+    error_of,
+    free_port,
+    invoke,
+    skill_request,
+    skillrack_command,
+    wait_for_state,
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def slow(registry: Registry, seconds: float) -> dict[str, object]:
 
 def test_concurrent_tasks_per_caller(base: str, registry: Registry) -> None:
     first = invoke(base, slow(registry, 2), configuration={"returnImmediately": True})
-    time.sleep(0.2)
+    wait_for_state(base, first["id"], {"TASK_STATE_WORKING"})  # it holds the caller's slot
     second = invoke(base, slow(registry, 0))
     assert second["status"]["state"] == "TASK_STATE_REJECTED"
     assert error_of(second)["code"] == "resource_limit_exceeded"
@@ -144,17 +145,17 @@ def test_tls(tmp_path: Path) -> None:
         "--port", str(port), "--ssl-certfile", str(cert), "--ssl-keyfile", str(key), cwd=tmp_path
     )
     try:
-        deadline = time.monotonic() + 20
-        card = None
-        while card is None and time.monotonic() < deadline:
+
+        def card_or_none() -> Any:
             try:
-                card = httpx.get(
+                return httpx.get(
                     f"https://127.0.0.1:{port}/.well-known/agent-card.json",
                     verify=ssl.create_default_context(cafile=str(cert)),
                 ).json()
             except httpx.TransportError:
-                time.sleep(0.1)
-        assert card is not None
+                return None
+
+        card = wait_until(card_or_none, "the card over HTTPS", timeout=20)
         assert {i["url"] for i in card["supportedInterfaces"]} == {
             f"https://127.0.0.1:{port}/",
             f"https://127.0.0.1:{port}",

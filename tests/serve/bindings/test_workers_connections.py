@@ -14,12 +14,13 @@ from __future__ import annotations
 import os
 import re
 import signal
-import time
 from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 from helpers.served_process import serving
+from helpers.waiting import wait_until
 
 from skillrack.testing.serve import CARD_PATH
 
@@ -36,14 +37,16 @@ def _fresh_connections(url: str, count: int) -> None:
             assert client.get(url + CARD_PATH).status_code == 200
 
 
+@pytest.mark.slow
 def test_workers_set_nodelay_and_share_connections(tmp_path: Path) -> None:
     args = ("--workers", "2", "--store", "sqlite:///shared.db", "--log-level", "debug")
     with serving(tmp_path, args=args) as served:
         assert "SO_REUSEPORT" in served.output()
         _fresh_connections(served.url, 24)
-        time.sleep(0.2)  # the last lines reach the log
-        accepted = _accepted(served.output())
-        assert accepted, served.output()[-2000:]
+        accepted = wait_until(
+            lambda: (found := _accepted(served.output())).total() >= 24 and found,
+            "24 accepted connections logged",
+        )
         assert {nodelay for _, nodelay in accepted} == {"on"}, accepted
         by_worker = Counter[str]()
         for (pid, _), count in accepted.items():

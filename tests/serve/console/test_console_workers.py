@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 from helpers.served_process import probe_request, send, start
 
 from skillrack.serve.console import CONSOLE_PATH
@@ -18,6 +19,7 @@ from skillrack.serve.console import CONSOLE_PATH
 START_S = 120.0
 
 
+@pytest.mark.slow
 def test_every_worker_lists_and_shows_every_task(tmp_path: Path) -> None:
     served = start(tmp_path, args=("--workers", "2", "--store", "sqlite:///shared.db"))
     served.wait_ready(START_S)

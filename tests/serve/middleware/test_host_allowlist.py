@@ -99,6 +99,7 @@ def test_two_host_headers_are_refused(loopback_agent: ServedAgent) -> None:
     assert status_line.split()[1] in (b"400", b"421")
 
 
+@pytest.mark.slow
 def test_configured_hosts_replace_the_default(tmp_path: Path) -> None:
     # 127.0.0.1 stays: the harness waits for the card on it.
     hosts = '["agents.example.net", "*.lab.example", "127.0.0.1"]'

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from helpers.served_process import probe_request, send, start, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -108,6 +109,7 @@ def test_metrics_port_from_the_configuration(tmp_path: Path) -> None:
         assert json_lines(agent.output())
 
 
+@pytest.mark.slow
 def test_workers_add_up_into_one_exposition(tmp_path: Path) -> None:
     """Two workers, one scrape: every worker's invocations are counted, whichever answers."""
     port = free_port()

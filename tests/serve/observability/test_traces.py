@@ -11,7 +11,6 @@ traced client would.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.served_process import digests
+from helpers.waiting import wait_until
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -133,12 +133,12 @@ def wait_for(
     exporter: InMemorySpanExporter, done: Callable[[list[ReadableSpan]], bool]
 ) -> list[ReadableSpan]:
     """The finished spans once ``done`` says enough are there (a span ends after the answer)."""
-    deadline = time.monotonic() + 10
-    while True:
+
+    def enough() -> list[ReadableSpan] | None:
         finished = list(exporter.get_finished_spans())
-        if done(finished) or time.monotonic() > deadline:
-            return finished
-        time.sleep(0.02)
+        return finished if done(finished) else None
+
+    return wait_until(enough, "the finished spans")
 
 
 def invocations(finished: list[ReadableSpan]) -> list[ReadableSpan]:

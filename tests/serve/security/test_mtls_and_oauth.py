@@ -97,6 +97,7 @@ def _call(agent: ServedAgent, *options: str) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.slow
 def test_skillrack_call_presents_a_certificate_and_a_token(
     agent: ServedAgent, issuer: Issuer, pki: tuple[TestCA, Issued, Issued], tmp_path: Path
 ) -> None:

@@ -259,6 +259,7 @@ def _serve_fails(workdir: Path, *args: str) -> str:
     return run.stderr
 
 
+@pytest.mark.slow
 def test_serve_mistakes_are_one_line(tmp_path: Path, pki: Pki) -> None:
     tls = ("--ssl-certfile", str(pki.server.cert), "--ssl-keyfile", str(pki.server.key))
     assert "need TLS" in _serve_fails(tmp_path, "--ssl-client-ca", str(pki.ca.bundle))
@@ -375,6 +376,7 @@ def test_peers_table_presents_the_certificate(
         build_server(registry_of([]), load_config(both), "http://127.0.0.1:9")
 
 
+@pytest.mark.slow
 def test_workers_verify_and_map_too(tmp_path: Path, pki: Pki) -> None:
     """Under --workers every worker process asks for, verifies and hands over the certificate."""
     workdir = tmp_path / "workers"

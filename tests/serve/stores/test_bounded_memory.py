@@ -163,6 +163,7 @@ def test_the_limits_are_configured_and_checked(tmp_path: Path) -> None:
         assert message.startswith(key) and "or 0 (no limit)" in message and "\n" not in message
 
 
+@pytest.mark.slow
 def test_a_served_memory_store_forgets_its_oldest_settled_tasks(tmp_path: Path) -> None:
     config = write_config(tmp_path, 'store = "memory"\nmemory_max_tasks = 3\n')
     with serving(tmp_path, config=config) as served:

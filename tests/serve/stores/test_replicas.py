@@ -28,6 +28,9 @@ from helpers.served_process import probe_request, send, start
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.testing.serve import CARD_PATH, get_task, rpc, stream, wait_for_state
 
+#: Two served processes on PostgreSQL: seconds per test.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def pg_url() -> Iterator[str]:

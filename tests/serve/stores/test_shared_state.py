@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import uuid
@@ -62,11 +63,12 @@ def _redis_or_skip() -> None:
 
 @pytest.fixture(scope="module")
 def prefix() -> Iterator[str]:
-    """A key prefix of this run's own; its keys are deleted afterwards."""
+    """A key prefix of this test's own (and its xdist worker's); its keys are deleted afterwards."""
     _redis_or_skip()
     import redis
 
-    name = f"skillrack-test:{uuid.uuid4().hex[:12]}:"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"skillrack-test:{worker}:{uuid.uuid4().hex[:12]}:"
     yield name
     client = redis.Redis.from_url(REDIS_URL)
     for key in client.scan_iter(match=name + "*"):
@@ -106,6 +108,7 @@ def replicas(
                 served.stop()
 
 
+@pytest.mark.slow
 def test_approval_granted_through_b_finishes_a_task_started_on_a(
     replicas: tuple[str, str, Path],
 ) -> None:
@@ -148,6 +151,7 @@ def test_approval_granted_through_b_finishes_a_task_started_on_a(
     assert result["result"]["counters_reset"] is True
 
 
+@pytest.mark.slow
 def test_a_callers_rate_limit_holds_across_both_replicas(
     replicas: tuple[str, str, Path],
 ) -> None:
@@ -170,6 +174,7 @@ def test_a_callers_rate_limit_holds_across_both_replicas(
             assert int(refused.headers["retry-after"]) >= 1
 
 
+@pytest.mark.slow
 def test_concurrency_slots_are_shared_and_a_dead_replicas_slots_expire(prefix: str) -> None:
     async def run() -> None:
         replica_a = RedisCounter(REDIS_URL, prefix + "slots-test:", lease_s=0.6)
@@ -197,6 +202,7 @@ def test_concurrency_slots_are_shared_and_a_dead_replicas_slots_expire(prefix: s
     asyncio.run(run())
 
 
+@pytest.mark.slow
 def test_rate_limit_in_redis_is_a_sliding_window(prefix: str) -> None:
     async def run() -> None:
         counter = RedisCounter(REDIS_URL, prefix + "rate-test:")

@@ -38,6 +38,7 @@ from helpers.served_process import (
     start,
     write_config,
 )
+from helpers.waiting import eventually, wait_until
 from sqlalchemy import event
 
 from skillrack.cli.main import main
@@ -291,7 +292,7 @@ async def test_a_settled_state_is_shown_only_once_committed(
     async with _commits_held(store):
         done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
         saver = asyncio.create_task(store.save(done, context))
-        await asyncio.sleep(0.05)
+        await eventually(lambda: _queued(store, done), "the completion to wait for the commit")
         shown = await store.get(task.id, context)
         assert shown is not None and shown.status.state == TaskState.TASK_STATE_WORKING
         assert not saver.done()
@@ -314,9 +315,7 @@ async def test_a_settled_state_is_shown_only_once_committed(
     shown = await store.get(failing.id, context)
     assert shown is not None and shown.status.state == TaskState.TASK_STATE_WORKING
     monkeypatch.setattr(store, "_rows", original)
-    deadline = time.monotonic() + 5
-    while store.pending and time.monotonic() < deadline:  # the background retry
-        await asyncio.sleep(0.02)
+    await eventually(lambda: not store.pending, "the background retry to commit")
     assert _rows(tmp_path / "t.db")[failing.id] == "TASK_STATE_FAILED"
     shown = await store.get(failing.id, context)
     assert shown is not None and shown.status.state == TaskState.TASK_STATE_FAILED
@@ -336,7 +335,7 @@ async def test_a_row_read_while_a_final_state_commits_is_not_remembered(tmp_path
     async with _commits_held(store):
         done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
         saver = asyncio.create_task(store.save(done, context))
-        await asyncio.sleep(0.01)
+        await eventually(lambda: _queued(store, done), "the completion to wait for the commit")
         await store.save(_task(TaskState.TASK_STATE_WORKING), context)  # another task moves on
         before = await store.get(task.id, context)
         assert before is not None and before.status.state == TaskState.TASK_STATE_WORKING
@@ -399,17 +398,18 @@ async def test_a_read_racing_a_save_is_not_remembered(
     await storage.start()
     store = storage.task_store
     assert isinstance(store, SingleProcessTaskStore)
-    read_done = asyncio.Event()
+    read, read_done = asyncio.Event(), asyncio.Event()
     original = DatabaseTaskStore.get
 
     async def slow_get(self: DatabaseTaskStore, task_id: str, ctx: ServerCallContext) -> Any:
         found = await original(self, task_id, ctx)
+        read.set()
         await read_done.wait()  # the row was read; a save lands before the read returns
         return found
 
     monkeypatch.setattr(DatabaseTaskStore, "get", slow_get)
     reader = asyncio.create_task(store.get(task.id, context))
-    await asyncio.sleep(0.05)
+    await eventually(read.is_set, "the reader to have read the row")
     done = _task(TaskState.TASK_STATE_COMPLETED, task_id=task.id)
     await store.save(done, context)
     read_done.set()
@@ -444,6 +444,19 @@ async def _commits_held(store: SingleProcessTaskStore) -> AsyncIterator[None]:
     finally:
         release.set()
         await holder
+
+
+def _queued(store: SingleProcessTaskStore, task: Task) -> bool:
+    """Whether ``task``'s save is pending, i.e. its commit waits (for the held lock)."""
+    return any(kept.task is task or kept.task == task for kept in store._behind.pending.values())
+
+
+def _rows_if_any(database: Path) -> dict[str, str]:
+    """:func:`_rows`, or nothing while the file or its table is not written yet."""
+    try:
+        return _rows(database)
+    except sqlite3.OperationalError:
+        return {}
 
 
 def _rows(database: Path) -> dict[str, str]:
@@ -492,9 +505,7 @@ async def test_in_progress_saves_are_written_behind_once(tmp_path: Path) -> None
     assert task.id not in _rows(tmp_path / "t.db")  # not yet written...
     assert await store.get(task.id, context) == task  # ...but answered from memory
     assert store.pending == 1 and commits == []
-    deadline = time.monotonic() + 5
-    while store.pending and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
+    await eventually(lambda: not store.pending, "the write-behind commit")
     assert _rows(tmp_path / "t.db") == {task.id: "TASK_STATE_WORKING"}  # the latest state
     assert len(commits) == 1  # three saves, one write
 
@@ -586,6 +597,7 @@ def _states(url: str, ids: dict[str, str]) -> dict[str, str]:
     return {name: get_task(url, task_id)["status"]["state"] for name, task_id in ids.items()}
 
 
+@pytest.mark.slow
 def test_tasks_survive_a_restart(tmp_path: Path) -> None:
     config = write_config(tmp_path, 'store = "sqlite:///state.db"\n')
     with serving(tmp_path, config=config) as served:
@@ -625,6 +637,7 @@ def test_tasks_survive_a_restart(tmp_path: Path) -> None:
         assert primary["parts"][0]["data"]["result"] == {"answer": {"confirmed": True}}
 
 
+@pytest.mark.slow
 def test_sigkill_under_load_leaves_a_readable_store(tmp_path: Path) -> None:
     served = start(tmp_path, args=("--store", "sqlite:///loaded.db")).wait_ready()
     url = served.url
@@ -649,9 +662,7 @@ def test_sigkill_under_load_leaves_a_readable_store(tmp_path: Path) -> None:
     threads = [threading.Thread(target=load) for _ in range(3)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 10
-    while len(completed) < 60 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: len(completed) >= 20, "20 tasks completed under load", timeout=30)
     served.process.send_signal(signal.SIGKILL)
     served.process.wait(timeout=10)
     for thread in threads:
@@ -671,6 +682,7 @@ def test_sigkill_under_load_leaves_a_readable_store(tmp_path: Path) -> None:
         assert states == {"TASK_STATE_COMPLETED"}
 
 
+@pytest.mark.slow
 def test_a_task_running_when_the_process_died_is_failed_at_restart(tmp_path: Path) -> None:
     served = start(tmp_path, args=("--store", "sqlite:///killed.db")).wait_ready()
     url = served.url
@@ -679,7 +691,10 @@ def test_a_task_running_when_the_process_died_is_failed_at_restart(tmp_path: Pat
     assert wait_for_state(url, ticking["id"], {"TASK_STATE_WORKING"})["status"]["state"] == (
         "TASK_STATE_WORKING"
     )
-    time.sleep(0.5)  # past the write-behind window: WORKING is in the file
+    wait_until(
+        lambda: _rows_if_any(tmp_path / "killed.db").get(ticking["id"]) == "TASK_STATE_WORKING",
+        "the write-behind commit of WORKING to reach the file",
+    )
     served.stop(signal.SIGKILL)
     assert _rows(tmp_path / "killed.db")[ticking["id"]] == "TASK_STATE_WORKING"
 
@@ -694,6 +709,7 @@ def test_a_task_running_when_the_process_died_is_failed_at_restart(tmp_path: Pat
         assert "1 task(s) left running by a stopped process marked failed" in again.output()
 
 
+@pytest.mark.slow
 def test_a_second_server_on_the_same_file_is_refused(tmp_path: Path) -> None:
     with serving(tmp_path, args=("--store", "sqlite:///one.db")):
         second = start(tmp_path, args=("--store", "sqlite:///one.db"))
@@ -714,6 +730,7 @@ def test_memory_store_runs_and_forgets(tmp_path: Path) -> None:
     assert not (tmp_path / "skillrack-tasks.db").exists()
 
 
+@pytest.mark.slow
 def test_workers_share_a_sqlite_file(tmp_path: Path) -> None:
     with serving(tmp_path, args=("--workers", "2", "--store", "sqlite:///shared.db")) as served:
         url = served.url
