@@ -155,6 +155,9 @@ CONTRACT: dict[str, str] = {
     "a2a.utils.errors.InvalidAgentResponseError": (
         "class(message: str | None = None, data: dict | None = None)"
     ),
+    "a2a.utils.errors.InvalidRequestError": (
+        "class(message: str | None = None, data: dict | None = None)"
+    ),
     "a2a.utils.errors.InvalidParamsError": (
         "class(message: str | None = None, data: dict | None = None)"
     ),

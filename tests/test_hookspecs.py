@@ -414,15 +414,16 @@ async def test_hook_approve_invocation(tmp_path: Path) -> None:
         with pytest.raises(SkillCallError) as refused:
             await client.invoke("act", {"target": "core-1"})
         waiting = await client.invoke("act", {"target": "edge-1"})
-        not_asked = await client.invoke("whoami", {})
+        observed = await client.invoke("whoami", {})
     assert approved.state == "TASK_STATE_COMPLETED" and approved.result == {"done": "lab-1"}
     assert refused.value.code == "authorization_failed"
     assert refused.value.state == "TASK_STATE_REJECTED"
     assert waiting.state == "TASK_STATE_INPUT_REQUIRED"  # an operator decides
-    assert not_asked.state == "TASK_STATE_COMPLETED"
-    # Asked for the execute skill only, with the resources the skill declares.
+    assert observed.state == "TASK_STATE_COMPLETED"  # no opinion: observing needs none
+    # Asked for every call, whatever its authority, with the resources the skill declares.
     assert [(r.skill_id, dict(r.resources)) for r in approver.seen] == [
         ("act", {"/target": "lab-1"}),
         ("act", {"/target": "core-1"}),
         ("act", {"/target": "edge-1"}),
+        ("whoami", {}),
     ]

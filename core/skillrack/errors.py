@@ -33,6 +33,8 @@ builtin in parentheses is a second base)::
       x AuthenticationFailed                  serve.security.authn
       x CallRefused                           serve.bindings.grpc_server
       x UnknownApproval (LookupError)         serve.security.approvals
+      x DecisionRefused (PermissionError)     serve.security.approvals
+      x TooManyPending                        serve.security.approvals
       x ManifestError                         release.manifest
       x BundleError                           release.bundle
       x ReleaseUsageError                     release.target
@@ -63,6 +65,9 @@ What each one means, in one line:
   swallow it by accident.
 * ``AuthenticationFailed``, ``UnknownApproval``: a credential refused; an
   approval id nobody issued.
+* ``DecisionRefused``, ``TooManyPending``: an approval decision the rules
+  forbid (the requester deciding, a missing reason or role); a caller with
+  too many approvals waiting.
 * ``CallRefused``: a gRPC call refused before any task exists (credential,
   limit, malformed request); answered as a gRPC status with the draft's code.
 * ``ManifestError`` … ``ScaffoldError``: ``skillrack plugin check|bundle|verify``

@@ -93,6 +93,16 @@ class Decision:
         """Whether this is :meth:`require`'s answer rather than a refusal."""
         return not self.allowed and self.approvals_required > 0
 
+    def __repr__(self) -> str:
+        """The fields a log line needs: the requirement only when it is one."""
+        shown = f"allowed={self.allowed!r}, reason={self.reason!r}"
+        if self.approvals_required:
+            shown += (
+                f", approvals_required={self.approvals_required!r}, "
+                f"approver_roles={self.approver_roles!r}"
+            )
+        return f"Decision({shown})"
+
 
 @dataclass(frozen=True)
 class AuthorizationRequest:
