@@ -39,6 +39,7 @@ are Tasks here too.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -502,6 +503,16 @@ GRPC_STEPS: Mapping[str, _Step] = {
 }
 
 
+#: What the status converter leaves alone: an abort already made, or a stop.
+_LET_THROUGH = (
+    grpc.aio.AbortError,
+    asyncio.CancelledError,
+    GeneratorExit,
+    KeyboardInterrupt,
+    SystemExit,
+)
+
+
 class _answered_as_status:
     """Every way a call can fail before or around a2a-sdk's handler, as a gRPC status.
 
@@ -521,8 +532,8 @@ class _answered_as_status:
         if isinstance(exc, CallRefused):
             await abort_refused(self.context, exc)
             return True
-        if not isinstance(exc, Exception) or isinstance(exc, grpc.aio.AbortError):
-            return False  # none, an abort already made, or cancellation: as it is
+        if exc is None or isinstance(exc, _LET_THROUGH):
+            return False  # none, an abort already made, or the call or process stopping
         logger.error("gRPC call failed", exc_info=exc)
         await abort_with(self.context, "INTERNAL", "internal error", [])
         return True

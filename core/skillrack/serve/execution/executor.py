@@ -181,8 +181,10 @@ class SkillExecutor(AgentExecutor):
         """Admit the call, then run it; every error ends the task."""
         try:
             admitted = await self._admit(turn)
-        except Exception as exc:
-            await self._respond_with_error(turn, exc, accepted=False)
+        except _PROCESS_SIGNALS:
+            raise
+        except BaseException as exc:  # a plugin's hook may raise anything: the task still ends
+            await self._respond_with_error(turn, _as_exception(exc), accepted=False)
             return
         if admitted is None:
             return  # describe_skill answered, or parked until an operator decides
@@ -193,8 +195,10 @@ class SkillExecutor(AgentExecutor):
                     await self._run_base(invocation, invocation.base_call, turn)
                 else:
                     await self._run(invocation, turn)
-        except Exception as exc:
-            await self._respond_with_error(turn, exc, accepted=True)
+        except _PROCESS_SIGNALS:
+            raise
+        except BaseException as exc:
+            await self._respond_with_error(turn, _as_exception(exc), accepted=True)
         finally:
             await slot.release()
             self._running.pop(turn.task_id, None)
@@ -572,9 +576,16 @@ class SkillExecutor(AgentExecutor):
         try:
             with turn.stage("handler"):
                 return await self._within_deadline(skill, handler, context, budget.close, turn)
-        except Exception:
+        except _PROCESS_SIGNALS:
+            raise
+        except BaseException as exc:
             if budget.refusal is not None:  # a limit passed fails the task, whatever came next
                 raise budget.refusal from None
+            asked = _question_in(exc)
+            if asked is not None and asked is not exc:
+                raise asked from None  # asked inside a task group: still the question
+            if asked is None and not isinstance(exc, Exception):
+                raise _as_exception(exc) from exc
             raise
 
     async def _within_deadline(
@@ -745,3 +756,34 @@ def _log_failure(message: str, task_id: str | None, exc: BaseException) -> None:
         frames,
         extra={"task_id": task_id, "skill": None, "code": None},
     )
+
+
+#: What a turn never converts into a failed task: the process or the turn itself is stopping.
+_PROCESS_SIGNALS = (asyncio.CancelledError, KeyboardInterrupt, SystemExit)
+
+
+def _question_in(exc: BaseException) -> InputRequired | None:
+    """The :class:`InputRequired` that ``exc`` is, or that a group holds with nothing else.
+
+    A handler that asks inside an asyncio or anyio task group raises a
+    ``BaseExceptionGroup`` around the signal; it parks the task all the same.
+    """
+    if isinstance(exc, InputRequired):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        asked, rest = exc.split(InputRequired)
+        if asked is not None and rest is None:
+            inner: BaseException = asked
+            while isinstance(inner, BaseExceptionGroup):
+                inner = inner.exceptions[0]
+            return inner if isinstance(inner, InputRequired) else None
+    return None
+
+
+def _as_exception(exc: BaseException) -> Exception:
+    """``exc`` as an ordinary exception, so that it ends the task like any failure."""
+    if isinstance(exc, Exception):
+        return exc
+    wrapped = RuntimeError(f"a {type(exc).__name__} (not an Exception) was raised")
+    wrapped.__cause__ = exc
+    return wrapped
