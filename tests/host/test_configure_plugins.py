@@ -10,7 +10,7 @@ import pytest
 
 from skillrack import ConfigError, hookimpl
 from skillrack.host.config import Config, load_config
-from skillrack.host.plugins import load_plugins
+from skillrack.host.plugins import PluginFailure, load_plugins
 from skillrack.host.startup import configure_plugins
 
 
@@ -75,3 +75,47 @@ def test_a_plugin_that_breaks_is_named_not_a_traceback() -> None:
     loaded = load_plugins(use_entry_points=False, extra=[("acme", Broken())])
     with pytest.raises(ConfigError, match=r"^\[plugins.acme\]: .*raised KeyError"):
         configure_plugins(loaded, Config(), entry_points=False)
+
+
+class Partial:
+    """Names only the argument it uses, as pluggy allows."""
+
+    def __init__(self) -> None:
+        self.seen: list[Mapping[str, Any]] = []
+
+    @hookimpl
+    def configure_plugin(self, settings: Mapping[str, Any]) -> None:
+        self.seen.append(settings)
+
+
+class Leaky:
+    @hookimpl
+    def configure_plugin(self, settings: Mapping[str, Any], base_dir: Path) -> None:
+        int(settings["token"])  # ValueError: invalid literal ... 's3cr3t-value'
+
+
+def test_an_implementation_may_name_only_the_arguments_it_uses() -> None:
+    plugin = Partial()
+    loaded = load_plugins(use_entry_points=False, extra=[("partial", plugin)])
+    configure_plugins(loaded, Config(plugin_settings={"partial": {"a": 1}}), entry_points=True)
+    assert plugin.seen == [{"a": 1}]
+
+
+def test_a_settings_value_never_reaches_the_error() -> None:
+    loaded = load_plugins(use_entry_points=False, extra=[("leaky", Leaky())])
+    config = Config(plugin_settings={"leaky": {"token": "s3cr3t-value"}})
+    with pytest.raises(ConfigError) as refused:
+        configure_plugins(loaded, config, entry_points=True)
+    message = str(refused.value)
+    assert "s3cr3t-value" not in message
+    assert message.startswith(
+        "[plugins.leaky]: the plugin's configure_plugin raised ValueError at "
+    )
+    assert "test_configure_plugins.py:" in message
+
+
+def test_a_table_of_a_plugin_that_failed_to_load_names_the_failure() -> None:
+    loaded = load_plugins(use_entry_points=False, extra=[])
+    loaded.failures.append(PluginFailure("linux", "skillrack-linux", "ImportError: no pyroute2"))
+    with pytest.raises(ConfigError, match=r"^\[plugins.linux\]: the plugin did not load \(Import"):
+        configure_plugins(loaded, Config(plugin_settings={"linux": {}}), entry_points=True)

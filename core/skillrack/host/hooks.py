@@ -101,8 +101,10 @@ def implementations(manager: pluggy.PluginManager, hook: str) -> list[pluggy.Hoo
     return list(reversed(listed))
 
 
-def _arguments_for(arguments: Arguments, plugin: str) -> Mapping[str, object]:
-    return arguments(plugin) if callable(arguments) else arguments
+def _arguments_for(arguments: Arguments, impl: pluggy.HookImpl) -> Mapping[str, object]:
+    """The arguments ``impl`` names, as pluggy passes them (an implementation may take fewer)."""
+    given = arguments(impl.plugin_name) if callable(arguments) else arguments
+    return {name: value for name, value in given.items() if name in impl.argnames}
 
 
 def call_each(manager: pluggy.PluginManager, hook: str, arguments: Arguments) -> Iterator[Answer]:
@@ -115,7 +117,7 @@ def call_each(manager: pluggy.PluginManager, hook: str, arguments: Arguments) ->
     """
     for impl in implementations(manager, hook):
         try:
-            result = impl.function(**_arguments_for(arguments, impl.plugin_name))
+            result = impl.function(**_arguments_for(arguments, impl))
         except Exception as exc:
             yield Answer(impl.plugin_name, error=exc)
             continue
@@ -140,7 +142,7 @@ async def call_each_async(
     answers: list[Answer] = []
     for impl in implementations(manager, hook):
         try:
-            result = impl.function(**_arguments_for(arguments, impl.plugin_name))
+            result = impl.function(**_arguments_for(arguments, impl))
             if inspect.isawaitable(result):
                 result = await result
         except Exception as exc:

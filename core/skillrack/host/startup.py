@@ -52,8 +52,11 @@ def first_party_plugins(config: Config) -> list[tuple[str, object]]:
             made.append((name, create(settings, config.base_dir)))
         except ConfigError:
             raise
-        except Exception as exc:
-            raise ConfigError(f"[plugins.{name}]: {type(exc).__name__}: {exc}") from None
+        except Exception as exc:  # its text may quote a setting's value: never shown
+            raise ConfigError(
+                f"[plugins.{name}]: the plugin raised {type(exc).__name__}{_where(exc)} "
+                "reading its settings; check the table's values"
+            ) from None
     return made
 
 
@@ -68,14 +71,19 @@ def configure_plugins(loaded: LoadedPlugins, config: Config, *, entry_points: bo
     its one line, prefixed by the table's name.
     """
     names = {info.name for info in loaded.plugins}
+    failed = {failure.name: failure for failure in loaded.failures}
     if entry_points:
         for name in config.plugin_settings:
+            if name in failed:
+                raise ConfigError(
+                    f"[plugins.{name}]: the plugin did not load ({failed[name].reason})"
+                )
             if name not in names:
                 known = sorted(names - set(FIRST_PARTY) - {DEVELOPMENT_POLICY})
                 close = difflib.get_close_matches(name, [*known, *FIRST_PARTY], n=1)
                 hint = f' (did you mean "{close[0]}"?)' if close else ""
                 raise ConfigError(
-                    f"[plugins.{name}]: no loaded plugin is named {name!r}{hint}; installed "
+                    f"[plugins.{name}]: no loaded plugin is named {name!r}{hint}; loaded "
                     f"plugins: {', '.join(known) or 'none'}; first-party: "
                     f"{', '.join(FIRST_PARTY)} (pip install the plugin, or check "
                     "SKILLRACK_LOAD_PLUGINS)"
@@ -90,11 +98,20 @@ def configure_plugins(loaded: LoadedPlugins, config: Config, *, entry_points: bo
             table = f"[plugins.{answer.plugin}"
             named = message.startswith((f"{table}]", f"{table}."))  # the table or one inside it
             raise ConfigError(message if named else f"{table}]: {message}")
-        if answer.error is not None:
+        if answer.error is not None:  # its text may quote a setting's value: never shown
             raise ConfigError(
                 f"[plugins.{answer.plugin}]: the plugin's configure_plugin raised "
-                f"{type(answer.error).__name__}: {answer.error}"
+                f"{type(answer.error).__name__}{_where(answer.error)}; fix the table's values or "
+                "report it to the plugin's authors"
             )
+
+
+def _where(exc: BaseException) -> str:
+    """`` at file:line`` of the innermost frame of ``exc``'s traceback (the plugin's code)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
 
 
 @dataclass(frozen=True)
