@@ -306,6 +306,19 @@ def test_a_follow_up_from_another_caller_of_the_tenant_is_refused(
     assert done["status"]["state"] == "TASK_STATE_COMPLETED" and ran == ["reset"]
 
 
+def test_a_cancel_from_another_caller_of_the_tenant_is_refused(
+    agent: tuple[str, Path, Any],
+) -> None:
+    url, _, registry = agent
+    task = call(url, registry, "reset", CARL)
+    waiting(task)
+    before = get_task(url, task["id"], CARL)
+    answer = rpc(url, "CancelTask", {"id": task["id"]}, headers=VERA)
+    assert "error" in answer and "authorization_failed" in json.dumps(answer["error"]), answer
+    after = get_task(url, task["id"], CARL)
+    assert after["status"] == before["status"]
+
+
 # 1. At most max_pending_approvals per caller -----------------------------------------------------
 
 

@@ -181,6 +181,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         stored = await self.task_store.get(params.id, context)
         task = stored.task if isinstance(stored, StoredTask) else stored
         if task is not None:
+            self._refuse_another_caller(task, params.id, context, "cancel it")
             skill_id = skill_of(task) or ""
             skill = self._registry.get(skill_id)
             base = self._registry.base_skills.get(skill_id)
@@ -248,12 +249,19 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         task = stored.task if isinstance(stored, StoredTask) else stored
         if task is None:
             return  # a2a-sdk answers TaskNotFoundError
+        self._refuse_another_caller(task, task_id, context, "send messages to it")
+
+    @staticmethod
+    def _refuse_another_caller(
+        task: Task, task_id: str, context: ServerCallContext, action: str
+    ) -> None:
+        """``authorization_failed`` unless the caller is the one who started ``task``."""
         started = started_by(task)
         caller = context.state.get(CALLER_KEY, ANONYMOUS)
         if started is not None and started != (caller.identity, caller.tenant):
             raise InvalidRequestError(
                 message=f"task {task_id} was started by another caller; only the caller who "
-                "started a task may send messages to it (authorization_failed)",
+                f"started a task may {action} (authorization_failed)",
                 data={**OWN_ERROR, "code": ErrorCode.AUTHORIZATION_FAILED.value},
             )
 

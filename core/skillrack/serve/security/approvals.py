@@ -222,9 +222,14 @@ def same_person(decider: Decider, approval: Approval) -> bool:
     CLI's ``--by``) is compared on the identity alone, so that a name given on
     the host cannot decide any tenant's request made under that name.
     """
-    if decider.identity != approval.caller:
+    return _same_identity(decider, approval.caller, approval.tenant)
+
+
+def _same_identity(decider: Decider, identity: str, tenant: str) -> bool:
+    """One person: the same identity within a tenant, or anywhere when a side has none."""
+    if decider.identity != identity:
         return False
-    return not decider.tenant or not approval.tenant or decider.tenant == approval.tenant
+    return not decider.tenant or not tenant or decider.tenant == tenant
 
 
 def decide(
@@ -237,6 +242,11 @@ def decide(
     """
     if approval.state != PENDING:
         return approval
+    if not by.identity or by.identity != by.identity.strip():
+        raise DecisionRefused(
+            f"approval {approval.id}: a decider is named by its identity, without blanks "
+            f"around it ({by.identity!r}); give the approver's name as the caller's identity"
+        )
     reason = " ".join(reason.split())
     if not reason:
         raise DecisionRefused(
@@ -255,8 +265,7 @@ def decide(
             f"{by.identity} has none of them"
         )
     if any(
-        d.get("identity") == by.identity and d.get("tenant", "") == by.tenant
-        for d in approval.decisions
+        _same_identity(by, d.get("identity", ""), d.get("tenant", "")) for d in approval.decisions
     ):
         raise DecisionRefused(
             f"approval {approval.id}: {by.identity} already granted it; it needs "
