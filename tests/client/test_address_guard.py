@@ -7,9 +7,10 @@ proves by never being called.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -383,13 +384,18 @@ class Recorded(httpx.AsyncHTTPTransport):
         await super().aclose()
 
 
-def refusing_ports(count: int) -> list[int]:
-    """``count`` distinct loopback ports nothing listens on (bound together, then released)."""
+@contextlib.contextmanager
+def refusing_ports(count: int) -> Iterator[list[int]]:
+    """``count`` distinct loopback ports that refuse connections while the block runs.
+
+    Each is bound and never listened on: a connection is refused, and no other
+    test (another xdist worker's server) can take the port meanwhile.
+    """
     sockets = [socket.socket() for _ in range(count)]
     try:
         for sock in sockets:
             sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
+        yield [sock.getsockname()[1] for sock in sockets]
     finally:
         for sock in sockets:
             sock.close()
@@ -403,9 +409,9 @@ async def test_kept_transports_are_bounded_and_a_busy_one_is_not_closed() -> Non
     guard = AddressGuard(
         AddressPolicy(allow_loopback=True), transport=lambda **tls: Recorded(made, **tls)
     )
-    *ports, last = refusing_ports(bound + 7)
     registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
-    with running_agent(registry) as url:
+    with refusing_ports(bound + 7) as refusing, running_agent(registry) as url:
+        *ports, last = refusing
         async with httpx.AsyncClient(transport=guard) as client:
             async with client.stream("GET", url + "/.well-known/agent-card.json") as held:
                 assert held.status_code == 200  # its body is still unread: the transport is busy
