@@ -38,6 +38,7 @@ import functools
 from dataclasses import dataclass, field
 
 from skillrack.errors import SkillrackError
+from skillrack.interface.code_points import Ranges, complement, normal
 
 __all__ = ["EcmaPatternError", "translate"]
 
@@ -45,50 +46,25 @@ _MAX_CODE_POINT = 0x10FFFF
 _SYNTAX = frozenset("^$\\.*+?()[]{}|")
 _CONTROL_ESCAPES = {"f": 0x0C, "n": 0x0A, "r": 0x0D, "t": 0x09, "v": 0x0B}
 
-Ranges = tuple[tuple[int, int], ...]
-
-
-def _normal(ranges: list[tuple[int, int]]) -> Ranges:
-    """Sorted, merged, non-overlapping inclusive ranges."""
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-        else:
-            merged.append((lo, hi))
-    return tuple(merged)
-
-
-def _complement(ranges: Ranges) -> Ranges:
-    out: list[tuple[int, int]] = []
-    start = 0
-    for lo, hi in ranges:
-        if lo > start:
-            out.append((start, lo - 1))
-        start = hi + 1
-    if start <= _MAX_CODE_POINT:
-        out.append((start, _MAX_CODE_POINT))
-    return tuple(out)
-
 
 _DIGIT: Ranges = ((0x30, 0x39),)
-_WORD: Ranges = _normal([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+_WORD: Ranges = normal([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
 #: ECMA WhiteSpace (TAB VT FF SP NBSP ZWNBSP and Unicode Zs) plus LineTerminator.
-_SPACE: Ranges = _normal(
+_SPACE: Ranges = normal(
     [
         (0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
         (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
         (0xFEFF, 0xFEFF),
     ]
 )  # fmt: skip
-_LINE_TERMINATORS: Ranges = _normal([(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)])
+_LINE_TERMINATORS: Ranges = normal([(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)])
 _CLASS_ESCAPES: dict[str, Ranges] = {
     "d": _DIGIT,
-    "D": _complement(_DIGIT),
+    "D": complement(_DIGIT),
     "w": _WORD,
-    "W": _complement(_WORD),
+    "W": complement(_WORD),
     "s": _SPACE,
-    "S": _complement(_SPACE),
+    "S": complement(_SPACE),
 }
 
 
@@ -114,7 +90,7 @@ def _set(ranges: Ranges) -> str:
     """
     if not ranges:
         return "(?!)"
-    rest = _complement(ranges)
+    rest = complement(ranges)
     if not rest:
         return "(?s:.)"
     if len(rest) < len(ranges):
@@ -341,7 +317,7 @@ class _Parser:
         if char == ".":
             self.pos += 1
             self.single = True
-            return _set(_complement(_LINE_TERMINATORS))
+            return _set(complement(_LINE_TERMINATORS))
         if char == "(":
             return self.group()
         if char == "[":
@@ -501,8 +477,8 @@ class _Parser:
                 ranges.extend(first)
             else:
                 ranges.append((first, first))
-        normal = _normal(ranges)
-        return _complement(normal) if negate else normal
+        merged = normal(ranges)
+        return complement(merged) if negate else merged
 
     def class_atom(self) -> int | Ranges:
         start = self.pos

@@ -30,6 +30,7 @@ import functools
 import sys
 import unicodedata
 
+from skillrack.interface.code_points import Ranges, complement, normal
 from skillrack.yang.errors import YangError
 
 __all__ = ["XsdPatternError", "to_ecma"]
@@ -37,7 +38,6 @@ __all__ = ["XsdPatternError", "to_ecma"]
 _MAX = sys.maxunicode
 #: The longest pattern ``format: regex`` accepts (``skillrack.interface.formats``).
 MAX_ECMA_CHARS = 8192
-Ranges = tuple[tuple[int, int], ...]
 
 #: XSD metacharacters outside a class: escaped with ``\\`` to be literal.
 _META = frozenset(".\\?*+{}()|[]")
@@ -56,31 +56,9 @@ class XsdPatternError(YangError):
     """A YANG pattern that is not an XSD regular expression, or uses a construct not supported."""
 
 
-def _normal(ranges: list[tuple[int, int]]) -> Ranges:
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(ranges):
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
-        else:
-            merged.append((lo, hi))
-    return tuple(merged)
-
-
-def _complement(ranges: Ranges) -> Ranges:
-    out: list[tuple[int, int]] = []
-    start = 0
-    for lo, hi in ranges:
-        if lo > start:
-            out.append((start, lo - 1))
-        start = hi + 1
-    if start <= _MAX:
-        out.append((start, _MAX))
-    return tuple(out)
-
-
 def _subtract(ranges: Ranges, minus: Ranges) -> Ranges:
     """``ranges`` without ``minus``: the intersection with its complement."""
-    keep = _complement(minus)
+    keep = complement(minus)
     out: list[tuple[int, int]] = []
     i = j = 0
     while i < len(ranges) and j < len(keep):
@@ -116,17 +94,17 @@ def category(name: str) -> Ranges:
     table = _category_table()
     if len(name) == 2:
         return table.get(name, ())
-    return _normal([span for key, value in table.items() if key[0] == name for span in value])
+    return normal([span for key, value in table.items() if key[0] == name for span in value])
 
 
 _SPACE: Ranges = ((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20))
-_DOT: Ranges = _complement(((0x0A, 0x0A), (0x0D, 0x0D)))
+_DOT: Ranges = complement(((0x0A, 0x0A), (0x0D, 0x0D)))
 
 
 @functools.cache
 def _word() -> Ranges:
     """XSD ``\\w``: every code point but punctuation, separators and "other" (``\\p{C}``)."""
-    return _complement(_normal([*category("P"), *category("Z"), *category("C")]))
+    return complement(normal([*category("P"), *category("Z"), *category("C")]))
 
 
 class _Parser:
@@ -213,12 +191,12 @@ class _Parser:
         if char in _SINGLE_LITERAL_ESCAPES:
             return ((ord(char), ord(char)),)
         if char in "sS":
-            return _SPACE if char == "s" else _complement(_SPACE)
+            return _SPACE if char == "s" else complement(_SPACE)
         if char in "dD":
             digits = category("Nd")
-            return digits if char == "d" else _complement(digits)
+            return digits if char == "d" else complement(digits)
         if char in "wW":
-            return _word() if char == "w" else _complement(_word())
+            return _word() if char == "w" else complement(_word())
         if char in "iIcC":
             raise self.fail(
                 f"the XML name escape \\{char} is not supported (its meaning depends on the "
@@ -240,7 +218,7 @@ class _Parser:
             if name not in _CATEGORIES:
                 raise self.fail(f"unknown Unicode category {name!r}")
             ranges = category(name)
-            return ranges if char == "p" else _complement(ranges)
+            return ranges if char == "p" else complement(ranges)
         raise self.fail(f"unknown escape \\{char}")
 
     def class_expr(self) -> Ranges:
@@ -298,9 +276,9 @@ class _Parser:
                 items.append((low, high))
             else:
                 items.append((low, low))
-        ranges = _normal(items)
+        ranges = normal(items)
         if negated:
-            ranges = _complement(ranges)
+            ranges = complement(ranges)
         if minus is not None:
             ranges = _subtract(ranges, minus)
         return ranges
