@@ -8,14 +8,17 @@ all three), so a task, its Artifacts and the draft's errors are the same
 objects whichever binding carried the call.
 
 The HTTP middleware does not see gRPC calls, so :class:`SkillrackGrpcHandler`
-does what it does, with the same shared pieces, before a2a-sdk's handler
-runs: the failed-authentication limit (counted in the HTTP bindings' window),
+runs the gRPC step of each layer of the same middleware stack
+(:mod:`skillrack.serve.middleware.stack`, :data:`GRPC_STEPS`), in the stack's
+order and with the layer's own settings, before a2a-sdk's handler runs: the
+failed-authentication limit (counted in the HTTP bindings' window),
 authentication (gRPC metadata is read as the HTTP headers are:
 ``authorization``, ``x-api-key``, ... through
 :func:`~skillrack.serve.middleware.authentication.admit`), the per-caller
 rate limit (one budget across bindings), the request limits of the body
 guard (parts, Data Part nesting, integers beyond 2^53-1, non-finite numbers;
-the size is gRPC's ``max_receive_message_length``), and the ``A2A-Version``
+the size is gRPC's ``max_receive_message_length``, and a parsed protobuf
+message has no JSON nesting for ``max_json_depth`` to bound), and the ``A2A-Version``
 check of the HTTP bindings.  The ``A2A-Extensions`` metadata activates the
 schema-interface extension, and the response's initial metadata echoes it;
 with tracing on, ``traceparent``/``tracestate`` metadata is the caller's
