@@ -193,6 +193,36 @@ def test_missing_file_is_one_line(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert err.count("\n") == 1 and "nope.yang" in err
 
 
+def test_modules_by_name_are_the_ones_pyang_ships(capsys: pytest.CaptureFixture[str]) -> None:
+    """A module name, without -p, is found among pyang's modules (imports too): the same
+    bytes as naming the files and their directories."""
+    status, by_name, err = run(
+        capsys,
+        "ietf-interfaces",
+        "ietf-ip",
+        "iana-if-type",
+        "--node",
+        "/ietf-interfaces:interfaces",
+    )
+    assert status == 0, err
+    status, by_file, err = run(
+        capsys, *INTERFACES, *SEARCH, "--node", "/ietf-interfaces:interfaces"
+    )
+    assert status == 0, err
+    assert by_name == by_file
+    # -p comes first: a module of the same name there wins over pyang's.
+    status, out, err = run(capsys, "rules", "-p", str(DATA), "--node", "/rules:top")
+    assert status == 0, err
+    assert "rules:top" in json.loads(out)["properties"]
+
+
+def test_an_unknown_module_name_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "acme-nowhere", "--node", "/acme-nowhere:x")
+    assert status == 1
+    assert err.count("\n") == 1
+    assert "acme-nowhere: no module acme-nowhere in" in err and "give its .yang file" in err
+
+
 def _generate_in_subprocess() -> bytes:
     code = "import sys; from skillrack.cli.main import main; sys.exit(main(sys.argv[1:]))"
     argv = ["yang", "schema", *ROUTING, *SEARCH, "--node", "/ietf-routing:routing"]

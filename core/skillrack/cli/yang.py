@@ -19,7 +19,7 @@ from skillrack.cli.exits import EXIT_OK
 
 def cmd_schema(args: argparse.Namespace) -> int:
     from skillrack.yang.convert import convert
-    from skillrack.yang.load import load_modules
+    from skillrack.yang.load import load_modules, resolve_module
     from skillrack.yang.reference import (
         Identity,
         default_identity,
@@ -27,9 +27,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
         schema_reference,
     )
 
+    search = [Path(p) for p in args.path]
     loaded = load_modules(
-        [Path(m) for m in args.modules],
-        search_path=[Path(p) for p in args.path],
+        [resolve_module(m, search) for m in args.modules],
+        search_path=search,
         features=args.feature,
         deviations=[Path(d) for d in args.deviation],
     )
@@ -81,14 +82,21 @@ def add_commands(sub: Any) -> None:
         'a YANG node (as RESTCONF sends it: {"module:node": ...}); what JSON Schema cannot '
         "check is listed on stderr and kept in the schema under 'x-yang'.",
     )
-    p.add_argument("modules", nargs="+", metavar="MODULE.yang", help="YANG module files")
+    p.add_argument(
+        "modules",
+        nargs="+",
+        metavar="MODULE",
+        help="YANG module files, or module names (ietf-interfaces) found in the -p "
+        "directories and then among the modules pyang ships",
+    )
     p.add_argument(
         "-p",
         "--path",
         action="append",
         default=[],
         metavar="DIR",
-        help="directory to search for imported modules (repeatable)",
+        help="directory to search for modules and their imports (repeatable; searched "
+        "before the modules pyang ships)",
     )
     p.add_argument(
         "--node",

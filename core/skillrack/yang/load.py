@@ -8,6 +8,7 @@ into one line: the first error, with the file and line pyang gives it.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 from skillrack.yang.errors import YangError
 
-__all__ = ["Loaded", "load_modules", "parse_feature"]
+__all__ = ["Loaded", "load_modules", "parse_feature", "resolve_module", "shipped_modules"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,51 @@ def _pyang() -> None:
         raise YangError(
             "pyang is not installed: pip install 'skillrack[yang]' (or pip install pyang)"
         ) from None
+
+
+def shipped_modules() -> Path | None:
+    """``share/yang/modules`` of pyang's installation: the IETF and IANA modules it ships.
+
+    They are searched after ``-p`` and the named files' directories, so a vendor can name
+    ``ietf-interfaces`` without knowing where pip put it, and two machines with the same
+    pyang release read the same files.
+    """
+    roots = [Path(sys.prefix), Path(sys.base_prefix)]
+    try:
+        import pyang
+
+        roots += list(Path(pyang.__file__).resolve().parents)
+    except ImportError:
+        pass
+    for root in roots:
+        candidate = root / "share" / "yang" / "modules"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def resolve_module(text: str, search_path: Iterable[Path] = ()) -> Path:
+    """A module argument as a file: a path as given (it names a ``.yang`` file or a
+    directory separator), a module name (``ietf-interfaces``, ``ietf-ip@2018-02-22``) as
+    the first ``NAME.yang`` or newest ``NAME@REVISION.yang`` in ``search_path`` and then
+    among the modules pyang ships (:func:`shipped_modules`), each searched recursively."""
+    if text.endswith(".yang") or "/" in text or os.sep in text:
+        return Path(text)
+    shipped = shipped_modules()
+    directories = [*search_path, *([shipped] if shipped else [])]
+    name, at, _revision = text.partition("@")
+    for directory in directories:
+        exact = sorted(Path(directory).rglob(f"{text}.yang"))
+        if exact:
+            return exact[0]
+        if not at:
+            dated = sorted(Path(directory).rglob(f"{name}@*.yang"), key=lambda p: p.name)
+            if dated:
+                return dated[-1]
+    where = ", ".join(str(d) for d in directories) or "no directory (pyang is not installed)"
+    raise YangError(
+        f"{text}: no module {text} in {where}; give its .yang file or its directory with -p"
+    )
 
 
 def _first_error(context: Any) -> str | None:
@@ -77,10 +123,11 @@ def load_modules(
     features: Iterable[str] = (),
     deviations: Sequence[Path] = (),
 ) -> Loaded:
-    """Parse ``files`` (and what they import, found in ``search_path`` and their own
-    directories), apply ``features`` (``module:feature``; a module named there keeps only
-    the features named for it, every other module keeps all of its features) and the
-    ``deviations`` modules, and validate.  Raises :class:`YangError` with the first error.
+    """Parse ``files`` (and what they import, found in ``search_path``, their own
+    directories and then the modules pyang ships), apply ``features``
+    (``module:feature``; a module named there keeps only the features named for it,
+    every other module keeps all of its features) and the ``deviations`` modules, and
+    validate.  Raises :class:`YangError` with the first error.
     """
     _pyang()
     from pyang import context, repository
@@ -88,10 +135,12 @@ def load_modules(
     if not files:
         raise YangError("name at least one YANG module file")
     directories: list[str] = []
+    shipped = shipped_modules()
     for directory in [
         *search_path,
         *(Path(f).parent for f in files),
         *(Path(d).parent for d in deviations),
+        *([shipped] if shipped else []),
     ]:
         text = str(directory) or "."
         if text not in directories:
