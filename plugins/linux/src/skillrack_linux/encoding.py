@@ -7,7 +7,9 @@ parent's are qualified (``ietf-ip:ipv4``); 64-bit integers are strings; an
 ``empty`` leaf is ``[null]``; identities are ``module:name``.  Leaves the
 models lack (the kernel's protocol name, a route's metric) are qualified
 with this plugin's module name, ``skillrack-linux``, as RFC 7951 does for any
-augmenting module.
+augmenting module: ``schemas/yang/skillrack-linux.yang`` declares them, and
+the schemas are generated from it with the IETF modules.  The state tree's
+next-hop-list entries have no ``index`` (only the configuration's do).
 """
 
 from __future__ import annotations
@@ -78,11 +80,19 @@ def interface_type(link: Link) -> str:
     return "iana-if-type:other"
 
 
-def statistics(stats: dict[str, int], discontinuity: str) -> dict[str, str]:
-    """ietf-interfaces ``statistics`` from the kernel's 64-bit link statistics."""
+def statistics(stats: dict[str, int], discontinuity: str) -> dict[str, str | int]:
+    """ietf-interfaces ``statistics`` from the kernel's 64-bit link statistics.
+
+    The model's octet and packet counters are ``counter64`` (RFC 7951: decimal
+    strings); its discard and error counters are ``counter32`` (JSON numbers), which
+    wrap at 2^32 as a 32-bit counter does.
+    """
 
     def get(key: str) -> int:
         return stats.get(key, 0)
+
+    def counter32(key: str) -> int:
+        return get(key) % 2**32
 
     in_multicast = get("multicast")
     return {
@@ -90,12 +100,12 @@ def statistics(stats: dict[str, int], discontinuity: str) -> dict[str, str]:
         "in-octets": str(get("rx_bytes")),
         "in-unicast-pkts": str(max(get("rx_packets") - in_multicast, 0)),
         "in-multicast-pkts": str(in_multicast),
-        "in-discards": str(get("rx_dropped")),
-        "in-errors": str(get("rx_errors")),
+        "in-discards": counter32("rx_dropped"),
+        "in-errors": counter32("rx_errors"),
         "out-octets": str(get("tx_bytes")),
         "out-unicast-pkts": str(get("tx_packets")),
-        "out-discards": str(get("tx_dropped")),
-        "out-errors": str(get("tx_errors")),
+        "out-discards": counter32("tx_dropped"),
+        "out-errors": counter32("tx_errors"),
     }
 
 
@@ -138,7 +148,8 @@ def kernel_source_protocol(protocol: str) -> str:
         return "ietf-routing:direct"
     if protocol in ("static", "boot"):
         return "ietf-routing:static"
-    return f"{OWN}:{protocol}"
+    # An RTPROT number without a name has no identity of its own (schemas/yang/).
+    return f"{OWN}:other" if protocol.isdigit() else f"{OWN}:{protocol}"
 
 
 def frr_source_protocol(protocol: str) -> str:
@@ -160,11 +171,10 @@ def kernel_route(route: Route) -> dict[str, Any]:
             "next-hop-list": {
                 "next-hop": [
                     {
-                        "index": str(i),
                         **({"outgoing-interface": dev} if dev else {}),
                         **({f"{module}:address": gw} if gw else {}),
                     }
-                    for i, (gw, dev) in enumerate(route.next_hops)
+                    for gw, dev in route.next_hops
                 ]
             }
         }
@@ -190,8 +200,8 @@ def frr_route(prefix: str, entry: dict[str, Any]) -> dict[str, Any]:
     """One route of ``show ip route json`` as an ietf-routing ``route`` entry."""
     module = _unicast_module(prefix)
     hops = []
-    for i, hop in enumerate(entry.get("nexthops", ())):
-        one: dict[str, Any] = {"index": str(i)}
+    for hop in entry.get("nexthops", ()):
+        one: dict[str, Any] = {}
         if hop.get("interfaceName"):
             one["outgoing-interface"] = hop["interfaceName"]
         if hop.get("ip"):
