@@ -12,14 +12,19 @@ confirmed changes (:mod:`.confirm`).
 Every skill has a ``precheck``: a device this agent does not manage is
 refused with ``constraint_rejected`` before any approval is asked.
 
-The schemas in ``schemas/`` are written by hand in the shape of the IETF
-modules' RFC 7951 encoding; they are to be regenerated from the YANG modules
-once skillrack's YANG bridge (``skillrack yang schema``) exists.
+The IETF data in the answers is described by schemas ``skillrack yang
+schema`` generated from the IETF modules pyang ships and this plugin's own
+augments (``schemas/yang/``: ``interfaces.json``, ``routing.json``, checked
+in and regenerated identically by ``tests/test_yang_schemas.py``); each
+skill's schema file holds its own members and ``$ref`` s into them, and
+:func:`_schema` merges the generated ``$defs`` in.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +50,20 @@ OBSERVE = Authority(default_mode="observe_only", approval_may_be_required=False)
 EXECUTE = Authority(default_mode="execute", approval_may_be_required=True)
 
 
-def _schema(name: str) -> DomainSchema:
-    """``schemas/<name>-1.0.json``, published as ``urn:skillrack:linux:<name>:1.0``."""
-    return DomainSchema.from_package(
-        PACKAGE, f"schemas/{name}-1.0.json", schema_uri=f"urn:skillrack:linux:{name}:1.0",
-        version=VERSION,
-    )  # fmt: skip
+def _schema(name: str, *generated: str) -> DomainSchema:
+    """``schemas/<name>-1.0.json``, published as ``urn:skillrack:linux:<name>:1.0``, with
+    the ``$defs`` of each ``schemas/yang/<generated>.json`` merged in (its ``$ref`` s)."""
+    path, uri = f"schemas/{name}-1.0.json", f"urn:skillrack:linux:{name}:1.0"
+    if not generated:
+        return DomainSchema.from_package(PACKAGE, path, schema_uri=uri, version=VERSION)
+    schema = _package_json(path)
+    for yang in generated:
+        schema.setdefault("$defs", {}).update(_package_json(f"schemas/yang/{yang}.json")["$defs"])
+    return DomainSchema.inline(schema, schema_uri=uri, version=VERSION)
+
+
+def _package_json(path: str) -> Any:
+    return json.loads(resources.files(PACKAGE).joinpath(path).read_bytes())
 
 
 class LinuxPlugin:
@@ -78,9 +91,11 @@ class LinuxPlugin:
                 tags=("interfaces", "monitoring", "ietf-interfaces"),
                 examples=('{"device_id": "r1"}', '{"device_id": "r2", "interfaces": ["r2-r1"]}'),
                 input_schema=_schema("get-interfaces-input"),
-                output_schema=_schema("get-interfaces-output"),
+                output_schema=_schema("get-interfaces-output", "interfaces"),
                 supporting_records=(
-                    SupportingRecord(INTERFACE_KIND, _schema("interface-observation")),
+                    SupportingRecord(
+                        INTERFACE_KIND, _schema("interface-observation", "interfaces")
+                    ),
                 ),
                 interaction=sync_stream_poll,
                 authority=OBSERVE,
@@ -105,7 +120,9 @@ class LinuxPlugin:
                 input_schema=_schema("interface-health-input"),
                 output_schema=_schema("interface-health-output"),
                 supporting_records=(
-                    SupportingRecord(SAMPLES_KIND, _schema("interface-counter-samples")),
+                    SupportingRecord(
+                        SAMPLES_KIND, _schema("interface-counter-samples", "interfaces")
+                    ),
                 ),
                 interaction=sync_stream_poll,
                 authority=OBSERVE,
@@ -129,7 +146,7 @@ class LinuxPlugin:
                     '{"device_id": "r1", "lookup": "10.0.23.2"}',
                 ),
                 input_schema=_schema("get-routes-input"),
-                output_schema=_schema("get-routes-output"),
+                output_schema=_schema("get-routes-output", "routing"),
                 interaction=sync_stream_poll,
                 authority=OBSERVE,
                 resources=("/device_id",),
