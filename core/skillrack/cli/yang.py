@@ -35,7 +35,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
         deviations=[Path(d) for d in args.deviation],
     )
     conversion = convert(loaded, args.node, config_only=args.config_only)
-    _check_usable(conversion.schema)
+    check_usable(conversion.schema)
     default = default_identity(conversion, config_only=args.config_only)
     identity = Identity(args.schema_uri or default.schema_uri, args.version or default.version)
     reference = schema_reference(conversion.schema, identity)
@@ -54,7 +54,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _check_usable(schema: Any) -> None:
+def check_usable(schema: Any) -> None:
     """The schema passes the inline-schema rules a Skill's schema must pass at assembly."""
     from skillrack.interface.inline import DRAFT_2020_12, InlineSchemaError, compile_inline_schema
     from skillrack.interface.limits import Limits

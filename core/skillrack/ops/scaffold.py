@@ -27,6 +27,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from skillrack.errors import SkillrackError
+from skillrack.ops.scaffold_yang import YangSkill, yang_files, yang_values
 
 TEMPLATE = "plugin"
 SUFFIX = ".tmpl"
@@ -138,9 +139,19 @@ def _walk(node: Traversable, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[s
     return found
 
 
-def template_files() -> list[tuple[tuple[str, ...], str]]:
+def template_files(template: str = TEMPLATE) -> list[tuple[tuple[str, ...], str]]:
     """(path parts, text) of every template file, in a fixed order."""
-    return _walk(resources.files("skillrack.ops") / "templates" / TEMPLATE)
+    return _walk(resources.files("skillrack.ops") / "templates" / template)
+
+
+#: The base template's files a ``--from-yang`` package shares; ``plugin_yang`` has the rest.
+YANG_TEMPLATE = "plugin_yang"
+_SHARED = {
+    ("pyproject.toml.tmpl",),
+    ("README.md.tmpl",),
+    ("tox.ini.tmpl",),
+    ("src", "{{package}}", "py.typed.tmpl"),
+}
 
 
 def scaffold(
@@ -149,18 +160,30 @@ def scaffold(
     *,
     skill: str = DEFAULT_SKILL,
     skillrack_path: str | None = None,
+    yang: YangSkill | None = None,
 ) -> Path:
-    """Write the package into ``directory/<dist>``; return that path.  Never overwrites."""
+    """Write the package into ``directory/<dist>``; return that path.  Never overwrites.
+
+    With ``yang`` (``new-plugin --from-yang``), the skill's schemas are the generated
+    ones and its files come from the ``plugin_yang`` template (:mod:`.scaffold_yang`).
+    """
     names = names_for(dist, skill, skillrack_path)
     root = directory / dist
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise ScaffoldError(f"{root} already exists and is not empty; choose another --dir")
     values = names.values()
+    templates = template_files()
+    generated: list[tuple[tuple[str, ...], str]] = []
+    if yang is not None:
+        values.update(yang_values(yang, names.dist, names.skill))
+        templates = [t for t in templates if t[0] in _SHARED] + template_files(YANG_TEMPLATE)
+        generated = yang_files(yang, names.package, names.skill)
     planned: list[tuple[Path, str]] = []
-    for parts, text in template_files():
+    for parts, text in templates:
         relative = [_fill(part, values, "/".join(parts)) for part in parts]
         relative[-1] = relative[-1].removesuffix(SUFFIX)
         planned.append((root.joinpath(*relative), _fill(text, values, "/".join(parts))))
+    planned += [(root.joinpath(*parts), text) for parts, text in generated]
     for path, text in planned:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
