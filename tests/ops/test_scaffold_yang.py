@@ -80,7 +80,7 @@ def test_an_rpc_is_the_input_and_the_output_schema(generated: dict[str, Path]) -
             "ietf-system", "--node", f"{node}/{side}"
         )
     example = generated["acme-clock"] / "src/acme_clock/examples/set_clock/input-valid-minimal.json"
-    # The smallest valid input fills the mandatory date-and-time leaf.
+    # The minimal valid input fills the mandatory date-and-time leaf.
     assert json.loads(example.read_text()) == {
         "ietf-system:input": {"current-datetime": "2026-01-01T00:00:00Z"}
     }
@@ -159,3 +159,43 @@ def test_bad_yang_options_are_one_line_and_write_nothing(
     assert status == 1
     assert expected in err and err.count("\n") == 1, err
     assert not (tmp_path / "acme").exists()
+
+
+ACME = """
+module acme-box {
+  yang-version 1.1;
+  namespace "urn:acme:box";
+  prefix ab;
+  container box {
+    choice how {
+      mandatory true;
+      case boxed { container inner { leaf size { type uint8 { range "3..9"; } } } }
+      case named { leaf name { type string; } }
+    }
+    leaf kind { type enumeration { enum small; enum large; } mandatory true; }
+  }
+  container code {
+    leaf value { type string { pattern '[Q]{7}'; } mandatory true; }
+  }
+}
+"""
+
+
+def test_the_example_fills_a_mandatory_choice_and_checks_itself(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module = tmp_path / "acme-box.yang"
+    module.write_text(ACME)
+    argv = ["new-plugin", "acme-box", "--dir", str(tmp_path), "--from-yang", str(module)]
+    assert cli.main([*argv, "--node", "/acme-box:box"]) == 0
+    answer = tmp_path / "acme-box/src/acme_box/device/answer.json"
+    # The choice's first case, its non-presence container given a member, in range.
+    assert json.loads(answer.read_text()) == {
+        "acme-box:box": {"inner": {"size": 3}, "kind": "small"}
+    }
+    capsys.readouterr()
+    status = cli.main([*argv[:1], "acme-code", *argv[2:], "--node", "/acme-box:code"])
+    err = capsys.readouterr().err
+    assert status == 1 and err.count("\n") == 1, err
+    assert "--node /acme-box:code: cannot derive a valid example (no simple value" in err
+    assert not (tmp_path / "acme-code").exists()

@@ -16,9 +16,9 @@ its default Schema Reference identity, so every vendor scaffolding the same
 node publishes the same schema under the same identity, with the same digest.
 
 The device is simulated so that the package passes ``skillrack plugin check``
-and its own tests at once: it answers with the smallest instance the output
-schema accepts (:func:`smallest_instance`), which is also the output example.
-That instance is checked with skillrack's own validator; a node whose smallest
+and its own tests at once: it answers with a minimal instance the output
+schema accepts (:func:`example_instance`), which is also the output example.
+That instance is checked with skillrack's own validator; a node whose minimal
 instance cannot be derived (a mandatory leaf no simple value satisfies) is
 refused in one line rather than scaffolded with an example that fails.
 """
@@ -33,7 +33,7 @@ from skillrack.errors import SkillrackError
 from skillrack.interface.inline import DRAFT_2020_12, InlineSchemaError, compile_inline_schema
 from skillrack.interface.limits import Limits
 
-__all__ = ["YangSchema", "YangSkill", "smallest_instance", "yang_files", "yang_values"]
+__all__ = ["YangSchema", "YangSkill", "example_instance", "yang_files", "yang_values"]
 
 #: Values tried, in order, for a leaf with no default, constant or enumeration.
 _STRINGS = (
@@ -93,8 +93,10 @@ def _resolve(root: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Builder:
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: dict[str, Any], *, fill: bool) -> None:
         self.root = root
+        #: Give a container that would be empty its first member that yields a value.
+        self.fill_containers = fill
 
     def leaf_ok(self, schema: dict[str, Any], value: Any) -> bool:
         probe = {"$schema": DRAFT_2020_12, **schema}
@@ -147,8 +149,13 @@ class _Builder:
         for name in names:
             member = properties.get(name, {})
             value = self.value(member, depth + 1)
-            if value == {} and _resolve(self.root, member).get("type") == "object":
-                # A non-presence container only counts with something in it.
+            if (
+                self.fill_containers
+                and value == {}
+                and _resolve(self.root, member).get("type") == "object"
+            ):
+                # An example that shows data; and a non-presence container that is a
+                # mandatory choice's member only counts with something in it.
                 value = self.fill(member, depth + 1)
             instance[name] = value
         for constraint in schema.get("allOf", ()):
@@ -170,24 +177,28 @@ class _Builder:
         return {}
 
 
-def smallest_instance(schema: dict[str, Any], node: str) -> Any:
-    """The smallest instance ``schema`` accepts (mandatory members only, each at its
-    default or simplest valid value), checked against ``schema`` by skillrack's validator."""
-    try:
-        instance = _Builder(schema).value(schema)
-    except YangScaffoldError as exc:
-        raise YangScaffoldError(
-            f"--node {node}: cannot derive a valid example ({exc}); "
-            "scaffold another node, or a data node above it"
-        ) from None
-    problems = _validator(schema).validate(instance)
-    if problems:
+def example_instance(schema: dict[str, Any], node: str) -> Any:
+    """A minimal instance ``schema`` accepts: its mandatory members, each at its default
+    or simplest valid value, a container that would be empty given its first member that
+    yields one (else left empty); checked against ``schema`` by skillrack's validator."""
+    failure = ""
+    for fill in (True, False):
+        try:
+            instance = _Builder(schema, fill=fill).value(schema)
+        except YangScaffoldError as exc:
+            failure = str(exc)
+            continue
+        problems = _validator(schema).validate(instance)
+        if not problems:
+            return instance
         first = problems[0]
-        raise YangScaffoldError(
-            f"--node {node}: cannot derive a valid example: {json.dumps(instance)[:200]} fails "
-            f"at {first.instance_path or '/'} ({first.keyword}); scaffold another node"
+        failure = (
+            f"{json.dumps(instance)[:200]} fails at {first.instance_path or '/'} ({first.keyword})"
         )
-    return instance
+    raise YangScaffoldError(
+        f"--node {node}: cannot derive a valid example ({failure}); "
+        "scaffold another node, or a data node above it"
+    )
 
 
 def _text(value: Any) -> str:
@@ -254,7 +265,7 @@ def yang_values(yang: YangSkill, dist: str, skill: str) -> dict[str, str]:
         input_version = "1.0"
         resources = '("/device_id",)'
     else:
-        arguments = smallest_instance(yang.input.schema, yang.node + " (input)")
+        arguments = example_instance(yang.input.schema, yang.node + " (input)")
         description = (
             f"Runs the operation {yang.node} of {modules}: its input and output are the "
             "model's, in the RFC 7951 JSON encoding."
@@ -277,12 +288,12 @@ def yang_files(yang: YangSkill, package: str, skill: str) -> list[tuple[tuple[st
     dashed = skill.replace("_", "-")
     base = ("src", package)
     examples = (*base, "examples", skill)
-    answer = smallest_instance(yang.output.schema, yang.node)
+    answer = example_instance(yang.output.schema, yang.node)
     input_schema = yang.input.schema if yang.input is not None else DEVICE_INPUT
     arguments = (
         DEVICE_ARGUMENTS
         if yang.input is None
-        else smallest_instance(yang.input.schema, yang.node + " (input)")
+        else example_instance(yang.input.schema, yang.node + " (input)")
     )
     return [
         ((*base, "schemas", f"{dashed}-input.json"), _text(input_schema)),
