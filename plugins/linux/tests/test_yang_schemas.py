@@ -76,6 +76,7 @@ def test_the_skills_take_their_ietf_definitions_from_the_generated_files() -> No
     uses = {
         "get_interfaces": ("output", "interfaces.json"),
         "get_routes": ("output", "routing.json"),
+        "set_static_route": ("output", "routing.json"),
     }
     skills = {skill.id: skill for skill in SKILLS}
     for skill_id, (side, name) in uses.items():

@@ -236,8 +236,10 @@ class LinuxPlugin:
                     '{"device_id": "r1", "action": "remove", "prefix": "198.51.100.0/24"}',
                 ),
                 input_schema=_schema("set-static-route-input"),
-                output_schema=_schema("set-static-route-output"),
-                supporting_records=(SupportingRecord(ROUTE_CHANGE, _schema("route-change")),),
+                output_schema=_schema("set-static-route-output", "routing"),
+                supporting_records=(
+                    SupportingRecord(ROUTE_CHANGE, _schema("route-change", "routing")),
+                ),
                 interaction=sync_stream_poll,
                 authority=EXECUTE,
                 resources=("/device_id", "/prefix"),
