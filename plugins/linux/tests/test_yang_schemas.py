@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from skillrack_linux import SKILLS
+from skillrack_linux import SKILLS, encoding
 
 YANG = Path(__file__).resolve().parents[1] / "src" / "skillrack_linux" / "schemas" / "yang"
 
@@ -84,3 +84,19 @@ def test_the_skills_take_their_ietf_definitions_from_the_generated_files() -> No
         for key, definition in generated[name].items():
             assert schema["$defs"][key] == definition, (skill_id, key)
         assert '"$ref": "#/$defs/ietf-' in json.dumps(schema["properties"])
+
+
+def test_every_protocol_the_encoding_names_is_a_declared_identity() -> None:
+    """``source-protocol`` is an identityref: the encoding names only identities the
+    generated schema accepts, and any other origin as ``skillrack-linux:other``."""
+    routing = json.loads((YANG / "routing.json").read_text())["$defs"]
+    route = routing["ietf-routing:routing/ribs/rib/routes/route"]["properties"]
+    declared = {
+        value.split(":", 1)[1]
+        for value in route["source-protocol"]["enum"]
+        if value.startswith("skillrack-linux:")
+    }
+    assert declared - {"linux-protocol", "other"} == encoding.PROTOCOL_IDENTITIES
+    assert encoding.kernel_source_protocol("99") == "skillrack-linux:other"
+    assert encoding.frr_source_protocol("not-a-protocol") == "skillrack-linux:other"
+    assert encoding.frr_source_protocol("ospf6") == "skillrack-linux:ospf6"

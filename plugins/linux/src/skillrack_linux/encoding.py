@@ -143,13 +143,28 @@ def _unicast_module(prefix: str) -> str:
     return f"ietf-ipv{version}-unicast-routing"
 
 
+#: The route origins ``schemas/yang/skillrack-linux.yang`` declares an identity for (the
+#: kernel's rt_protos names and FRR's route types); tests/test_yang_schemas.py keeps the two
+#: equal.  Any other name is ``skillrack-linux:other``: an identityref names a declared one.
+PROTOCOL_IDENTITIES = frozenset({
+    "unspec", "redirect", "kernel", "gated", "ra", "mrt", "zebra", "bird", "dnrouted", "xorp",
+    "ntk", "dhcp", "babel", "keepalived", "bgp", "isis", "ospf", "rip", "eigrp", "local",
+    "ripng", "ospf6", "pim", "nhrp", "hsls", "olsr", "table", "table-direct", "ldp", "vnc",
+    "vnc-direct", "vnc-rn", "bgp-direct", "bgp-direct-to-nve-groups", "sharp", "pbr", "bfd",
+    "openfabric", "vrrp", "nhg", "srte", "unknown",
+})  # fmt: skip
+
+
+def _own_protocol(protocol: str) -> str:
+    return f"{OWN}:{protocol if protocol in PROTOCOL_IDENTITIES else 'other'}"
+
+
 def kernel_source_protocol(protocol: str) -> str:
     if protocol == "kernel":
         return "ietf-routing:direct"
     if protocol in ("static", "boot"):
         return "ietf-routing:static"
-    # An RTPROT number without a name has no identity of its own (schemas/yang/).
-    return f"{OWN}:other" if protocol.isdigit() else f"{OWN}:{protocol}"
+    return _own_protocol(protocol)
 
 
 def frr_source_protocol(protocol: str) -> str:
@@ -157,7 +172,7 @@ def frr_source_protocol(protocol: str) -> str:
         return "ietf-routing:direct"
     if protocol == "static":
         return "ietf-routing:static"
-    return f"{OWN}:{protocol}"
+    return _own_protocol(protocol)
 
 
 def kernel_route(route: Route) -> dict[str, Any]:
