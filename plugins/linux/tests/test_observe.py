@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import subprocess
 from typing import Any
 
 import pytest
@@ -81,20 +82,30 @@ async def test_evaluate_interface_health_judges_traffic_in_the_window(
     skillrack_client: AgentClient, lab: Lab
 ) -> None:
     before = {link["ifname"]: link for link in lab.ip("r1", "-s", "link", "show")}
-    outcome = await skillrack_client.invoke(
-        "evaluate_interface_health",
-        {
-            "device_id": "r1",
-            "interfaces": ["r1-r2"],
-            "window_seconds": 1,
-            "thresholds": {"error_rate_ppm": 10, "utilization_percent": 0.0001},
-            "capacity_bps": 1_000_000_000,
-        },
+    # Traffic of our own across the link for the whole window (BGP keepalives alone, about
+    # 700 bit/s, fell under the 1,000 bit/s threshold in some windows): 3 s of pings.
+    pings = subprocess.Popen(
+        ["ip", "netns", "exec", lab.ns("r1"), "ping", "-q", "-i", "0.05", "-c", "60", "10.0.12.2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
+    try:
+        outcome = await skillrack_client.invoke(
+            "evaluate_interface_health",
+            {
+                "device_id": "r1",
+                "interfaces": ["r1-r2"],
+                "window_seconds": 1,
+                "thresholds": {"error_rate_ppm": 10, "utilization_percent": 0.0001},
+                "capacity_bps": 1_000_000_000,
+            },
+        )
+    finally:
+        pings.wait(timeout=30)
     after = {link["ifname"]: link for link in lab.ip("r1", "-s", "link", "show")}
     [one] = outcome.result["interfaces"]
     assert one["name"] == "r1-r2"
-    # BGP keepalives (1 s timers) cross the link within the window: some traffic, no errors.
+    # The pings (and BGP keepalives) cross the link within the window: traffic, no errors.
     assert one["rates"]["error_rate_ppm"] == 0
     assert one["rates"]["out_bps"] > 0 and "utilization_percent" in one["breaches"]
     assert outcome.result["degraded"] == ["r1-r2"]
