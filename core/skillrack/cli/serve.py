@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import importlib.util
 import json
 import os
 import sys
@@ -454,7 +455,13 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     from skillrack.serve.observability.traces import describe as describe_traces
     from skillrack.serve.process import describe_tracing, freeze_startup_heap
     from skillrack.serve.security.approvals import PENDING, ApprovalStore, approvals_location
-    from skillrack.serve.server import SERVE_ENV, build_server, with_grpc_port, with_store
+    from skillrack.serve.server import (
+        SERVE_ENV,
+        build_server,
+        with_grpc_port,
+        with_mcp,
+        with_store,
+    )
     from skillrack.serve.stores.counters import check_counter_store, counter_location
     from skillrack.serve.stores.storage import parse_store, prepare
 
@@ -475,6 +482,13 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         config = with_store(config, parse_store(args.store, Path.cwd()).canonical)
     if args.grpc_port:
         config = with_grpc_port(config, args.grpc_port)
+    if args.mcp:
+        config = with_mcp(config)
+    if config.server.mcp and importlib.util.find_spec("mcp") is None:
+        return fail(
+            "--mcp ([server] mcp) needs the MCP SDK, which is not installed: "
+            "pip install 'skillrack[mcp]'"
+        )
     grpc_port = config.server.grpc_port
     if grpc_port:
         problem = _grpc_problem(
@@ -588,6 +602,8 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             shown = f"[{args.host}]" if ":" in args.host else args.host
             secured = "TLS, the HTTPS certificate" if args.ssl_certfile else "plaintext"
             print(f"  gRPC: {shown}:{grpc_port} ({secured}; [server] grpc_port)")
+        if config.server.mcp:
+            print(f"  MCP: {base_url}/mcp (Streamable HTTP, same authentication; [server] mcp)")
         if metrics_port:
             print(f"  metrics: http://{args.host}:{metrics_port}/metrics (no authentication)")
         else:
@@ -634,6 +650,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
                         "cluster": cluster,
                         "marks": marks,
                         "grpc_port": grpc_port,
+                        "mcp": config.server.mcp,
                         "workers": args.workers,
                         "ssl_certfile": _absolute(args.ssl_certfile),
                         "ssl_keyfile": _absolute(args.ssl_keyfile),
@@ -719,6 +736,13 @@ def add_commands(sub: Any) -> None:
         help="also serve A2A's gRPC binding on this port of --host, with the same "
         "authentication, limits and TLS (default: [server] grpc_port, else none; "
         "needs pip install 'skillrack[grpc]')",
+    )
+    p.add_argument(
+        "--mcp",
+        action="store_true",
+        help="also serve every skill as a Model Context Protocol tool at /mcp (Streamable "
+        "HTTP), with the same authentication, policy, approvals and limits (default: "
+        "[server] mcp; needs pip install 'skillrack[mcp]')",
     )
     p.add_argument(
         "--store",

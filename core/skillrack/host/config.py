@@ -194,6 +194,10 @@ class ServerSettings:
     #: Also serve A2A 0.3 callers, through a2a-sdk's compatibility layer (JSON-RPC 0.3
     #: methods at ``/``, HTTP+JSON 0.3 under ``/v1``), listed on the card as ``0.3``.
     a2a_0_3: bool = False
+    #: Also serve every skill as a Model Context Protocol tool at ``/mcp`` (Streamable
+    #: HTTP, behind the same middleware; needs the ``mcp`` extra;
+    #: ``skillrack.serve.bindings.mcp_server``).
+    mcp: bool = False
     #: Where per-caller rate and concurrency limits are counted: empty, in each process;
     #: ``redis://HOST:PORT/DB`` (``rediss://``, ``unix://``), in Redis shared by every
     #: replica (the ``redis`` extra; ``skillrack.serve.stores.counters``).

@@ -231,6 +231,7 @@ def build_server(
         )
     )
     public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
+    stack_hosts = config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host)
     # Every binding's middleware, declared once (skillrack.serve.middleware.stack).
     stack = middleware_stack(
         config.server,
@@ -238,7 +239,7 @@ def build_server(
         metrics=metrics,
         counter=limits,
         public=public,
-        allowed_hosts=config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host),
+        allowed_hosts=stack_hosts,
         traced=tracing_enabled(),
         forms=CONSOLE_PATH + "/",
     )
@@ -261,6 +262,17 @@ def build_server(
     routes += (jsonrpc_routes if lean else create_jsonrpc_routes)(
         handler, rpc_url=JSONRPC_PATH, context_builder=builder, enable_v0_3_compat=legacy
     )
+    mcp = None
+    if config.server.mcp:  # needs the mcp extra: imported only when served
+        from skillrack.serve.bindings.mcp_server import McpBinding
+
+        mcp = McpBinding(
+            registry,
+            handler,
+            allowed_hosts=stack_hosts,
+            max_body_bytes=config.server.max_body_bytes,
+        )
+        routes.append(mcp.route())
     # Last: see the module docstring.
     routes += create_rest_routes(handler, context_builder=builder, enable_v0_3_compat=legacy)
 
@@ -301,8 +313,10 @@ def build_server(
                     max_message_bytes=config.server.max_body_bytes,
                     shared_port=workers > 1,
                 )
-            # uvicorn hands this state to each connection (skillrack.serve.bindings.connections).
-            yield {HEADER_TIMEOUT_KEY: config.server.header_timeout}
+            # The MCP transport's task group lives as long as the app (before the handler closes).
+            async with mcp.running() if mcp is not None else contextlib.nullcontext():
+                # uvicorn hands this state to each connection (skillrack.serve.bindings.connections).
+                yield {HEADER_TIMEOUT_KEY: config.server.header_timeout}
         finally:
             if grpc_server is not None:  # first: its calls use the handler and the stores
                 await grpc_server.stop(GRPC_STOP_GRACE_S)
@@ -334,7 +348,7 @@ def build_server(
 #: Set by ``skillrack serve`` for the processes uvicorn starts (``--workers``): a JSON
 #: object with ``config`` (a path or null), ``host``, ``port``, ``scheme``,
 #: ``insecure_allow_all``, ``store`` (absolute, or null) and ``cluster``; and for gRPC
-#: ``grpc_port``, ``workers``, ``ssl_certfile``, ``ssl_keyfile`` and ``ssl_client_ca``
+#: ``grpc_port``, ``mcp``, ``workers``, ``ssl_certfile``, ``ssl_keyfile`` and ``ssl_client_ca``
 #: (absolute, or null), ``ssl_client_auth``.
 SERVE_ENV = "SKILLRACK_SERVE"
 
@@ -361,6 +375,8 @@ def server_from_environment() -> Starlette:
     )  # each worker exports its own spans (skillrack.serve.observability.traces)
     if settings.get("grpc_port"):
         config = with_grpc_port(config, int(settings["grpc_port"]))
+    if settings.get("mcp"):
+        config = with_mcp(config)
     certfile = settings.get("ssl_certfile")
     app = build_server(
         host.registry,
@@ -387,6 +403,11 @@ def server_from_environment() -> Starlette:
 def with_store(config: Config, store: str) -> Config:
     """``config`` with another task store (``--store``, already resolved to an absolute path)."""
     return dataclasses.replace(config, server=dataclasses.replace(config.server, store=store))
+
+
+def with_mcp(config: Config) -> Config:
+    """``config`` serving the MCP endpoint too (``--mcp``)."""
+    return dataclasses.replace(config, server=dataclasses.replace(config.server, mcp=True))
 
 
 def with_grpc_port(config: Config, port: int) -> Config:
