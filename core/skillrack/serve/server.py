@@ -315,7 +315,7 @@ def build_server(
                 )
             # The MCP transport's task group lives as long as the app (before the handler closes).
             async with mcp.running() if mcp is not None else contextlib.nullcontext():
-                # uvicorn hands this state to each connection (skillrack.serve.bindings.connections).
+                # uvicorn hands this state to each connection (serve.bindings.connections).
                 yield {HEADER_TIMEOUT_KEY: config.server.header_timeout}
         finally:
             if grpc_server is not None:  # first: its calls use the handler and the stores

@@ -40,9 +40,9 @@ import contextlib
 import json
 import logging
 import uuid
-from urllib.parse import urlsplit
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import mcp_types as types
 from a2a.server.context import ServerCallContext
@@ -98,13 +98,28 @@ _BASE_INPUT: dict[str, Any] = {
 
 
 def _inline(document: Mapping[str, Any], key: str) -> dict[str, Any]:
-    """The inline schema of one Schema Reference of ``document``, as ``describe_skill`` serves it."""
+    """The inline schema of a Schema Reference of ``document``, as ``describe_skill`` serves it."""
     schema = document[key]["resolution"]["schema"]
     return dict(schema) if isinstance(schema, Mapping) else {}
 
 
-def _is_object_schema(schema: Mapping[str, Any]) -> bool:
-    return schema.get("type") == "object"
+def object_schema(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``schema`` as MCP takes a tool's schema (``type: "object"`` at the root), or ``None``.
+
+    A schema with that root is served exactly as ``describe_skill`` serves it.
+    One without a root ``type`` whose ``oneOf``/``anyOf`` branches each say
+    ``type: "object"`` admits only objects already: it is served with that
+    root ``type`` added (the same instances validate), as MCP clients refuse a
+    tool list with any other root.  Anything else (``None``) cannot be said.
+    """
+    if schema.get("type") == "object":
+        return dict(schema)
+    if "type" in schema:
+        return None
+    branches = [*schema.get("oneOf", ()), *schema.get("anyOf", ())]
+    if branches and all(isinstance(b, Mapping) and b.get("type") == "object" for b in branches):
+        return {**schema, "type": "object"}
+    return None
 
 
 def annotations_of(document: Mapping[str, Any]) -> types.ToolAnnotations:
@@ -127,21 +142,20 @@ def schema_tool(skill: RegisteredSkill) -> types.Tool | None:
     """The MCP tool of a schema skill, or ``None`` when MCP cannot carry its input schema.
 
     MCP requires ``type: "object"`` at the root of a tool's input schema (and
-    of its output schema through protocol version 2025-11-25); a skill whose
-    input is not an object is left out (a start-up line names it), and one
-    whose output is not an object is listed without an output schema, its
-    result in the text content only.
+    of its output schema through protocol version 2025-11-25; see
+    :func:`object_schema`); a skill whose input cannot be said so is left out
+    (a start-up line names it), and one whose output cannot is listed without
+    an output schema, its result in the text content only.
     """
     document = skill.interface.document
-    input_schema = _inline(document, "input_schema")
-    if not _is_object_schema(input_schema):
+    input_schema = object_schema(_inline(document, "input_schema"))
+    if input_schema is None:
         return None
-    output_schema = _inline(document, "output_schema")
     return types.Tool(
         name=skill.skill_id,
         description=skill.skill.description or skill.skill.name or skill.skill_id,
         input_schema=input_schema,
-        output_schema=output_schema if _is_object_schema(output_schema) else None,
+        output_schema=object_schema(_inline(document, "output_schema")),
         annotations=annotations_of(document),
         _meta={
             "skill_version": skill.interface.skill_version,
@@ -220,7 +234,9 @@ class McpBinding:
     def route(self) -> Route:
         """The ``/mcp`` route: GET, POST and DELETE go to the SDK's transport."""
         return Route(
-            MCP_PATH, endpoint=_Endpoint(self.manager, self._hosts), methods=["GET", "POST", "DELETE"]
+            MCP_PATH,
+            endpoint=_Endpoint(self.manager, self._hosts),
+            methods=["GET", "POST", "DELETE"],
         )
 
     @contextlib.asynccontextmanager
@@ -406,10 +422,10 @@ def task_result(task: Task, skill: RegisteredSkill | None) -> types.CallToolResu
                 _meta={"kind": artifact.name},
             )
         )
-    text = types.TextContent(text=json.dumps(result, ensure_ascii=False))
+    summary = types.TextContent(text=json.dumps(result, ensure_ascii=False))
     structured = result if isinstance(result, dict) else None
     return types.CallToolResult(
-        content=[text, *records], structured_content=structured, _meta=meta
+        content=[summary, *records], structured_content=structured, _meta=meta
     )
 
 
