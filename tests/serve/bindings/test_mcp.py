@@ -22,6 +22,7 @@ import httpx
 import jsonschema
 import pytest
 from helpers.example_vendor import example_vendor_env
+from helpers.mcp_inspector import inspector_cli
 
 pytest.importorskip("mcp")
 
@@ -382,3 +383,68 @@ def test_one_policy_gives_the_same_decision_over_a2a_and_mcp(
         key in operators and skill in {"evaluate_resource_condition", "manage_interface"}
     ) or (key == BOB and skill == "evaluate_resource_condition")
     assert (over_mcp == "completed") == allowed, over_mcp
+
+
+# An independent client: the MCP Inspector's command line --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def open_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
+    """The example vendor with --mcp on loopback, no credentials (the Inspector sends none)."""
+    workdir = tmp_path_factory.mktemp("mcp-open-agent")
+    served = start_agent(
+        workdir, env=example_vendor_env(workdir / "site"), args=["--store", "memory", "--mcp"]
+    ).wait_ready(120)
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+def _inspect(command: list[str], url: str, *args: str) -> Any:
+    completed = subprocess.run(
+        [*command, url + "/mcp", *args], capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return json.loads(completed.stdout)
+
+
+def test_the_mcp_inspector_lists_and_calls_the_tools(
+    open_agent: ServedAgent, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    command = inspector_cli(tmp_path_factory)
+    listed = _inspect(command, open_agent.url, "--method", "tools/list")
+    tools = {tool["name"]: tool for tool in listed["tools"]}
+    assert {"evaluate_resource_condition", "manage_interface", "help"} <= set(tools)
+    condition = json.dumps(EVALUATE["condition"])
+    called = _inspect(
+        command,
+        open_agent.url,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "evaluate_resource_condition",
+        "--tool-arg",
+        "resource_id=network-resource-123",
+        f"condition={condition}",
+    )
+    # The Inspector's client checked structuredContent against outputSchema (Ajv); again here.
+    assert called.get("isError") in (None, False), called
+    jsonschema.Draft202012Validator(tools["evaluate_resource_condition"]["outputSchema"]).validate(
+        called["structuredContent"]
+    )
+    assert any(c["type"] == "resource" for c in called["content"])
+    # The Inspector coerces values to the schema's types, so leave a required member out.
+    refused = _inspect(
+        command,
+        open_agent.url,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "evaluate_resource_condition",
+        "--tool-arg",
+        "resource_id=network-resource-123",
+    )
+    assert refused["isError"] is True
+    assert refused["_meta"]["code"] == "input_invalid"
+    assert "/condition" in refused["_meta"]["pointers"]
