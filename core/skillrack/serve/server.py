@@ -232,6 +232,19 @@ def build_server(
     )
     public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
     stack_hosts = config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host)
+    mcp = None
+    if config.server.mcp:  # needs the mcp extra: imported only when served
+        from skillrack.serve.bindings.mcp_server import McpBinding
+
+        mcp = McpBinding(
+            registry,
+            handler,
+            allowed_hosts=stack_hosts,
+            max_body_bytes=config.server.max_body_bytes,
+            resource=base_url.rstrip("/"),
+            card=card,
+        )
+        public |= mcp.public_paths()
     # Every binding's middleware, declared once (skillrack.serve.middleware.stack).
     stack = middleware_stack(
         config.server,
@@ -262,17 +275,8 @@ def build_server(
     routes += (jsonrpc_routes if lean else create_jsonrpc_routes)(
         handler, rpc_url=JSONRPC_PATH, context_builder=builder, enable_v0_3_compat=legacy
     )
-    mcp = None
-    if config.server.mcp:  # needs the mcp extra: imported only when served
-        from skillrack.serve.bindings.mcp_server import McpBinding
-
-        mcp = McpBinding(
-            registry,
-            handler,
-            allowed_hosts=stack_hosts,
-            max_body_bytes=config.server.max_body_bytes,
-        )
-        routes.append(mcp.route())
+    if mcp is not None:
+        routes += mcp.routes()
     # Last: see the module docstring.
     routes += create_rest_routes(handler, context_builder=builder, enable_v0_3_compat=legacy)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import subprocess
 from collections.abc import AsyncIterator, Iterator
@@ -21,8 +22,11 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from helpers.agent_harness import running_agent
+from helpers.agent_skills import TestSkills
 from helpers.example_vendor import example_vendor_env
 from helpers.mcp_inspector import inspector_cli
+from helpers.oidc_issuer import AUDIENCE, Issuer, running_issuer
 
 pytest.importorskip("mcp")
 
@@ -34,6 +38,10 @@ from mcp_types import INVALID_PARAMS
 
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import SkillCallError
+from skillrack.host.config import Config
+from skillrack.host.plugins import load_plugins
+from skillrack.host.registry import Registry, build_registry
+from skillrack.host.startup import first_party_plugins
 from skillrack.testing.serve import ServedAgent, skillrack_command, start_agent
 from skillrack_plugins.api_keys import hash_key
 
@@ -448,3 +456,74 @@ def test_the_mcp_inspector_lists_and_calls_the_tools(
     assert refused["isError"] is True
     assert refused["_meta"]["code"] == "input_invalid"
     assert "/condition" in refused["_meta"]["pointers"]
+
+
+# OpenID Connect: the protected-resource metadata MCP clients discover the issuer with -----------
+
+
+def oidc_agent(issuer: Issuer, workdir: Path) -> tuple[Registry, Config]:
+    """Tokens of ``issuer``; operators may call evaluate_resource_condition with network:write."""
+    (workdir / "policy.toml").write_text(
+        '[[rule]]\neffect = "allow"\nroles = ["operator"]\n'
+        'skills = ["evaluate_resource_condition"]\n'
+    )
+    config = Config(
+        base_dir=workdir,
+        first_party={
+            "oidc": {
+                "issuer": issuer.issuer,
+                "audience": AUDIENCE,
+                "allow_loopback": True,
+                "roles_claims": ["realm_access.roles"],
+                "roles": {"network-operator": ["operator"]},
+            },
+            "policy": {"file": "policy.toml"},
+        },
+        skill_security={"evaluate_resource_condition": ({"oidc": ("network:write",)},)},
+    )
+    plugins = [*first_party_plugins(config), ("tests", TestSkills())]
+    return build_registry(load_plugins(use_entry_points=False, extra=plugins)), config
+
+
+@pytest.fixture(scope="module")
+def oidc_agent_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Issuer]]:
+    workdir = tmp_path_factory.mktemp("mcp-oidc")
+    with running_issuer() as issuer:
+        registry, config = oidc_agent(issuer, workdir)
+        config = dataclasses.replace(config, server=dataclasses.replace(config.server, mcp=True))
+        with running_agent(registry, config) as url:
+            yield url, issuer
+
+
+def test_an_oidc_agent_publishes_its_issuer_for_mcp_and_takes_its_tokens(
+    oidc_agent_url: tuple[str, Issuer],
+) -> None:
+    url, issuer = oidc_agent_url
+    for path in (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ):
+        metadata = httpx.get(url + path)  # public: no credential
+        assert metadata.status_code == 200
+        assert metadata.json()["resource"] == url + "/mcp"
+        assert metadata.json()["authorization_servers"] == [issuer.issuer]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    accept = {"Accept": "application/json, text/event-stream"}
+    assert httpx.post(url + "/mcp", json=body, headers=accept).status_code == 401
+
+    # A token with the skill's scope (network:write) and the operator role calls it.
+    token = issuer.token(scope="openid network:read network:write")
+
+    async def go(bearer: str) -> Any:
+        headers = {"Authorization": f"Bearer {bearer}"}
+        async with (
+            create_mcp_http_client(headers=headers) as http,
+            Client(streamable_http_client(url + "/mcp", http_client=http)) as client,
+        ):
+            return await client.call_tool("evaluate_resource_condition", EVALUATE)
+
+    done = run(go(token))
+    assert done.is_error is False, done.content
+    # Without the skill's scope: refused as over A2A (the same requirement, checked by the host).
+    refused = run(go(issuer.token()))
+    assert refused.is_error is True

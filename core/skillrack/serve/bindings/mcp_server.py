@@ -46,7 +46,15 @@ from urllib.parse import urlsplit
 
 import mcp_types as types
 from a2a.server.context import ServerCallContext
-from a2a.types import Message, Role, SendMessageConfiguration, SendMessageRequest, Task, TaskState
+from a2a.types import (
+    AgentCard,
+    Message,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
 from a2a.utils.errors import A2AError
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
@@ -55,7 +63,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -74,6 +82,10 @@ logger = logging.getLogger(__name__)
 
 #: Where the MCP endpoint is served.
 MCP_PATH = "/mcp"
+#: RFC 9728's well-known path; the MCP endpoint's document is at this path plus ``/mcp``.
+METADATA_PATH = "/.well-known/oauth-protected-resource"
+#: What an OpenID Connect discovery URL ends with, after its issuer.
+DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
 #: The tool that continues a task parked for an approval or a question.
 RESUME_TOOL = "skillrack_resume"
 
@@ -196,8 +208,11 @@ class McpBinding:
         *,
         allowed_hosts: Sequence[str],
         max_body_bytes: int,
+        resource: str,
+        card: AgentCard,
     ) -> None:
         self._registry = registry
+        self._metadata = protected_resource(resource + MCP_PATH, card)
         self._handler = handler
         tools: list[types.Tool] = []
         for skill in registry:
@@ -231,13 +246,31 @@ class McpBinding:
         )
         self._hosts = HostAllowlist(_refuse, allowed=allowed_hosts)
 
-    def route(self) -> Route:
-        """The ``/mcp`` route: GET, POST and DELETE go to the SDK's transport."""
-        return Route(
-            MCP_PATH,
-            endpoint=_Endpoint(self.manager, self._hosts),
-            methods=["GET", "POST", "DELETE"],
-        )
+    def routes(self) -> list[Route]:
+        """``/mcp`` (GET, POST and DELETE go to the SDK's transport), and the metadata."""
+        routes = [
+            Route(
+                MCP_PATH,
+                endpoint=_Endpoint(self.manager, self._hosts),
+                methods=["GET", "POST", "DELETE"],
+            )
+        ]
+        metadata = self._metadata
+        if metadata is not None:
+
+            async def metadata_endpoint(request: Request) -> JSONResponse:
+                return JSONResponse(metadata)
+
+            routes += [
+                Route(path, metadata_endpoint, methods=["GET"]) for path in self.public_paths()
+            ]
+        return routes
+
+    def public_paths(self) -> set[str]:
+        """Paths answered without a credential: the protected-resource metadata, if any."""
+        if self._metadata is None:
+            return set()
+        return {METADATA_PATH + MCP_PATH, METADATA_PATH}
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -326,6 +359,33 @@ class McpBinding:
         if skill is None and resumed:
             skill = self._registry.get(_skill_of(answer))
         return task_result(answer, skill)
+
+
+def protected_resource(resource: str, card: AgentCard) -> dict[str, Any] | None:
+    """The OAuth protected-resource metadata (RFC 9728) of ``/mcp``, or ``None``.
+
+    MCP clients find the authorization server of a protected MCP endpoint
+    through this document.  The agent's OpenID Connect issuers are the ones
+    its card advertises (``openIdConnectSecurityScheme``, which the ``oidc``
+    plugin contributes): the issuer is the discovery URL without
+    ``/.well-known/openid-configuration``.  No such scheme, no document.
+    """
+    issuers: list[str] = []
+    for scheme in card.security_schemes.values():
+        if scheme.HasField("open_id_connect_security_scheme"):
+            url = scheme.open_id_connect_security_scheme.open_id_connect_url
+            if url.endswith(DISCOVERY_SUFFIX):
+                issuer = url[: -len(DISCOVERY_SUFFIX)]
+                if issuer not in issuers:
+                    issuers.append(issuer)
+    if not issuers:
+        return None
+    return {
+        "resource": resource,
+        "authorization_servers": issuers,
+        "bearer_methods_supported": ["header"],
+        "resource_name": card.name,
+    }
 
 
 class _Endpoint:
