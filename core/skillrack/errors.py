@@ -39,6 +39,7 @@ builtin in parentheses is a second base)::
       x BundleError                           release.bundle
       x ReleaseUsageError                     release.target
       x ScaffoldError                         ops.scaffold
+      x YangScaffoldError                     ops.scaffold_yang
       x YangError (ValueError)                yang.errors
         + XsdPatternError                     yang.xsd_regex
 
@@ -70,7 +71,7 @@ What each one means, in one line:
   too many approvals waiting.
 * ``CallRefused``: a gRPC call refused before any task exists (credential,
   limit, malformed request); answered as a gRPC status with the draft's code.
-* ``ManifestError`` … ``ScaffoldError``: ``skillrack plugin check|bundle|verify``
+* ``ManifestError`` … ``YangScaffoldError``: ``skillrack plugin check|bundle|verify``
   and ``skillrack new`` refusing their input.
 
 ``tests/test_errors.py`` walks the package and fails when an exception class is
