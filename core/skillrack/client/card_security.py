@@ -62,25 +62,48 @@ def _kind(scheme: Any) -> str:
     return "unknown"
 
 
-def _meets(scheme: Any, scopes: Iterable[str], presented: Presented) -> bool:
+def _missing(
+    name: str, scheme: Any, scopes: Iterable[str], presented: Presented
+) -> tuple[str, str] | None:
+    """What this client lacks to meet scheme ``name`` with ``scopes``, and how to give it.
+
+    ``None`` when it is met (or is not this client's to judge).
+    """
     kind = _kind(scheme)
     if kind == "apiKey":
         api_key = scheme["apiKeySecurityScheme"]
-        name = api_key.get("name") if isinstance(api_key, Mapping) else None
+        header = api_key.get("name") if isinstance(api_key, Mapping) else None
         location = str(api_key.get("location", "header")).lower()
-        if location != "header" or not isinstance(name, str):
-            return True  # a query or cookie key: not something this client judges
-        return name.lower() in presented.headers
+        if location != "header" or not isinstance(header, str):
+            return None  # a query or cookie key: not something this client judges
+        if header.lower() in presented.headers:
+            return None
+        return f"{name}: no {header} header", f"--header '{header}: KEY'"
     if kind == "http":
         http = scheme["httpAuthSecurityScheme"]
         auth = str(http.get("scheme", "")).lower() if isinstance(http, Mapping) else ""
-        return presented.bearer if auth == "bearer" else "authorization" in presented.headers
+        if auth == "bearer":
+            return None if presented.bearer else (f"{name}: no bearer token", HINTS["http"])
+        if "authorization" in presented.headers:
+            return None
+        return f"{name}: no Authorization header", HINTS["http"]
     if kind == "oauth2":
+        wanted = sorted(set(scopes))
+        if not presented.bearer:
+            asked = f" (scopes {' '.join(wanted)})" if wanted else ""
+            return f"{name}: no bearer token{asked}", HINTS["oauth2"]
         known = presented.scopes
-        return presented.bearer and (known is None or set(scopes) <= known)
+        lacking = [s for s in wanted if known is not None and s not in known]
+        if not lacking:
+            return None
+        granted = " ".join(sorted(known or ())) or "none"
+        return (
+            f"{name}: the token lacks scope {' '.join(lacking)} (granted: {granted})",
+            " ".join(f"--oauth-scope {s}" for s in lacking),
+        )
     if kind == "mtls":
-        return presented.certificate
-    return True
+        return None if presented.certificate else (f"{name}: no client certificate", HINTS["mtls"])
+    return None
 
 
 def _alternatives(value: Any) -> list[dict[str, list[str]]]:
@@ -111,7 +134,9 @@ def check_card_security(
     """Raise a local ``authorization_failed`` when no alternative of the card can be met.
 
     The agent's requirements apply to every call, the skill's (``skill_id``'s
-    entry) to its own calls too.
+    entry) to its own calls too.  The message names, for each alternative,
+    exactly what this client lacks (a header, a token, a scope, a
+    certificate), and the options that provide only those.
     """
     schemes = card.get("securitySchemes")
     schemes = schemes if isinstance(schemes, Mapping) else {}
@@ -122,14 +147,21 @@ def check_card_security(
     for who, alternatives in levels:
         if not alternatives:
             continue
-        if any(
-            all(_meets(schemes.get(n), s, presented) for n, s in a.items()) for a in alternatives
-        ):
-            continue
-        kinds = sorted({_kind(schemes.get(n)) for a in alternatives for n in a} & set(HINTS))
-        give = "; ".join(HINTS[k] for k in kinds) or "the agent's credentials"
-        raise SkillCallError.local(
-            ErrorCode.AUTHORIZATION_FAILED,
-            f"the Agent Card of {agent} says {who} requires {_describe(alternatives)}, and this "
-            f"client presents none of them, so nothing was sent; give {give}",
-        )
+        lacks: list[list[tuple[str, str]]] = []
+        for alternative in alternatives:
+            found = [
+                why
+                for n, s in alternative.items()
+                if (why := _missing(n, schemes.get(n), s, presented)) is not None
+            ]
+            if not found:
+                break
+            lacks.append(found)
+        else:
+            missing = " or ".join("[" + "; ".join(w for w, _ in f) + "]" for f in lacks)
+            give = "; ".join(dict.fromkeys(h for f in lacks for _, h in f))
+            raise SkillCallError.local(
+                ErrorCode.AUTHORIZATION_FAILED,
+                f"the Agent Card of {agent} says {who} requires {_describe(alternatives)}; "
+                f"this client lacks {missing}, so nothing was sent; give {give}",
+            )

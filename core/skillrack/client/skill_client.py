@@ -92,6 +92,8 @@ _P = ParamSpec("_P")
 _T = TypeVar("_T")
 #: Set while a public call runs, so that the calls it makes inside share its deadline.
 _in_call: ContextVar[bool] = ContextVar("skillrack_client_in_call", default=False)
+#: The agents whose card this public call has already fetched or revalidated: one look a call.
+_cards_seen: ContextVar[frozenset[str]] = ContextVar("skillrack_cards_seen", default=frozenset())
 
 
 def _allowed_origins(
@@ -270,6 +272,7 @@ class SkillClient:
         )
         policy = OriginPolicy(named, allowed)
         token = _in_call.set(True)
+        seen = _cards_seen.set(frozenset())
         try:
             with origin_scope(policy, self._token_source(named)):
                 async with asyncio.timeout(self.timeout) as deadline:
@@ -283,6 +286,7 @@ class SkillClient:
                 f"of {self.timeout:g} s (--timeout); it was stopped",
             ) from None
         finally:
+            _cards_seen.reset(seen)
             _in_call.reset(token)
 
     def _token_source(self, named: Origin) -> TokenSource | None:
@@ -309,6 +313,8 @@ class SkillClient:
     async def _card(self, url: str) -> _CachedCard:
         agent = url.rstrip("/")
         cached = self._cards.get(agent)
+        if cached is not None and agent in _cards_seen.get():
+            return cached  # looked at once in this call already
         headers = {"If-None-Match": cached.etag} if cached and cached.etag else {}
         hint = functools.partial(
             refused_hint, url=agent, presents_certificate=self._presents_certificate(agent)
@@ -316,6 +322,7 @@ class SkillClient:
         async with _transport(f"fetching the Agent Card of {agent}", hint):
             status, etag, body = await self._read_card(agent, headers)
         if status == 304 and cached is not None:
+            _cards_seen.set(_cards_seen.get() | {agent})
             return cached
         if status != 200:
             raise SkillCallError(
@@ -344,6 +351,7 @@ class SkillClient:
             advertisement = None
         entry = _CachedCard(etag, card, advertisement, proto)
         self._cards.put(agent, entry, len(body))
+        _cards_seen.set(_cards_seen.get() | {agent})
         return entry
 
     async def _read_card(
@@ -475,6 +483,7 @@ class SkillClient:
     ) -> SkillResult:
         """Invoke ``skill_id`` with ``arguments``; return the validated result and records."""
         agent = url.rstrip("/")
+        await self._check_security(agent, skill_id)
         interface = await self.describe(agent, skill_id)
         self._check_arguments(interface, arguments)
         request = {
@@ -502,6 +511,7 @@ class SkillClient:
         :meth:`respond`.
         """
         agent = url.rstrip("/")
+        await self._check_security(agent, skill_id)
         interface = await self.describe(agent, skill_id)
         task = await self._get_task(agent, task_id)
         current = outcome(task, skill_id, interface)
@@ -544,9 +554,18 @@ class SkillClient:
     ) -> SkillResult:
         """Answer a task waiting in ``TASK_STATE_INPUT_REQUIRED`` (not validated, per the draft)."""
         agent = url.rstrip("/")
+        await self._check_security(agent, skill_id)
         interface = await self.describe(agent, skill_id)
         task = await self._send(agent, answer, mode, task_id=task_id)
         return outcome(task, skill_id, interface)
+
+    async def _check_security(self, agent: str, skill_id: str | None) -> None:
+        """Refuse locally, from the card alone, a call whose requirements nothing here meets.
+
+        Run before ``describe_skill`` too: a call that cannot succeed sends nothing.
+        """
+        entry = await self._card(agent)
+        check_card_security(entry.card, agent, skill_id, await self._presented(agent))
 
     def _check_arguments(self, interface: VerifiedInterface, arguments: Any) -> None:
         try:
@@ -660,13 +679,7 @@ class SkillClient:
     ) -> Task | Message:
         """Send ``message`` (for ``skill_id``); its Task (polled unless ``sync``) or a reply."""
         client = await self._sdk_client(agent, streaming=mode == "stream")
-        entry = self._cards.get(agent) or await self._card(agent)  # just fetched by _sdk_client
-        check_card_security(
-            entry.card,
-            agent,
-            skill_id if isinstance(skill_id, str) else None,
-            await self._presented(agent),
-        )
+        await self._check_security(agent, skill_id if isinstance(skill_id, str) else None)
         request = SendMessageRequest(
             message=message,
             configuration=SendMessageConfiguration(return_immediately=mode == "poll"),
