@@ -13,7 +13,10 @@ CAs the agent's certificate must chain to), ``SkillClient(tls=...)``;
 ``--oauth-token-url``/``--oauth-client-id``/``--oauth-scope`` (OAuth 2.0
 client credentials; the secret from ``--oauth-client-secret-file`` or the
 ``SKILLRACK_OAUTH_CLIENT_SECRET`` environment variable, never the command
-line, where other users of the machine could read it).
+line, where other users of the machine could read it); the schema trust
+policy, ``SkillClient(trust=...)``: ``--pin-schema``, ``--pinned-only``,
+``--allow-dialect``, ``--min-schema-version`` and ``--trust-file`` (the
+keys of ``[client.trust]``, its ``card_keys`` added to ``--card-key``).
 ``--header`` itself (:func:`add_header_option`) is shared with ``spec``,
 which calls the composed agent in process.
 
@@ -34,6 +37,8 @@ from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 
 if TYPE_CHECKING:
     from skillrack.client.oauth import ClientCredentials
+    from skillrack.host.trust_settings import TrustSettings
+    from skillrack.interface.trust import SchemaPolicy
     from skillrack.client.tls import ClientTls
     from skillrack.protocol.signing import CardKeys
 
@@ -130,8 +135,11 @@ def add_card_key_option(parser: argparse.ArgumentParser) -> None:
 
 
 def pinned_card_keys(args: argparse.Namespace) -> CardKeys | None:
-    """Every ``--card-key`` as one key set, or None when none was given."""
+    """Every ``--card-key`` (and ``--trust-file``'s card_keys) as one key set, or None."""
     sets: list[CardKeys] = list(getattr(args, "card_keys", None) or [])
+    file = getattr(args, "trust_file", None)
+    if file is not None and file.card_keys is not None:
+        sets.append(file.card_keys)
     if not sets:
         return None
     pinned = sets[0]
@@ -183,6 +191,108 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
     )
 
     add_oauth_options(parser)
+    add_trust_options(parser)
+
+
+def _pin(text: str) -> tuple[str, str, str]:
+    """``--pin-schema URI@VERSION=DIGEST``."""
+    from skillrack.interface.trust import SchemaPolicyError, pin_entry
+
+    identity, _, digest = text.rpartition("=")
+    uri, _, version = identity.rpartition("@")
+    if not (uri and version and digest):
+        raise argparse.ArgumentTypeError(f"{text!r} is not SCHEMA_URI@VERSION=DIGEST")
+    try:
+        return pin_entry({"schema_uri": uri, "version": version, "digest": digest}, "the pin")
+    except SchemaPolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _minimum(text: str) -> tuple[str, str]:
+    """``--min-schema-version URI=VERSION``."""
+    from skillrack.interface.trust import SchemaPolicyError, minimum_version
+
+    uri, _, version = text.rpartition("=")
+    if not uri:
+        raise argparse.ArgumentTypeError(f"{text!r} is not SCHEMA_URI=VERSION")
+    try:
+        return uri, str(minimum_version(version, "the version"))
+    except SchemaPolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _trust_file(text: str) -> TrustSettings:
+    from pathlib import Path
+
+    from skillrack.host.settings import ConfigError
+    from skillrack.host.trust_settings import load_trust_file
+
+    try:
+        return load_trust_file(Path(text))
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_trust_options(parser: argparse.ArgumentParser) -> None:
+    """Add the schema trust policy (``args.pins``, ``args.dialects``, ...); see ``--card-key``."""
+    parser.add_argument(
+        "--pin-schema",
+        action="append",
+        dest="pins",
+        type=_pin,
+        default=[],
+        metavar="URI@VERSION=DIGEST",
+        help="accept schema URI at VERSION only with this digest (repeatable); a changed "
+        "schema under a pinned identity is refused before the skill is called",
+    )
+    parser.add_argument(
+        "--pinned-only",
+        action="store_true",
+        help="accept only pinned schema identities (--pin-schema, or pins in --trust-file)",
+    )
+    parser.add_argument(
+        "--allow-dialect",
+        action="append",
+        dest="dialects",
+        default=[],
+        metavar="URI",
+        help="accept schemas of this JSON Schema dialect only (repeatable); by default any "
+        "dialect the validator supports",
+    )
+    parser.add_argument(
+        "--min-schema-version",
+        action="append",
+        dest="minimum_versions",
+        type=_minimum,
+        default=[],
+        metavar="URI=VERSION",
+        help="refuse schema URI below VERSION (repeatable)",
+    )
+    parser.add_argument(
+        "--trust-file",
+        type=_trust_file,
+        metavar="TOML",
+        help="a trust policy file: card_keys, pins, pinned_only, dialects, minimum_versions "
+        "(the keys of [client.trust]); added to the options above",
+    )
+
+
+def schema_trust(args: argparse.Namespace) -> SchemaPolicy | None:
+    """The schema trust policy of the options above, or None when none was given."""
+    from skillrack.interface.trust import SchemaPolicy, merge
+    from skillrack.interface.versions import Version
+
+    given = SchemaPolicy(
+        pins={(uri, version): digest for uri, version, digest in getattr(args, "pins", [])},
+        pinned_only=bool(getattr(args, "pinned_only", False)),
+        dialects=frozenset(getattr(args, "dialects", [])),
+        minimum_versions={
+            uri: Version.parse(v) for uri, v in getattr(args, "minimum_versions", [])
+        },
+    )
+    file = getattr(args, "trust_file", None)
+    policy = merge(file.policy, given) if file is not None else given
+    return None if policy.empty else policy
 
 
 def client_tls(args: argparse.Namespace) -> ClientTls | None:
@@ -277,4 +387,5 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
         "card_keys": pinned_card_keys(args),
         "tls": client_tls(args),
         "oauth": oauth_credentials(args),
+        "trust": schema_trust(args),
     }

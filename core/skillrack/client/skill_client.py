@@ -77,6 +77,7 @@ from skillrack.interface.document import (
     verify_document,
 )
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
+from skillrack.interface.trust import SchemaPolicy
 from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.protocol.messages import APPROVAL_KEY, EXTENSION_URI
 from skillrack.protocol.parts import PartLike, user_message
@@ -173,6 +174,13 @@ class SkillClient:
     skill's) nothing this client presents can meet is refused locally with
     ``authorization_failed`` (:mod:`skillrack.client.card_security`).
 
+    ``trust`` (a :class:`~skillrack.interface.trust.SchemaPolicy`) is the
+    draft's schema trust: pinned schema identities and their digests,
+    allowed dialects, minimum versions per ``schema_uri``; with
+    ``card_keys`` (the trusted publishers) it decides which verified
+    documents this client lets govern a call.  A document outside it is
+    refused with ``interface_invalid`` before the skill is invoked.
+
     Every cache is bounded in entries and bytes, least recently used first:
     ``card_cache`` for Agent Cards, ``limits.max_cache_entries`` and
     ``limits.max_cache_bytes`` for the interface cache and ``describe_calls``.
@@ -195,8 +203,11 @@ class SkillClient:
         tls: ClientTls | Mapping[str, ClientTls] | None = None,
         oauth: ClientCredentials | Mapping[str, ClientCredentials] | None = None,
         oauth_transport: httpx.AsyncBaseTransport | None = None,
+        trust: SchemaPolicy | None = None,
     ) -> None:
         self.limits = limits
+        #: The schema trust policy every verified document must also meet (None: any).
+        self.trust = trust if trust is not None and not trust.empty else None
         #: Per agent origin (``None``: every agent), the TLS settings of calls to it.
         self.tls: dict[Origin | None, ClientTls] = (
             {Origin.of(url): one for url, one in tls.items()}
@@ -387,8 +398,15 @@ class SkillClient:
     # -- steps 2-6: describe and verify ----------------------------------------------------
 
     @_one_call
-    async def describe(self, url: str, skill_id: str) -> VerifiedInterface:
-        """The verified Skill Interface Document of ``skill_id`` (cached when possible)."""
+    async def describe(
+        self, url: str, skill_id: str, *, apply_trust: bool = True
+    ) -> VerifiedInterface:
+        """The verified Skill Interface Document of ``skill_id`` (cached when possible).
+
+        ``apply_trust=False`` returns a verified document even when the schema
+        trust policy refuses it: for diagnostics (``skillrack check``) that
+        report the refusal beside the other findings, never for a call.
+        """
         agent = url.rstrip("/")
         binding = (await self.advertisement(agent)).select(skill_id)
         key = CacheKey(
@@ -396,7 +414,7 @@ class SkillClient:
         )
         cached = self.cache.get(key)
         if cached is not None:
-            return cached
+            return self._trusted(agent, cached) if apply_trust else cached
         # The card no longer advertises what may be cached for this skill: drop it.
         self.cache.invalidate(agent, skill_id)
         counted = self.describe_calls.get((agent, skill_id), 0) + 1
@@ -442,7 +460,25 @@ class SkillClient:
             verified.interface_digest,
         )
         self.cache.put(key, verified)
-        return verified
+        return self._trusted(agent, verified) if apply_trust else verified
+
+    def _trusted(self, agent: str, interface: VerifiedInterface) -> VerifiedInterface:
+        """``interface`` when the trust policy accepts every Schema Reference of it.
+
+        Outside policy: the draft's ``interface_invalid``, locally, so the skill
+        is never invoked; the line names the first reference refused and why.
+        """
+        if self.trust is None:
+            return interface
+        refused = self.trust.refusals(interface)
+        if not refused:
+            return interface
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise SkillCallError.local(
+            ErrorCode.INTERFACE_INVALID,
+            f"the document of {interface.skill_id!r} at {agent} is outside this client's "
+            f"schema trust policy, so the skill is not called: {refused[0]}{more}",
+        )
 
     def _describe_result(self, task: Task) -> tuple[Any, str]:
         completed = task.status.state == TaskState.TASK_STATE_COMPLETED

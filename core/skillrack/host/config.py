@@ -57,6 +57,10 @@ scopes = ["network:read"]
 [skills.manage_interface]   # per-skill security requirements (beyond authentication)
 security = [{ oidc = ["network:write"] }, "mtls"]   # one alternative must be met
 
+[client.trust]      # what this host's own delegations trust (host/trust_settings.py)
+card_keys = ["peers.jwks.json"]
+pins = [{ schema_uri = "urn:example:x:input", version = "1.0", digest = "sha256:..." }]
+
 [signing]           # sign the Agent Card (JWS, A2A 1.0 section 8.4); see skillrack.protocol.signing
 key = "card-signing-ec.pem"   # unencrypted PEM private key: EC P-256/P-384/P-521 or RSA
 kid = "card-2025"             # optional; default: the key's RFC 7638 thumbprint
@@ -76,6 +80,7 @@ from typing import Any, Literal
 
 from skillrack.host.settings import ConfigError as ConfigError
 from skillrack.host.settings import read_settings, refuse_unknown_keys
+from skillrack.host.trust_settings import TrustSettings, read_trust
 from skillrack.interface.limits import DEPTH_CEILINGS, Limits
 
 DEVELOPMENT_POLICY = "skillrack_plugins.development_policy"
@@ -101,7 +106,7 @@ FIRST_PARTY: Mapping[str, str] = {
 _ZERO_IS_OFF = frozenset({"memory_max_tasks", "memory_task_ttl"})
 
 #: The tables of the configuration file.
-TABLES = ("agent", "limits", "server", "plugins", "peers", "signing", "skills")
+TABLES = ("agent", "limits", "server", "plugins", "peers", "signing", "skills", "client")
 
 #: A host name, an IPv4 literal or a bracketed IPv6 literal, with an optional port.
 _HOST_PATTERN = re.compile(
@@ -299,6 +304,9 @@ class Config:
     #: Per skill id: the security requirements a caller must meet, beyond authentication
     #: (``[skills.<id>] security``); see :mod:`skillrack.serve.security.requirements`.
     skill_security: Mapping[str, tuple[SecurityRequirement, ...]] = field(default_factory=dict)
+    #: The schema trust of this host's own delegations (``[client.trust]``):
+    #: card signers, pinned schema identities, dialects, minimum versions.
+    client_trust: TrustSettings = field(default_factory=TrustSettings)
 
     def public_url(self, host: str, port: int, scheme: str = "http") -> str:
         """Base URL the card advertises: configured, else where uvicorn listens."""
@@ -323,6 +331,14 @@ def _limits(table: Any) -> Limits:
                 f"limits.{key} = {value} is above {ceiling}, {why}; set it to {ceiling} or less"
             )
     return limits
+
+
+def _client(table: Any, base_dir: Path) -> TrustSettings:
+    """The ``[client]`` table: ``[client.trust]`` (:mod:`skillrack.host.trust_settings`)."""
+    if not isinstance(table, dict):
+        raise ConfigError("[client] must be a table")
+    refuse_unknown_keys("[client]", table, ("trust",))
+    return read_trust(table.get("trust", {}), "[client.trust]", base_dir)
 
 
 def _signing(table: Any) -> SigningSettings | None:
@@ -560,6 +576,7 @@ def load_config(path: Path | None) -> Config:
         peer_oauth=_peer_oauth(raw.get("peers", {})),
         signing=_signing(raw.get("signing")),
         skill_security=_skills(raw.get("skills", {})),
+        client_trust=_client(raw.get("client", {}), base_dir),
         agent=agent,
         limits=_limits(raw.get("limits", {})),
         server=server,

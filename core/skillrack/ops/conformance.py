@@ -18,7 +18,7 @@ from a2a.types import Task, TaskState
 from skillrack.client.outcome import state_name
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import ErrorCode, SkillCallError, parse_error_object
-from skillrack.interface.document import DESCRIBE_SKILL
+from skillrack.interface.document import DESCRIBE_SKILL, VerifiedInterface
 from skillrack.protocol.values import from_value
 
 #: Candidate arguments for "an invalid input": the first one the skill's own
@@ -129,6 +129,23 @@ DOCUMENT = (
 UNADVERTISED = "describe_skill for an unadvertised skill is rejected with skill_not_advertised"
 STALE = "a stale interface_digest is rejected with interface_mismatch"
 INVALID_INPUT = "an invalid input is rejected with input_invalid"
+TRUSTED = "every Schema Reference is within the client's schema trust policy"
+
+
+def _judge_trust(report: CheckReport, client: SkillClient, interface: VerifiedInterface) -> None:
+    """The draft's diagnostic for untrusted schemas: each reference the policy refuses.
+
+    Not applicable without a policy (``--pin-schema``, ``--trust-file``, ...):
+    then every verified schema is accepted.
+    """
+    skill_id = interface.skill_id
+    if client.trust is None:
+        return
+    refused = client.trust.refusals(interface)
+    if not refused:
+        report.add(TRUSTED, skill_id, True, f"{len(interface.references)} schema(s) within policy")
+        return
+    report.add(TRUSTED, skill_id, False, "untrusted schema: " + "; ".join(map(str, refused)))
 
 
 async def check_agent(url: str, client: SkillClient) -> CheckReport:
@@ -151,11 +168,12 @@ async def check_agent(url: str, client: SkillClient) -> CheckReport:
     )
     for skill_id, binding in sorted(advertisement.bindings.items()):
         try:
-            interface = await client.describe(url, skill_id)
+            interface = await client.describe(url, skill_id, apply_trust=False)
         except SkillCallError as exc:
             report.add(DOCUMENT, skill_id, False, f"{exc.code}: {exc.message}")
             continue
         report.add(DOCUMENT, skill_id, True, binding.interface_digest)
+        _judge_trust(report, client, interface)
         stale = {
             "skill": skill_id,
             "skill_version": binding.skill_version,
@@ -187,5 +205,13 @@ async def check_agent(url: str, client: SkillClient) -> CheckReport:
             (client, url, bad_input),
             ErrorCode.INPUT_INVALID,
             TaskState.TASK_STATE_REJECTED,
+        )
+    if client.trust is None:
+        report.add(
+            TRUSTED,
+            None,
+            None,
+            "no schema trust policy given (--pin-schema, --allow-dialect, "
+            "--min-schema-version, --trust-file)",
         )
     return report

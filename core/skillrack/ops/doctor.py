@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from skillrack.client.oauth import ClientCredentials
     from skillrack.client.tls import ClientTls
     from skillrack.protocol.signing import CardKeys
+    from skillrack.interface.trust import SchemaPolicy
 
 # -- shared checks --------------------------------------------------------------------------------
 
@@ -288,6 +289,7 @@ async def diagnose_agent(
     card_keys: CardKeys | None = None,
     tls: ClientTls | None = None,
     oauth: ClientCredentials | None = None,
+    trust: SchemaPolicy | None = None,
 ) -> Diagnosis:
     """Diagnose the agent at ``url`` through the client procedure.
 
@@ -297,6 +299,8 @@ async def diagnose_agent(
     ``card_keys`` (``--card-key``) must have signed the card, as for ``call``;
     ``tls`` (``--client-cert``, ``--ca-bundle``) is the client's TLS, as for ``call``.
     ``oauth`` (``--oauth-*``) obtains bearer tokens as for ``call``.
+    ``trust`` (``--pin-schema``, ``--trust-file``, ...) is the schema trust
+    policy, as for ``call``: a skill whose schemas it refuses is a failure.
     """
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
@@ -312,6 +316,7 @@ async def diagnose_agent(
         "card_keys": card_keys,
         "tls": tls,
         "oauth": oauth,
+        "trust": trust,
     }
     async with SkillClient(**settings) as client:
         try:

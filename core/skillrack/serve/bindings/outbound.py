@@ -176,5 +176,7 @@ def delegation_peers(config: Config, base_url: str) -> Peers:
             tls=tls,
             oauth=credentials,
             oauth_transport=address_guard(config, tls),
+            card_keys=config.client_trust.card_keys,
+            trust=config.client_trust.policy,
         ),
     )
