@@ -15,6 +15,19 @@ from helpers.tamper import Tamper
 from skillrack.host.registry import Registry
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _no_disk_cache() -> Iterator[None]:
+    """No ``skillrack call`` of the suite reads or writes ``~/.cache/skillrack``.
+
+    Agents come and go on reused ports; a card kept fresh on disk by one
+    test must not answer for another's agent.  The disk cache's own tests
+    name a directory of their own (``SKILLRACK_CACHE_DIR``, monkeypatched).
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SKILLRACK_CACHE_DIR", "")
+        yield
+
+
 @pytest.fixture
 def vector() -> dict[str, Any]:
     """The draft's describe_skill result for evaluate_resource_condition."""

@@ -17,11 +17,13 @@ builtin in parentheses is a second base)::
         + InterfaceError                      interface.document
         + InlineSchemaError                   interface.schemaerror
       x SkillCallError                        errors
+        + AgentBusy                           client.busy
       x StartupError                          errors
       x ConfigError                           host.settings
       x CanonicalizationError (ValueError)    interface.canonical
       x VersionError (ValueError)             interface.versions
       x SchemaReferenceError (ValueError)     interface.schemaref
+      x SchemaPolicyError (ValueError)        interface.trust
       x SchemaFileTooLarge (ValueError)       interface.declare
       x PointerError (LookupError)            interface.pointers
       x PatternTimeLimit                      interface.patterns
@@ -50,9 +52,12 @@ What each one means, in one line:
   rule broken and where (a JSON Pointer).
 * ``SkillCallError``: the client procedure failed, locally (``remote`` false) or
   as a remote task reported it; its ``code`` is an :class:`ErrorCode` or a
-  :class:`ClientCode`.
+  :class:`ClientCode`.  ``AgentBusy`` is one an agent answered HTTP 429 or
+  503 to: refused before any task existed, safe to send again.
 * ``StartupError``, ``ConfigError``: a composition or configuration that must
   not start; the message names the plugin, skill or option.
+* ``SchemaPolicyError``: a schema trust policy (``[client.trust]``,
+  ``--trust-file``) that cannot be read.
 * ``CanonicalizationError`` … ``InterfaceSchemaIntegrityError``: a value,
   Version String, Schema Reference or pointer that breaks the draft's rules; a
   schema file too large to read; a pattern match out of time; a pattern that
@@ -259,6 +264,9 @@ class SkillCallError(SkillrackError):
     remote: bool = False
     task_id: str | None = None
     state: str | None = None
+    #: Seconds the agent asked to wait (``Retry-After`` of an HTTP 429 or 503): the
+    #: request was refused before any task existed, and may be sent again after it.
+    retry_after: float | None = None
 
     def __post_init__(self) -> None:
         self.code = str(self.code)  # an ErrorCode or ClientCode member reads as its value
@@ -279,6 +287,8 @@ class SkillCallError(SkillrackError):
             error["task_id"] = self.task_id
         if self.state is not None:
             error["state"] = self.state
+        if self.retry_after is not None:
+            error["retry_after"] = self.retry_after
         return {"error": error}
 
 

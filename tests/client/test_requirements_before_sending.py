@@ -25,8 +25,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack import Caller, hookimpl
 from skillrack.cli import main as cli
-from skillrack.client.tls import ClientTls
 from skillrack.client.skill_client import SkillClient
+from skillrack.client.tls import ClientTls
 from skillrack.errors import SkillCallError
 from skillrack.host.config import Config
 from skillrack.host.plugins import load_plugins

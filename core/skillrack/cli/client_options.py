@@ -16,7 +16,10 @@ client credentials; the secret from ``--oauth-client-secret-file`` or the
 line, where other users of the machine could read it); the schema trust
 policy, ``SkillClient(trust=...)``: ``--pin-schema``, ``--pinned-only``,
 ``--allow-dialect``, ``--min-schema-version`` and ``--trust-file`` (the
-keys of ``[client.trust]``, its ``card_keys`` added to ``--card-key``).
+keys of ``[client.trust]``, its ``card_keys`` added to ``--card-key``);
+``--retry N`` (HTTP 429 and 503 sent again after their ``Retry-After``),
+and for ``call`` and ``describe`` ``--no-cache`` (the on-disk cache of
+cards and verified documents, :mod:`skillrack.client.disk_cache`).
 ``--header`` itself (:func:`add_header_option`) is shared with ``spec``,
 which calls the composed agent in process.
 
@@ -36,10 +39,11 @@ from typing import TYPE_CHECKING, Any, cast
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 
 if TYPE_CHECKING:
+    from skillrack.client.disk_cache import DiskCache
     from skillrack.client.oauth import ClientCredentials
+    from skillrack.client.tls import ClientTls
     from skillrack.host.trust_settings import TrustSettings
     from skillrack.interface.trust import SchemaPolicy
-    from skillrack.client.tls import ClientTls
     from skillrack.protocol.signing import CardKeys
 
 DEFAULT_TIMEOUT = 60.0
@@ -148,8 +152,19 @@ def pinned_card_keys(args: argparse.Namespace) -> CardKeys | None:
     return pinned
 
 
-def add_client_options(parser: argparse.ArgumentParser) -> None:
-    """Add the trust-boundary options: origins, timeout, response bytes, card keys, OAuth."""
+def _retries(text: str) -> int:
+    value = int(text) if text.isdigit() else -1
+    if not 0 <= value <= 20:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of retries (0 to 20)")
+    return value
+
+
+def add_client_options(parser: argparse.ArgumentParser, *, disk_cache: bool = False) -> None:
+    """Add the trust-boundary options: origins, timeout, response bytes, card keys, OAuth.
+
+    ``disk_cache``: also ``--no-cache`` (commands that may use the on-disk
+    cache of cards and verified documents: ``call``, ``describe``).
+    """
     parser.add_argument(
         "--allow-origin",
         action="append",
@@ -192,6 +207,23 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
 
     add_oauth_options(parser)
     add_trust_options(parser)
+    parser.add_argument(
+        "--retry",
+        type=_retries,
+        default=0,
+        metavar="N",
+        help="send a request the agent refused with HTTP 429 or 503 again, up to N times, "
+        "after the Retry-After it asks for plus a random jitter (default 0: report "
+        "resource_limit_exceeded at once)",
+    )
+    if disk_cache:
+        parser.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="neither read nor write the on-disk cache of Agent Cards and verified "
+            "interfaces ($SKILLRACK_CACHE_DIR, else ~/.cache/skillrack); by default a card "
+            "still fresh by its Cache-Control and a document verified before cost no request",
+        )
 
 
 def _pin(text: str) -> tuple[str, str, str]:
@@ -388,4 +420,15 @@ def client_settings(args: argparse.Namespace) -> dict[str, Any]:
         "tls": client_tls(args),
         "oauth": oauth_credentials(args),
         "trust": schema_trust(args),
+        "retries": getattr(args, "retry", 0),
+        **(
+            {"disk_cache": _disk_cache()} if hasattr(args, "no_cache") and not args.no_cache else {}
+        ),
     }
+
+
+def _disk_cache() -> DiskCache | None:
+    from skillrack.client.disk_cache import DiskCache, default_directory
+
+    directory = default_directory()
+    return DiskCache(directory) if directory is not None else None

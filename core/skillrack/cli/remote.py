@@ -269,7 +269,7 @@ def add_commands(sub: Any) -> None:
         help="print {interface_digest, interface} as one JSON object, for scripts",
     )
     add_header_option(p)
-    add_client_options(p)
+    add_client_options(p, disk_cache=True)
     p.set_defaults(func=cmd_describe)
 
     p = sub.add_parser(
@@ -328,7 +328,7 @@ def add_commands(sub: Any) -> None:
     way.add_argument("--stream", action="store_true", help="receive the result by streaming")
     way.add_argument("--poll", action="store_true", help="return immediately, then poll")
     add_header_option(p)
-    add_client_options(p)
+    add_client_options(p, disk_cache=True)
     p.set_defaults(func=cmd_call)
 
     p = sub.add_parser("check", help="check an agent against the draft's client-checkable rules")

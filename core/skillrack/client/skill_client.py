@@ -32,14 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
 
 import httpx
@@ -53,37 +51,37 @@ from a2a.types import (
     SendMessageConfiguration,
     SendMessageRequest,
     Task,
-    TaskState,
 )
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH as CARD_PATH
 from a2a.utils.errors import A2AError
 from google.protobuf import json_format
 
 from skillrack.client.advertisement import Advertisement, read_advertisement
-from skillrack.client.bounds import declared_length, exceeded
+from skillrack.client.bounds import exceeded
+from skillrack.client.busy import busy_in, retrying
 from skillrack.client.cache import CARD_CACHE, CacheBounds, CacheKey, InterfaceCache, LruCache
 from skillrack.client.card_security import Presented, check_card_security
+from skillrack.client.cards import CachedCard, parse_card, read_card
+from skillrack.client.disk_cache import DiskCache
 from skillrack.client.oauth import ClientCredentials, TokenSource
 from skillrack.client.origin import Origin, OriginPolicy, parse_origin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.tls import ClientTls, TlsByOrigin, refused_hint
 from skillrack.client.transport import current_policy, http_client, origin_scope
+from skillrack.client.verify import describe_result, refuse_untrusted, verify_described
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import (
     DESCRIBE_SKILL,
-    InterfaceError,
     VerifiedInterface,
-    verify_document,
 )
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 from skillrack.interface.trust import SchemaPolicy
 from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.protocol.messages import APPROVAL_KEY, EXTENSION_URI
 from skillrack.protocol.parts import PartLike, user_message
-from skillrack.protocol.signing import CardKeys, CardSignatureError, verify_card_signature
+from skillrack.protocol.signing import CardKeys
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
-from skillrack.protocol.values import UnsafeNumber, check_numbers, data_part, from_value
+from skillrack.protocol.values import UnsafeNumber, check_numbers, data_part
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +92,13 @@ _T = TypeVar("_T")
 #: Set while a public call runs, so that the calls it makes inside share its deadline.
 _in_call: ContextVar[bool] = ContextVar("skillrack_client_in_call", default=False)
 #: The agents whose card this public call has already fetched or revalidated: one look a call.
+#: The loop time at which the running public call's ``timeout`` ends.
+_deadline: ContextVar[float | None] = ContextVar("skillrack_client_deadline", default=None)
 _cards_seen: ContextVar[frozenset[str]] = ContextVar("skillrack_cards_seen", default=frozenset())
+#: The agents whose card this call took from the disk cache without asking the agent.
+_cards_unasked: ContextVar[frozenset[str]] = ContextVar(
+    "skillrack_cards_unasked", default=frozenset()
+)
 
 
 def _allowed_origins(
@@ -128,14 +132,6 @@ def _one_call(
             return await method(self, url, *args, **kwargs)
 
     return run
-
-
-@dataclass
-class _CachedCard:
-    etag: str | None
-    card: dict[str, Any]
-    advertisement: Advertisement | None
-    proto: AgentCard
 
 
 class SkillClient:
@@ -204,8 +200,14 @@ class SkillClient:
         oauth: ClientCredentials | Mapping[str, ClientCredentials] | None = None,
         oauth_transport: httpx.AsyncBaseTransport | None = None,
         trust: SchemaPolicy | None = None,
+        retries: int = 0,
+        disk_cache: DiskCache | None = None,
     ) -> None:
         self.limits = limits
+        #: How many times a request the agent refused with HTTP 429 or 503 is sent again.
+        self.retries = retries
+        #: Cards and verified documents kept between runs (None: memory only).
+        self.disk = disk_cache
         #: The schema trust policy every verified document must also meet (None: any).
         self.trust = trust if trust is not None and not trust.empty else None
         #: Per agent origin (``None``: every agent), the TLS settings of calls to it.
@@ -247,7 +249,7 @@ class SkillClient:
             headers=dict(headers or {}), timeout=timeout, bounds=bounds, transport=transport
         )
         # Bounded: a client named many agents, or sent huge cards, must not grow without end.
-        self._cards: LruCache[str, _CachedCard] = LruCache(card_cache)
+        self._cards: LruCache[str, CachedCard] = LruCache(card_cache)
         #: Count of describe_skill exchanges sent, per (agent, skill): diagnostics.
         self.describe_calls: LruCache[tuple[str, str], int] = LruCache(
             CacheBounds(limits.max_cache_entries, limits.max_cache_bytes)
@@ -284,10 +286,15 @@ class SkillClient:
         policy = OriginPolicy(named, allowed)
         token = _in_call.set(True)
         seen = _cards_seen.set(frozenset())
+        unasked = _cards_unasked.set(frozenset())
         try:
             with origin_scope(policy, self._token_source(named)):
                 async with asyncio.timeout(self.timeout) as deadline:
-                    yield
+                    ends = _deadline.set(deadline.when())
+                    try:
+                        yield
+                    finally:
+                        _deadline.reset(ends)
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -297,8 +304,18 @@ class SkillClient:
                 f"of {self.timeout:g} s (--timeout); it was stopped",
             ) from None
         finally:
+            _cards_unasked.reset(unasked)
             _cards_seen.reset(seen)
             _in_call.reset(token)
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+        """``attempt()``, sent again on HTTP 429 or 503 (``retries``) within the call's deadline."""
+
+        def remaining() -> float | None:
+            ends = _deadline.get()
+            return None if ends is None else ends - asyncio.get_running_loop().time()
+
+        return await retrying(attempt, self.retries, remaining)
 
     def _token_source(self, named: Origin) -> TokenSource | None:
         return self.tokens.get(named) or self.tokens.get(None)
@@ -321,70 +338,52 @@ class SkillClient:
         """The agent's card as JSON (fetched, or revalidated with ``If-None-Match``)."""
         return (await self._card(url)).card
 
-    async def _card(self, url: str) -> _CachedCard:
+    async def _card(self, url: str) -> CachedCard:
+        """The card: once per public call, from memory, the disk cache or the agent.
+
+        A card kept on disk and still fresh by its ``Cache-Control`` costs no
+        request; otherwise the kept ETag revalidates it.
+        """
         agent = url.rstrip("/")
         cached = self._cards.get(agent)
         if cached is not None and agent in _cards_seen.get():
             return cached  # looked at once in this call already
+        stored = self.disk.card(agent) if self.disk is not None and cached is None else None
+        if stored is not None:
+            try:
+                cached = parse_card(agent, stored.body, stored.etag, self.card_keys)
+            except SkillCallError:
+                cached, stored = None, None  # kept under other keys, or damaged: fetch it
+        if stored is not None and cached is not None and stored.fresh:
+            _cards_unasked.set(_cards_unasked.get() | {agent})
+            return self._keep_card(agent, cached, len(stored.body))
         headers = {"If-None-Match": cached.etag} if cached and cached.etag else {}
         hint = functools.partial(
             refused_hint, url=agent, presents_certificate=self._presents_certificate(agent)
         )
         async with _transport(f"fetching the Agent Card of {agent}", hint):
-            status, etag, body = await self._read_card(agent, headers)
-        if status == 304 and cached is not None:
-            _cards_seen.set(_cards_seen.get() | {agent})
-            return cached
-        if status != 200:
+            answer = await self._retrying(
+                lambda: read_card(self._http, agent, headers, self.bounds.max_card_bytes)
+            )
+        if answer.status == 304 and cached is not None:
+            if self.disk is not None and stored is not None:
+                self.disk.refresh_card(agent, stored, answer.fresh_for)
+            return self._keep_card(agent, cached, len(stored.body) if stored else 0)
+        if answer.status != 200:
             raise SkillCallError(
                 ClientCode.TRANSPORT_ERROR,
-                f"the Agent Card of {agent} answered HTTP {status}",
+                f"the Agent Card of {agent} answered HTTP {answer.status}",
             )
-        try:
-            card = json.loads(body)
-            proto = json_format.ParseDict(card, AgentCard(), ignore_unknown_fields=True)
-        except (ValueError, json_format.ParseError) as exc:
-            raise SkillCallError(
-                ClientCode.PROTOCOL_ERROR,
-                f"the Agent Card of {agent} is not a valid A2A card: {exc}",
-            ) from None
-        if self.card_keys is not None:
-            try:
-                verify_card_signature(proto, self.card_keys)
-            except CardSignatureError as exc:
-                raise SkillCallError.local(
-                    ClientCode.CARD_SIGNATURE_INVALID,
-                    f"the Agent Card of {agent} is refused: {exc}",
-                ) from None
-        try:
-            advertisement: Advertisement | None = read_advertisement(card)
-        except SkillCallError:
-            advertisement = None
-        entry = _CachedCard(etag, card, advertisement, proto)
-        self._cards.put(agent, entry, len(body))
+        entry = parse_card(agent, answer.body, answer.etag, self.card_keys)
+        if self.disk is not None and answer.store:
+            self.disk.put_card(agent, answer.body, answer.etag, answer.fresh_for)
+        return self._keep_card(agent, entry, len(answer.body))
+
+    def _keep_card(self, agent: str, entry: CachedCard, size: int) -> CachedCard:
+        if self._cards.get(agent) is not entry:
+            self._cards.put(agent, entry, size)
         _cards_seen.set(_cards_seen.get() | {agent})
         return entry
-
-    async def _read_card(
-        self, agent: str, headers: Mapping[str, str]
-    ) -> tuple[int, str | None, bytes]:
-        """``(status, etag, body)`` of the card, read in chunks up to ``bounds.max_card_bytes``."""
-        limit = self.bounds.max_card_bytes
-        what = f"the Agent Card of {agent}"
-        async with self._http.stream("GET", agent + CARD_PATH, headers=headers) as response:
-            if response.status_code != 200:
-                return response.status_code, None, b""
-            length = declared_length(response)
-            if length is not None and length > limit:
-                raise exceeded(what, limit)
-            chunks: list[bytes] = []
-            total = 0
-            async for chunk in response.aiter_bytes():
-                total += len(chunk)
-                if total > limit:
-                    raise exceeded(what, limit)
-                chunks.append(chunk)
-            return 200, response.headers.get("etag"), b"".join(chunks)
 
     @_one_call
     async def advertisement(self, url: str) -> Advertisement:
@@ -412,7 +411,7 @@ class SkillClient:
         key = CacheKey(
             agent, skill_id, binding.skill_version, INTERFACE_VERSION, binding.interface_digest
         )
-        cached = self.cache.get(key)
+        cached = self.cache.get(key) or self._from_disk(key)
         if cached is not None:
             return self._trusted(agent, cached) if apply_trust else cached
         # The card no longer advertises what may be cached for this skill: drop it.
@@ -422,35 +421,8 @@ class SkillClient:
         task = await self._send(
             agent, {"skill": DESCRIBE_SKILL, "arguments": {"skill_id": skill_id}}, "sync"
         )
-        document, returned_digest = self._describe_result(task)
-        if returned_digest != binding.interface_digest:
-            raise SkillCallError.local(
-                ErrorCode.INTERFACE_INVALID,
-                f"describe_skill returned digest "
-                f"{returned_digest} but the card advertises {binding.interface_digest}",
-            )
-        try:
-            verified = verify_document(document, self.limits)
-        except InterfaceError as exc:
-            raise SkillCallError.local(
-                exc.code,
-                f"the document of {skill_id!r} is not acceptable "
-                f"({exc.rule} at {exc.pointer or '/'}): {exc.message}",
-            ) from None
-        if verified.interface_digest != binding.interface_digest:
-            raise SkillCallError.local(
-                ErrorCode.INTERFACE_INVALID,
-                f"the document's computed digest "
-                f"{verified.interface_digest} differs from the advertised "
-                f"{binding.interface_digest}",
-            )
-        if verified.skill_id != skill_id or verified.skill_version != binding.skill_version:
-            raise SkillCallError.local(
-                ErrorCode.INTERFACE_INVALID,
-                f"describe_skill returned the document of "
-                f"{verified.skill_id!r} {verified.skill_version}, not of {skill_id!r} "
-                f"{binding.skill_version}",
-            )
+        document, returned_digest = describe_result(task)
+        verified = verify_described(document, returned_digest, key, self.limits)
         logger.info(
             "verified %s %s at %s: interface %s, digest %s",
             skill_id,
@@ -460,56 +432,27 @@ class SkillClient:
             verified.interface_digest,
         )
         self.cache.put(key, verified)
+        if self.disk is not None:
+            self.disk.put_document(key, document)
         return self._trusted(agent, verified) if apply_trust else verified
 
+    def _from_disk(self, key: CacheKey) -> VerifiedInterface | None:
+        """A document kept on disk under ``key``, verified again in full; None if none or bad."""
+        document = self.disk.document(key) if self.disk is not None else None
+        if document is None:
+            return None
+        try:
+            verified = verify_described(document, key.interface_digest, key, self.limits)
+        except SkillCallError:
+            return None
+        self.cache.put(key, verified)
+        return verified
+
     def _trusted(self, agent: str, interface: VerifiedInterface) -> VerifiedInterface:
-        """``interface`` when the trust policy accepts every Schema Reference of it.
-
-        Outside policy: the draft's ``interface_invalid``, locally, so the skill
-        is never invoked; the line names the first reference refused and why.
-        """
-        if self.trust is None:
-            return interface
-        refused = self.trust.refusals(interface)
-        if not refused:
-            return interface
-        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
-        raise SkillCallError.local(
-            ErrorCode.INTERFACE_INVALID,
-            f"the document of {interface.skill_id!r} at {agent} is outside this client's "
-            f"schema trust policy, so the skill is not called: {refused[0]}{more}",
-        )
-
-    def _describe_result(self, task: Task) -> tuple[Any, str]:
-        completed = task.status.state == TaskState.TASK_STATE_COMPLETED
-        if not completed and task.status.state in TERMINAL:
-            outcome(task, DESCRIBE_SKILL, None)  # raises the remote task's error
-        artifacts = list(task.artifacts)
-        if not completed or len(artifacts) != 1 or artifacts[0].name != DESCRIBE_SKILL:
-            raise SkillCallError.local(
-                ErrorCode.INTERFACE_INVALID,
-                "describe_skill must complete with exactly one Artifact named describe_skill",
-            )
-        parts = artifacts[0].parts
-        if len(parts) != 1 or not parts[0].HasField("data"):
-            raise SkillCallError.local(
-                ErrorCode.INTERFACE_INVALID,
-                "the describe_skill Artifact must hold exactly one Data Part",
-            )
-        value = from_value(parts[0].data)
-        result = value.get("result") if isinstance(value, dict) else None
-        if (
-            not isinstance(value, dict)
-            or value.get("skill") != DESCRIBE_SKILL
-            or not isinstance(result, dict)
-            or set(result) != {"interface_digest", "interface"}
-        ):
-            raise SkillCallError.local(
-                ErrorCode.INTERFACE_INVALID,
-                "the describe_skill result is not "
-                '{"skill": "describe_skill", "result": {"interface_digest", "interface"}}',
-            )
-        return result["interface"], result["interface_digest"]
+        """``interface`` when the schema trust policy accepts it (:func:`refuse_untrusted`)."""
+        if self.trust is not None:
+            refuse_untrusted(self.trust, agent, interface)
+        return interface
 
     # -- steps 7-10: invoke and validate --------------------------------------------------
 
@@ -517,8 +460,31 @@ class SkillClient:
     async def call(
         self, url: str, skill_id: str, arguments: Any, *, mode: Mode = "sync"
     ) -> SkillResult:
-        """Invoke ``skill_id`` with ``arguments``; return the validated result and records."""
+        """Invoke ``skill_id`` with ``arguments``; return the validated result and records.
+
+        A card taken from the disk cache without asking the agent may be
+        older than the agent's documents: when the agent rejects the call
+        with ``interface_mismatch``, the card is fetched again and the call
+        made once more (the rejected task did nothing).
+        """
         agent = url.rstrip("/")
+        try:
+            return await self._call_once(agent, skill_id, arguments, mode)
+        except SkillCallError as exc:
+            if not (exc.remote and exc.code == ErrorCode.INTERFACE_MISMATCH):
+                raise
+            if agent not in _cards_unasked.get():
+                raise
+            assert self.disk is not None
+            self.disk.forget_card(agent)
+            self._cards.pop(agent)
+            _cards_seen.set(_cards_seen.get() - {agent})
+            _cards_unasked.set(_cards_unasked.get() - {agent})
+            return await self._call_once(agent, skill_id, arguments, mode)
+
+    async def _call_once(
+        self, agent: str, skill_id: str, arguments: Any, mode: Mode
+    ) -> SkillResult:
         await self._check_security(agent, skill_id)
         interface = await self.describe(agent, skill_id)
         self._check_arguments(interface, arguments)
@@ -720,36 +686,47 @@ class SkillClient:
             message=message,
             configuration=SendMessageConfiguration(return_immediately=mode == "poll"),
         )
-        assembler = TaskAssembler()
-        async with _transport(f"calling {agent}"):
-            events = client.send_message(request, context=context)
-            try:
-                count = 0
-                async for event in events:
-                    count += 1
-                    if count > self.bounds.max_stream_events:
-                        raise exceeded(
-                            f"the event stream of {agent}", self.bounds.max_stream_events, "events"
-                        )
-                    if event.HasField("message"):
-                        if assembler.task is not None:
-                            raise SkillCallError.local(
-                                ErrorCode.OUTPUT_INVALID,
-                                "the agent sent a Message in the middle of a Task's events",
+
+        async def send() -> Task | Message:
+            """One attempt: the events of the answer, up to the Task or a reply."""
+            assembler = TaskAssembler()
+            async with _transport(f"calling {agent}"):
+                events = client.send_message(request, context=context)
+                try:
+                    count = 0
+                    async for event in events:
+                        count += 1
+                        if count > self.bounds.max_stream_events:
+                            raise exceeded(
+                                f"the event stream of {agent}",
+                                self.bounds.max_stream_events,
+                                "events",
                             )
-                        reply: Message = event.message
-                        return reply
-                    assembler.apply(event)
-            finally:  # close the stream now, not when the generator is collected
-                close = getattr(events, "aclose", None)
-                if close is not None:
-                    await close()
-            task = assembler.task
-            if task is None:
+                        if event.HasField("message"):
+                            if assembler.task is not None:
+                                raise SkillCallError.local(
+                                    ErrorCode.OUTPUT_INVALID,
+                                    "the agent sent a Message in the middle of a Task's events",
+                                )
+                            reply: Message = event.message
+                            return reply
+                        assembler.apply(event)
+                finally:  # close the stream now, not when the generator is collected
+                    close = getattr(events, "aclose", None)
+                    if close is not None:
+                        await close()
+            if assembler.task is None:
                 raise SkillCallError(ClientCode.PROTOCOL_ERROR, "the agent sent no Task")
-            if mode != "sync" and task.status.state not in TERMINAL | INTERRUPTED:
-                task = await self._poll(client, task.id, context)
-        return task
+            return assembler.task
+
+        # A 429 or 503 comes before any event: sending again is safe; polling is not resent.
+        answer = await self._retrying(send)
+        waits = isinstance(answer, Task) and answer.status.state not in TERMINAL | INTERRUPTED
+        if waits and mode != "sync":
+            assert isinstance(answer, Task)
+            async with _transport(f"calling {agent}"):
+                answer = await self._poll(client, answer.id, context)
+        return answer
 
     def _reachable(self, agent: str, card: AgentCard) -> AgentCard:
         """The card with only the interfaces the origin rule lets this call reach.
@@ -773,8 +750,14 @@ class SkillClient:
 
     async def _poll(self, client: Any, task_id: str, context: ClientCallContext) -> Task:
         """Ask for the task until it ends or waits; the call's ``timeout`` stops the loop."""
+
+        async def look() -> Task:
+            async with _transport(f"looking up task {task_id}"):
+                found: Task = await client.get_task(GetTaskRequest(id=task_id), context=context)
+                return found
+
         while True:
-            task: Task = await client.get_task(GetTaskRequest(id=task_id), context=context)
+            task = await self._retrying(look)
             if task.status.state in TERMINAL | INTERRUPTED:
                 return task
             await asyncio.sleep(self.poll_interval)
@@ -793,11 +776,17 @@ async def _transport(
     except SkillCallError:
         raise
     except A2AError as exc:
+        busy = busy_in(exc, what)  # HTTP 429 or 503: the draft's resource_limit_exceeded
+        if busy is not None:
+            raise busy from None
         name = type(exc).__name__
         if name.startswith("A2AClient") or name == "AgentCardResolutionError":
             raise SkillCallError(ClientCode.TRANSPORT_ERROR, f"{what}: {exc}") from None
         raise SkillCallError(ClientCode.PROTOCOL_ERROR, f"{what}: {name}: {exc}") from None
     except httpx.HTTPError as exc:
+        busy = busy_in(exc, what)
+        if busy is not None:
+            raise busy from None
         more = hint(exc) if hint is not None else ""
         raise SkillCallError(
             ClientCode.TRANSPORT_ERROR, f"{what}: {type(exc).__name__}: {exc}{more}"

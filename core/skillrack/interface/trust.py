@@ -174,9 +174,9 @@ def minimum_version(value: Any, where: str) -> Version:
 def merge(*policies: SchemaPolicy) -> SchemaPolicy:
     """One policy holding every rule of ``policies``: the operator's options added together.
 
-A later pin of an identity wins; the highest minimum counts; the dialects
-allowed are those any of them allows.
-"""
+    A later pin of an identity wins; the highest minimum counts; the dialects
+    allowed are those any of them allows.
+    """
     pins: dict[tuple[str, str], str] = {}
     minimums: dict[str, Version] = {}
     for policy in policies:

@@ -42,8 +42,8 @@ from skillrack.ops.doctor_checks import check_operator_mistakes
 if TYPE_CHECKING:
     from skillrack.client.oauth import ClientCredentials
     from skillrack.client.tls import ClientTls
-    from skillrack.protocol.signing import CardKeys
     from skillrack.interface.trust import SchemaPolicy
+    from skillrack.protocol.signing import CardKeys
 
 # -- shared checks --------------------------------------------------------------------------------
 
@@ -290,6 +290,7 @@ async def diagnose_agent(
     tls: ClientTls | None = None,
     oauth: ClientCredentials | None = None,
     trust: SchemaPolicy | None = None,
+    retries: int = 0,
 ) -> Diagnosis:
     """Diagnose the agent at ``url`` through the client procedure.
 
@@ -301,6 +302,8 @@ async def diagnose_agent(
     ``oauth`` (``--oauth-*``) obtains bearer tokens as for ``call``.
     ``trust`` (``--pin-schema``, ``--trust-file``, ...) is the schema trust
     policy, as for ``call``: a skill whose schemas it refuses is a failure.
+    ``retries`` (``--retry``) sends a request refused with 429 or 503 again.
+    The on-disk cache is never used: a diagnosis asks the agent itself.
     """
     from skillrack.client.skill_client import SkillClient
     from skillrack.errors import SkillCallError
@@ -317,6 +320,7 @@ async def diagnose_agent(
         "tls": tls,
         "oauth": oauth,
         "trust": trust,
+        "retries": retries,
     }
     async with SkillClient(**settings) as client:
         try:
