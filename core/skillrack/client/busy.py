@@ -161,5 +161,10 @@ async def retrying(
         retry=retry_if_exception(lambda exc: isinstance(exc, AgentBusy)),
         reraise=True,
     )
-    result: T = await retryer(attempt)
+
+
+    async def once() -> T:  # a coroutine function: tenacity awaits only those
+        return await attempt()
+
+    result: T = await retryer(once)
     return result
