@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import ssl
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -47,8 +48,10 @@ class Introspection:
         cache_seconds: float,
         max_entries: int,
         clock: Callable[[], float] = time.time,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._endpoint = endpoint
+        self._tls = tls
         self._auth = httpx.BasicAuth(client_id, client_secret)
         self._address_policy = address_policy
         self._timeout = timeout
@@ -89,6 +92,7 @@ class Introspection:
             max_bytes=MAX_RESPONSE_BYTES,
             data={"token": token, "token_type_hint": "access_token"},
             auth=self._auth,
+            tls=self._tls,
         )
         if status != 200:
             raise ValueError(f"the introspection endpoint answered HTTP {status}")

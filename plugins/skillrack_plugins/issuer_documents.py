@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import logging
+import ssl
 import time
 import weakref
 from collections.abc import Callable
@@ -128,8 +130,10 @@ class CachedDocument(Generic[T]):
         policy: CachePolicy,
         what: str,
         clock: Callable[[], float] = time.monotonic,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.url = url
+        self._tls = tls
         self._parse = parse
         self._address_policy = address_policy
         self._policy = policy
@@ -214,6 +218,7 @@ class CachedDocument(Generic[T]):
             timeout=self._policy.timeout,
             max_bytes=MAX_DOCUMENT_BYTES,
             headers=headers,
+            tls=self._tls,
         )
 
 
@@ -224,17 +229,25 @@ async def guarded_request(
     policy: AddressPolicy,
     timeout: float,
     max_bytes: int,
+    tls: ssl.SSLContext | None = None,
     **options: Any,
 ) -> tuple[int, httpx.Headers, bytes]:
     """One request through the address guard: no proxies, redirects or content coding.
 
     ``(status, headers, body)``, the body read up to ``max_bytes`` (``ValueError`` beyond).
+    ``tls``: the CAs to verify the issuer with (``ca_bundle``); by default
+    httpx's, which honour ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``.
     """
+    guard = (
+        AddressGuard(policy)
+        if tls is None
+        else AddressGuard(policy, transport=functools.partial(httpx.AsyncHTTPTransport, verify=tls))
+    )
     headers = {"Accept": "application/json", **options.pop("headers", {})}
     headers["Accept-Encoding"] = "identity"
     async with (
         httpx.AsyncClient(
-            transport=AddressGuard(policy), timeout=timeout, follow_redirects=False, trust_env=False
+            transport=guard, timeout=timeout, follow_redirects=False, trust_env=False
         ) as client,
         client.stream(method, url, headers=headers, **options) as response,
     ):

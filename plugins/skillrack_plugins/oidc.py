@@ -45,6 +45,11 @@ Settings (``[plugins.oidc]``):
 ``min_refresh_seconds`` (60), ``default_cache_seconds`` (300),
 ``max_cache_seconds`` (86400), ``stale_seconds`` (600), ``timeout_seconds`` (5)
     The cache (:class:`~skillrack_plugins.issuer_documents.CachePolicy`).
+``ca_bundle``
+    A PEM file of the CAs the issuer's TLS certificate chains to (relative to
+    the configuration's directory), for an issuer on a private CA; used for
+    the discovery document, the JWK Set and introspection.  Without it the
+    standard ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` apply, else httpx's CAs.
 ``leeway_seconds``
     Clock skew tolerated on ``exp``, ``nbf`` and ``iat``; default 30.
 ``card_scheme``
@@ -75,6 +80,7 @@ import base64
 import json
 import logging
 import os
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -140,6 +146,7 @@ _SETTINGS = frozenset(
         "authorization_url",
         "scopes",
         "introspection",
+        "ca_bundle",
     }
 )
 _INTROSPECTION = frozenset(
@@ -244,8 +251,11 @@ class OidcBearer:
         leeway: float,
         card: Mapping[str, Any],
         introspection: Mapping[str, Any] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.issuer = issuer
+        #: The CAs the issuer's certificate must chain to (``ca_bundle``); None: httpx's.
+        self.tls = tls
         self._audience = audience
         self._algorithms = algorithms
         self._jwks_uri = jwks_uri
@@ -261,6 +271,7 @@ class OidcBearer:
             address_policy=address_policy,
             policy=cache,
             what="the OpenID discovery document",
+            tls=tls,
         )
         self.jwks: CachedDocument[KeyTable] | None = None
         self.introspection: Introspection | None = None
@@ -273,6 +284,7 @@ class OidcBearer:
                 timeout=cache.timeout,
                 cache_seconds=introspection["cache_seconds"],
                 max_entries=introspection["cache_entries"],
+                tls=tls,
             )
 
     # -- hooks ---------------------------------------------------------------------------------
@@ -366,6 +378,7 @@ class OidcBearer:
                 address_policy=self._address_policy,
                 policy=self._cache,
                 what="the issuer's JWK Set",
+                tls=self.tls,
             )
         return self.jwks
 
@@ -463,7 +476,24 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> OidcBearer:
         leeway=_seconds(settings, "leeway_seconds", 30, zero=True),
         card=_card(settings, issuer, allow_loopback),
         introspection=_introspection(settings.get("introspection"), base_dir, allow_loopback),
+        tls=_ca_bundle(settings, base_dir),
     )
+
+
+def _ca_bundle(settings: Mapping[str, Any], base_dir: Path) -> ssl.SSLContext | None:
+    """``ca_bundle``: the PEM CAs the issuer's certificate chains to, loaded once, here."""
+    value = settings.get("ca_bundle")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise ConfigError("oidc.ca_bundle must be the path of a PEM file of CA certificates")
+    path = Path(value) if Path(value).is_absolute() else base_dir / value
+    try:
+        return ssl.create_default_context(cafile=str(path))
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(
+            f"oidc.ca_bundle: cannot load {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
 
 
 def _flag(settings: Mapping[str, Any], key: str) -> bool:

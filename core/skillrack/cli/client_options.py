@@ -381,12 +381,21 @@ def add_oauth_options(parser: argparse.ArgumentParser) -> None:
         metavar="SCOPE",
         help="a scope to ask the token endpoint for (repeatable)",
     )
+    parser.add_argument(
+        "--oauth-ca-bundle",
+        metavar="PEM",
+        help="verify the token endpoint's TLS certificate against the CAs in PEM (an "
+        "identity provider on a private CA; --ca-bundle covers only the agent); default: "
+        "SSL_CERT_FILE or SSL_CERT_DIR when set, else the CAs httpx ships",
+    )
 
 
 def oauth_credentials(args: argparse.Namespace) -> ClientCredentials | None:
     """The ``--oauth-*`` options as ``ClientCredentials``, or None; a usage error when partial."""
     url, client_id = getattr(args, "oauth_token_url", None), getattr(args, "oauth_client_id", None)
     if url is None and client_id is None:
+        if getattr(args, "oauth_ca_bundle", None):
+            raise argparse.ArgumentTypeError("--oauth-ca-bundle goes with --oauth-token-url")
         return None
     if not url or not client_id:
         raise argparse.ArgumentTypeError("--oauth-token-url and --oauth-client-id go together")
@@ -404,9 +413,16 @@ def oauth_credentials(args: argparse.Namespace) -> ClientCredentials | None:
             f"--oauth-client-id needs its secret: --oauth-client-secret-file FILE or {SECRET_ENV}"
         )
     try:
-        return ClientCredentials(url, client_id, secret, tuple(args.oauth_scopes))
+        creds = ClientCredentials(
+            url, client_id, secret, tuple(args.oauth_scopes), args.oauth_ca_bundle
+        )
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--oauth-token-url: {exc}") from None
+    try:
+        creds.tls_context()
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--oauth-ca-bundle: {exc}") from None
+    return creds
 
 
 def client_settings(args: argparse.Namespace) -> dict[str, Any]:

@@ -162,7 +162,6 @@ async def retrying(
         reraise=True,
     )
 
-
     async def once() -> T:  # a coroutine function: tenacity awaits only those
         return await attempt()
 

@@ -6,6 +6,11 @@ host delegating to ``[peers]``) gets one with the client-credentials grant
 (RFC 6749 section 4.4): a POST to the token endpoint the caller configured,
 authenticated with the client's id and secret (HTTP Basic, section 2.3.1).
 
+The token endpoint's certificate is verified against ``ca_bundle``
+(``--oauth-ca-bundle``, ``ca_bundle`` in a peer's ``oauth`` table) for an
+identity provider on a private CA, else against ``SSL_CERT_FILE`` /
+``SSL_CERT_DIR`` when set (the standard variables), else httpx's CAs.
+
 The token endpoint is the caller's choice, never the agent's: a card's
 ``tokenUrl`` is written by the remote side, and following it would hand the
 client secret to whoever wrote the card.  The token then goes only to the
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import time
 import weakref
 from collections.abc import Callable
@@ -47,6 +53,9 @@ class ClientCredentials:
     client_id: str
     client_secret: str = field(repr=False)
     scopes: tuple[str, ...] = ()
+    #: PEM CAs the token endpoint's certificate chains to (an identity provider on a
+    #: private CA); None: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else httpx's CAs.
+    ca_bundle: str | None = None
 
     def __post_init__(self) -> None:
         url = httpx.URL(self.token_url)
@@ -58,6 +67,18 @@ class ClientCredentials:
             )
         if not self.client_id or not self.client_secret:
             raise ValueError("a client id and a client secret are required")
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        """The ``ssl`` context of ``ca_bundle`` (ValueError naming it), None without one."""
+        if self.ca_bundle is None:
+            return None
+        try:
+            return ssl.create_default_context(cafile=self.ca_bundle)
+        except (OSError, ssl.SSLError) as exc:
+            raise ValueError(
+                f"cannot load the token endpoint's CA bundle {self.ca_bundle}: "
+                f"{getattr(exc, 'strerror', None) or exc}"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -87,6 +108,7 @@ class TokenSource:
     ) -> None:
         self.credentials = credentials
         self._transport = transport
+        self._verify: ssl.SSLContext | bool = credentials.tls_context() or True
         self._timeout = timeout
         self._margin = margin
         self._clock = clock
@@ -129,7 +151,10 @@ class TokenSource:
         try:
             async with (
                 httpx.AsyncClient(
-                    transport=self._transport,
+                    # Not the client's default transport: that one (trust_env off, against
+                    # proxies and .netrc) would ignore SSL_CERT_FILE too; a transport's own
+                    # trust_env reads only SSL_CERT_FILE and SSL_CERT_DIR.
+                    transport=self._transport or httpx.AsyncHTTPTransport(verify=self._verify),
                     timeout=self._timeout,
                     follow_redirects=False,
                     trust_env=False,

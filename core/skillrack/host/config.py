@@ -53,6 +53,7 @@ token_url = "https://idp.example.net/token"
 client_id = "assurance"
 client_secret_file = "core-secret.txt"      # or client_secret_env = "VAR"; never the secret
 scopes = ["network:read"]
+ca_bundle = "idp-ca.pem"                    # the token endpoint's private CA (optional)
 
 [skills.manage_interface]   # per-skill security requirements (beyond authentication)
 security = [{ oidc = ["network:write"] }, "mtls"]   # one alternative must be met
@@ -265,6 +266,9 @@ class PeerOAuth:
     client_secret_file: str = ""
     client_secret_env: str = ""
     scopes: tuple[str, ...] = ()
+    #: PEM CAs the token endpoint's certificate chains to (a private CA), relative to the
+    #: configuration's directory; empty: SSL_CERT_FILE / SSL_CERT_DIR, else httpx's CAs.
+    ca_bundle: str = ""
 
 
 @dataclass(frozen=True)
@@ -482,7 +486,14 @@ def _skills(table: Any) -> dict[str, tuple[SecurityRequirement, ...]]:
 def _peer_oauth(table: dict[str, Any]) -> dict[str, PeerOAuth]:
     """The ``oauth`` tables of the peers: token URL, client id, where the secret is, scopes."""
     found: dict[str, PeerOAuth] = {}
-    known = {"token_url", "client_id", "client_secret_file", "client_secret_env", "scopes"}
+    known = {
+        "token_url",
+        "client_id",
+        "client_secret_file",
+        "client_secret_env",
+        "scopes",
+        "ca_bundle",
+    }
     for name, entry in table.items():
         oauth = entry.get("oauth") if isinstance(entry, dict) else None
         if oauth is None:
@@ -505,12 +516,16 @@ def _peer_oauth(table: dict[str, Any]) -> dict[str, PeerOAuth]:
         scopes = oauth.get("scopes", [])
         if not isinstance(scopes, list) or not all(isinstance(v, str) and v for v in scopes):
             raise ConfigError(f"{where}.scopes must be a list of scope names")
+        ca_bundle = oauth.get("ca_bundle", "")
+        if not isinstance(ca_bundle, str):
+            raise ConfigError(f"{where}.ca_bundle must be the path of a PEM file of CAs")
         found[name] = PeerOAuth(
             oauth["token_url"],
             oauth["client_id"],
             secret_file or "",
             secret_env or "",
             tuple(scopes),
+            ca_bundle,
         )
     return found
 

@@ -81,10 +81,18 @@ def address_guard(config: Config, tls: Mapping[str, ClientTls] | None = None) ->
                 where=f"[peers.{name}]",
             )
             destinations.append((destination, policy))
+    contexts = {Origin.of(url): one.context() for url, one in (tls or {}).items()}
+    for name, oauth in config.peer_oauth.items():  # a token endpoint on a private CA
+        if oauth.ca_bundle:
+            bundle = ClientTls(cafile=str(config.base_dir / oauth.ca_bundle))
+            try:
+                contexts.setdefault(Origin.of(oauth.token_url), bundle.context())
+            except ValueError as exc:
+                raise ConfigError(f"peers.{name}.oauth.ca_bundle: {exc}") from None
     return AddressGuard.for_destinations(
         destinations,
         AddressPolicy(where="the [peers] table of the peer that led there"),
-        tls={Origin.of(url): one.context() for url, one in (tls or {}).items()},
+        tls=contexts,
     )
 
 
@@ -105,8 +113,12 @@ def peer_credentials(config: Config) -> dict[str, ClientCredentials]:
             secret = os.environ.get(oauth.client_secret_env, "").strip()
         if not secret:
             raise ConfigError(f"{where}: the client secret is empty")
+        ca_bundle = str(config.base_dir / oauth.ca_bundle) if oauth.ca_bundle else None
         try:
-            creds = ClientCredentials(oauth.token_url, oauth.client_id, secret, oauth.scopes)
+            creds = ClientCredentials(
+                oauth.token_url, oauth.client_id, secret, oauth.scopes, ca_bundle
+            )
+            creds.tls_context()
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
         url = config.peers[name]
