@@ -26,11 +26,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skillrack.host.settings import ConfigError, refuse_unknown_keys
 from skillrack.interface.trust import POLICY_KEYS, SchemaPolicy, SchemaPolicyError, read_policy
-from skillrack.protocol.signing import CardKeys, CardSignatureError
+
+if TYPE_CHECKING:  # protocol.signing brings a2a-sdk: only once card keys are named
+    from skillrack.protocol.signing import CardKeys
 
 #: The keys of a trust table.
 TRUST_KEYS = ("card_keys", *POLICY_KEYS)
@@ -53,6 +55,8 @@ def read_trust(table: Any, where: str, base_dir: Path) -> TrustSettings:
     if not isinstance(files, list) or not all(isinstance(f, str) and f for f in files):
         raise ConfigError(f"{where}.card_keys must be a list of JWKS or PEM public-key files")
     keys: CardKeys | None = None
+    if files:
+        from skillrack.protocol.signing import CardKeys, CardSignatureError
     for name in files:
         try:
             read = CardKeys.read(base_dir / name)
