@@ -224,3 +224,31 @@ def test_a_repeated_call_costs_one_request(
         methods = [s.split()[0] for s in holder[0].seen]
         # stale call (rejected), card, describe_skill, call
         assert methods == ["POST", "GET", "POST", "POST"], holder[0].seen
+
+
+def test_a_document_altered_on_disk_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What is read back is verified again: an altered document misses and is fetched anew."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SKILLRACK_CACHE_DIR", str(cache))
+    holder: list[Everything] = []
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        holder.append(Everything(app))
+        return holder[0]
+
+    with running_agent(probe_registry(), wrap=wrap) as url:
+        argv = ["call", url, "probe", "--args", '{"text": "hi"}']
+        assert cli.main(argv) == 0
+        (stored,) = (cache / "interfaces").glob("*.json")
+        entry = json.loads(stored.read_text(encoding="utf-8"))
+        schema = entry["document"]["input_schema"]["resolution"]["schema"]
+        schema["properties"]["text"] = {}  # accepts anything now; its digest no longer holds
+        stored.write_text(json.dumps(entry), encoding="utf-8")
+        assert (cache / "cards").is_dir() and oct(cache.stat().st_mode & 0o777) == "0o700"
+        holder[0].seen.clear()
+        assert cli.main(argv) == 0
+        methods = [s.split()[0] for s in holder[0].seen]
+        assert methods == ["POST", "POST"], holder[0].seen  # describe_skill again, then the call
+    capsys.readouterr()

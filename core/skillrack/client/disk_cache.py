@@ -143,15 +143,22 @@ class DiskCache:
         encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         if len(encoded) > self.max_bytes:
             return
+        temporary = None
         try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            folder.mkdir(exist_ok=True, mode=0o700)
             handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
             with os.fdopen(handle, "wb") as out:
                 out.write(encoded)
             os.replace(temporary, self._path(kind, name))
+            temporary = None
             self._prune(folder)
         except OSError:
             return
+        finally:
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
 
     def _prune(self, folder: Path) -> None:
         files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
