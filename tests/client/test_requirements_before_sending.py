@@ -96,13 +96,14 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> Issued:
     return TestCA(tmp_path_factory.mktemp("pki")).issue_client("observer")
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 async def test_a_certificate_alone_sends_nothing_and_names_the_missing_header(
-    agent: tuple[str, Counter], certificate: Issued
+    agent: tuple[str, Counter], certificate: Issued, binding: str
 ) -> None:
     url, counter = agent
     counter.seen.clear()
     tls = ClientTls(str(certificate.cert), str(certificate.key))
-    async with SkillClient(tls=tls) as client:
+    async with SkillClient(tls=tls, binding=binding) as client:
         with pytest.raises(SkillCallError) as refused:
             await client.call(url, SKILL, ARGS)
     error = refused.value
@@ -113,11 +114,14 @@ async def test_a_certificate_alone_sends_nothing_and_names_the_missing_header(
     assert counter.seen == ["GET /.well-known/agent-card.json"]  # the card, and nothing else
 
 
-async def test_meeting_both_schemes_calls(agent: tuple[str, Counter], certificate: Issued) -> None:
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_meeting_both_schemes_calls(
+    agent: tuple[str, Counter], certificate: Issued, binding: str
+) -> None:
     url, counter = agent
     counter.seen.clear()
     tls = ClientTls(str(certificate.cert), str(certificate.key))
-    async with SkillClient(tls=tls, headers={"X-Plain": "1"}) as client:
+    async with SkillClient(tls=tls, headers={"X-Plain": "1"}, binding=binding) as client:
         result = await client.call(url, SKILL, ARGS)
     assert result.state == "TASK_STATE_COMPLETED"
     assert len(counter.posts()) == 2  # describe_skill, then the call

@@ -111,12 +111,13 @@ async def test_the_pinned_schema_is_accepted_and_called(v1: tuple[str, Posts]) -
     assert result.state == "TASK_STATE_COMPLETED"
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 async def test_a_pinned_schema_whose_digest_changed_is_refused_before_invocation(
-    changed: tuple[str, Posts],
+    changed: tuple[str, Posts], binding: str
 ) -> None:
     url, posts = changed
     before = posts.count
-    async with SkillClient(trust=pinned()) as client:
+    async with SkillClient(trust=pinned(), binding=binding) as client:
         with pytest.raises(SkillCallError) as refused:
             await client.call(url, "probe", {"text": "hi"})
     error = refused.value
