@@ -36,9 +36,8 @@ import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Literal, ParamSpec, TypeVar
 
 import httpx
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory
@@ -59,15 +58,16 @@ from skillrack.client.advertisement import Advertisement, read_advertisement
 from skillrack.client.bounds import exceeded
 from skillrack.client.busy import busy_in, retrying
 from skillrack.client.cache import CARD_CACHE, CacheBounds, CacheKey, InterfaceCache, LruCache
+from skillrack.client.call_scope import call_scope, current, one_call, remaining
 from skillrack.client.card_security import Presented, check_card_security
 from skillrack.client.cards import CachedCard, parse_card, read_card
 from skillrack.client.disk_cache import DiskCache
 from skillrack.client.oauth import ClientCredentials, TokenSource
-from skillrack.client.origin import Origin, OriginPolicy, parse_origin
+from skillrack.client.origin import Origin, parse_origin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.tls import ClientTls, TlsByOrigin, refused_hint
-from skillrack.client.transport import current_policy, http_client, origin_scope
+from skillrack.client.transport import current_policy, http_client
 from skillrack.client.verify import describe_result, refuse_untrusted, verify_described
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import (
@@ -89,16 +89,6 @@ Mode = Literal["sync", "stream", "poll"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-#: Set while a public call runs, so that the calls it makes inside share its deadline.
-_in_call: ContextVar[bool] = ContextVar("skillrack_client_in_call", default=False)
-#: The agents whose card this public call has already fetched or revalidated: one look a call.
-#: The loop time at which the running public call's ``timeout`` ends.
-_deadline: ContextVar[float | None] = ContextVar("skillrack_client_deadline", default=None)
-_cards_seen: ContextVar[frozenset[str]] = ContextVar("skillrack_cards_seen", default=frozenset())
-#: The agents whose card this call took from the disk cache without asking the agent.
-_cards_unasked: ContextVar[frozenset[str]] = ContextVar(
-    "skillrack_cards_unasked", default=frozenset()
-)
 
 
 def _allowed_origins(
@@ -119,19 +109,6 @@ def _allowed_origins(
             table[named] = table.get(named, frozenset()) | origins(texts)
         return table
     return {None: origins(allow)}
-
-
-def _one_call(
-    method: Callable[Concatenate[Any, str, _P], Awaitable[_T]],
-) -> Callable[Concatenate[Any, str, _P], Awaitable[_T]]:
-    """A public call of :class:`SkillClient`: one origin policy and one deadline for all of it."""
-
-    @functools.wraps(method)
-    async def run(self: SkillClient, url: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        async with self._call_scope(url):
-            return await method(self, url, *args, **kwargs)
-
-    return run
 
 
 class SkillClient:
@@ -269,52 +246,12 @@ class SkillClient:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    @asynccontextmanager
-    async def _call_scope(self, url: str) -> AsyncIterator[None]:
-        """Requests of this call obey the origin named by ``url``, all within ``timeout``.
-
-        A call made inside another (``call`` describes first) joins the outer
-        one: same agent, same deadline.
-        """
-        if _in_call.get():
-            yield
-            return
-        named = OriginPolicy.for_url(url).named  # origin_refused when url is not http(s)
-        allowed = self.allow_origins.get(None, frozenset()) | self.allow_origins.get(
-            named, frozenset()
-        )
-        policy = OriginPolicy(named, allowed)
-        token = _in_call.set(True)
-        seen = _cards_seen.set(frozenset())
-        unasked = _cards_unasked.set(frozenset())
-        try:
-            with origin_scope(policy, self._token_source(named)):
-                async with asyncio.timeout(self.timeout) as deadline:
-                    ends = _deadline.set(deadline.when())
-                    try:
-                        yield
-                    finally:
-                        _deadline.reset(ends)
-        except TimeoutError:
-            if not deadline.expired():
-                raise
-            raise SkillCallError.local(
-                ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-                f"the call to {url.rstrip('/')} did not finish within the client's timeout "
-                f"of {self.timeout:g} s (--timeout); it was stopped",
-            ) from None
-        finally:
-            _cards_unasked.reset(unasked)
-            _cards_seen.reset(seen)
-            _in_call.reset(token)
+    def _call_scope(self, url: str) -> AbstractAsyncContextManager[None]:
+        """This client's :func:`~skillrack.client.call_scope.call_scope` for ``url``."""
+        return call_scope(url, self.allow_origins, self._token_source, self.timeout)
 
     async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
         """``attempt()``, sent again on HTTP 429 or 503 (``retries``) within the call's deadline."""
-
-        def remaining() -> float | None:
-            ends = _deadline.get()
-            return None if ends is None else ends - asyncio.get_running_loop().time()
-
         return await retrying(attempt, self.retries, remaining)
 
     def _token_source(self, named: Origin) -> TokenSource | None:
@@ -333,7 +270,7 @@ class SkillClient:
 
     # -- step 1: the card, revalidated with HTTP caching -------------------------------------------
 
-    @_one_call
+    @one_call
     async def card(self, url: str) -> dict[str, Any]:
         """The agent's card as JSON (fetched, or revalidated with ``If-None-Match``)."""
         return (await self._card(url)).card
@@ -346,7 +283,7 @@ class SkillClient:
         """
         agent = url.rstrip("/")
         cached = self._cards.get(agent)
-        if cached is not None and agent in _cards_seen.get():
+        if cached is not None and agent in current().seen:
             return cached  # looked at once in this call already
         stored = self.disk.card(agent) if self.disk is not None and cached is None else None
         if stored is not None:
@@ -355,7 +292,7 @@ class SkillClient:
             except SkillCallError:
                 cached, stored = None, None  # kept under other keys, or damaged: fetch it
         if stored is not None and cached is not None and stored.fresh:
-            _cards_unasked.set(_cards_unasked.get() | {agent})
+            current().unasked.add(agent)
             return self._keep_card(agent, cached, len(stored.body))
         headers = {"If-None-Match": cached.etag} if cached and cached.etag else {}
         hint = functools.partial(
@@ -382,10 +319,10 @@ class SkillClient:
     def _keep_card(self, agent: str, entry: CachedCard, size: int) -> CachedCard:
         if self._cards.get(agent) is not entry:
             self._cards.put(agent, entry, size)
-        _cards_seen.set(_cards_seen.get() | {agent})
+        current().seen.add(agent)
         return entry
 
-    @_one_call
+    @one_call
     async def advertisement(self, url: str) -> Advertisement:
         """Steps 1-2 up to selection: the card's checked advertisement."""
         entry = await self._card(url)
@@ -396,7 +333,7 @@ class SkillClient:
 
     # -- steps 2-6: describe and verify ----------------------------------------------------
 
-    @_one_call
+    @one_call
     async def describe(
         self, url: str, skill_id: str, *, apply_trust: bool = True
     ) -> VerifiedInterface:
@@ -456,7 +393,7 @@ class SkillClient:
 
     # -- steps 7-10: invoke and validate --------------------------------------------------
 
-    @_one_call
+    @one_call
     async def call(
         self, url: str, skill_id: str, arguments: Any, *, mode: Mode = "sync"
     ) -> SkillResult:
@@ -473,13 +410,14 @@ class SkillClient:
         except SkillCallError as exc:
             if not (exc.remote and exc.code == ErrorCode.INTERFACE_MISMATCH):
                 raise
-            if agent not in _cards_unasked.get():
+            state = current()
+            if agent not in state.unasked:
                 raise
             assert self.disk is not None
             self.disk.forget_card(agent)
             self._cards.pop(agent)
-            _cards_seen.set(_cards_seen.get() - {agent})
-            _cards_unasked.set(_cards_unasked.get() - {agent})
+            state.seen.discard(agent)
+            state.unasked.discard(agent)
             return await self._call_once(agent, skill_id, arguments, mode)
 
     async def _call_once(
@@ -497,7 +435,7 @@ class SkillClient:
         task = await self._send(agent, request, mode)
         return outcome(task, skill_id, interface)
 
-    @_one_call
+    @one_call
     async def resume(
         self, url: str, skill_id: str, task_id: str, *, mode: Mode = "sync"
     ) -> SkillResult:
@@ -550,7 +488,7 @@ class SkillClient:
             result = await self.resume(url, skill_id, result.task_id, mode=mode)
         return result
 
-    @_one_call
+    @one_call
     async def respond(
         self, url: str, skill_id: str, task_id: str, answer: Any, *, mode: Mode = "sync"
     ) -> SkillResult:
@@ -590,7 +528,7 @@ class SkillClient:
                 details,
             )
 
-    @_one_call
+    @one_call
     async def send_request(self, url: str, data: Any, *, mode: Mode = "sync") -> Task:
         """Send one raw request object and return the remote Task, unjudged.
 
@@ -643,7 +581,7 @@ class SkillClient:
             )
         return answer
 
-    @_one_call
+    @one_call
     async def send_message(
         self,
         url: str,

@@ -1,0 +1,112 @@
+"""One public call of the client: one origin policy, one deadline, one look at each card.
+
+Every public method of :class:`~skillrack.client.skill_client.SkillClient`
+runs inside :func:`call_scope` (the :func:`one_call` decorator): its
+requests obey the origin named by the URL it was given
+(:mod:`skillrack.client.origin`, attached by :mod:`skillrack.client.transport`),
+and ``timeout`` bounds all of them together, card, ``describe_skill``,
+streams, polling and retries included.  A call made inside another
+(``call`` describes first) joins the outer one: same agent, same deadline.
+
+:class:`CallState` is what the running call remembers: which agents' cards
+it already fetched or revalidated (one look per call), which it took from
+the disk cache without asking (a stale one is fetched again when the agent
+says ``interface_mismatch``), and when its deadline ends (a retry does not
+begin a wait that would pass it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from skillrack.client.oauth import TokenSource
+from skillrack.client.origin import Origin, OriginPolicy
+from skillrack.client.transport import origin_scope
+from skillrack.errors import ErrorCode, SkillCallError
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+@dataclass
+class CallState:
+    """What the running public call remembers (module docstring)."""
+
+    #: Agents whose card this call already fetched or revalidated.
+    seen: set[str] = field(default_factory=set)
+    #: Agents whose card this call took from the disk cache without asking the agent.
+    unasked: set[str] = field(default_factory=set)
+    #: The loop time at which the call's ``timeout`` ends.
+    ends: float | None = None
+
+
+_state: ContextVar[CallState | None] = ContextVar("skillrack_client_call", default=None)
+
+
+def current() -> CallState:
+    """The running call's state (a fresh, unshared one outside any call)."""
+    return _state.get() or CallState()
+
+
+def remaining() -> float | None:
+    """Seconds left before the running call's deadline; None outside a call."""
+    state = _state.get()
+    if state is None or state.ends is None:
+        return None
+    return state.ends - asyncio.get_running_loop().time()
+
+
+@asynccontextmanager
+async def call_scope(
+    url: str,
+    allow_origins: Mapping[Origin | None, frozenset[Origin]],
+    token_source: Callable[[Origin], TokenSource | None],
+    timeout: float,
+) -> AsyncIterator[None]:
+    """Requests of this call obey the origin named by ``url``, all within ``timeout``.
+
+    ``allow_origins``: under ``None`` the origins every call may also reach,
+    under an origin those calls naming it may; ``token_source`` gives the
+    OAuth tokens for the named origin.
+    """
+    if _state.get() is not None:
+        yield
+        return
+    named = OriginPolicy.for_url(url).named  # origin_refused when url is not http(s)
+    allowed = allow_origins.get(None, frozenset()) | allow_origins.get(named, frozenset())
+    state = CallState()
+    token = _state.set(state)
+    try:
+        with origin_scope(OriginPolicy(named, allowed), token_source(named)):
+            async with asyncio.timeout(timeout) as deadline:
+                state.ends = deadline.when()
+                yield
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise SkillCallError.local(
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"the call to {url.rstrip('/')} did not finish within the client's timeout "
+            f"of {timeout:g} s (--timeout); it was stopped",
+        ) from None
+    finally:
+        _state.reset(token)
+
+
+def one_call(
+    method: Callable[Concatenate[Any, str, _P], Awaitable[_T]],
+) -> Callable[Concatenate[Any, str, _P], Awaitable[_T]]:
+    """A public call of ``SkillClient`` (its ``_call_scope(url)``): one policy, one deadline."""
+
+    @functools.wraps(method)
+    async def run(self: Any, url: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        async with self._call_scope(url):
+            return await method(self, url, *args, **kwargs)
+
+    return run
