@@ -68,7 +68,12 @@ from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.tls import ClientTls, TlsByOrigin, refused_hint
 from skillrack.client.transport import current_policy, http_client
-from skillrack.client.verify import describe_result, refuse_untrusted, verify_described
+from skillrack.client.verify import (
+    check_arguments,
+    describe_result,
+    refuse_untrusted,
+    verify_described,
+)
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import (
     DESCRIBE_SKILL,
@@ -81,7 +86,7 @@ from skillrack.protocol.messages import APPROVAL_KEY, EXTENSION_URI
 from skillrack.protocol.parts import PartLike, user_message
 from skillrack.protocol.signing import CardKeys
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
-from skillrack.protocol.values import UnsafeNumber, check_numbers, data_part
+from skillrack.protocol.values import data_part
 
 logger = logging.getLogger(__name__)
 
@@ -425,7 +430,7 @@ class SkillClient:
     ) -> SkillResult:
         await self._check_security(agent, skill_id)
         interface = await self.describe(agent, skill_id)
-        self._check_arguments(interface, arguments)
+        check_arguments(interface, arguments)
         request = {
             "skill": skill_id,
             "skill_version": interface.skill_version,
@@ -506,27 +511,6 @@ class SkillClient:
         """
         entry = await self._card(agent)
         check_card_security(entry.card, agent, skill_id, await self._presented(agent))
-
-    def _check_arguments(self, interface: VerifiedInterface, arguments: Any) -> None:
-        try:
-            check_numbers(arguments)
-        except UnsafeNumber as exc:
-            raise SkillCallError.local(
-                ErrorCode.INPUT_INVALID,
-                f"{exc}; A2A carries numbers as doubles, send such values as strings",
-            ) from None
-        try:
-            details = interface.input.validate(arguments)
-        except Exception as exc:  # resource limits
-            code = getattr(exc, "code", ErrorCode.RESOURCE_LIMIT_EXCEEDED)
-            raise SkillCallError.local(code, str(getattr(exc, "message", exc))) from None
-        if details:
-            raise SkillCallError.local(
-                ErrorCode.INPUT_INVALID,
-                "the arguments do not validate against the "
-                f"input_schema of {interface.skill_id!r}; nothing was sent",
-                details,
-            )
 
     @one_call
     async def send_request(self, url: str, data: Any, *, mode: Mode = "sync") -> Task:

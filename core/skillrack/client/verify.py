@@ -9,7 +9,8 @@ name the selected skill and version: "a structurally valid document for a
 different skill, version, or digest MUST NOT be accepted as a substitute".
 A document read back from the on-disk cache goes through the same function.
 :func:`refuse_untrusted` applies the schema trust policy
-(:mod:`skillrack.interface.trust`).  Every failure is a local
+(:mod:`skillrack.interface.trust`); :func:`check_arguments` is step 7, the
+arguments against the verified ``input_schema``, before anything is sent.  Every failure is a local
 ``SkillCallError`` with the draft's code and one line.
 """
 
@@ -31,7 +32,7 @@ from skillrack.interface.document import (
 from skillrack.interface.limits import Limits
 from skillrack.interface.trust import SchemaPolicy
 from skillrack.protocol.states import TERMINAL
-from skillrack.protocol.values import from_value
+from skillrack.protocol.values import UnsafeNumber, check_numbers, from_value
 
 
 def describe_result(task: Task) -> tuple[Any, str]:
@@ -116,3 +117,26 @@ def refuse_untrusted(policy: SchemaPolicy, agent: str, interface: VerifiedInterf
         f"the document of {interface.skill_id!r} at {agent} is outside this client's "
         f"schema trust policy, so the skill is not called: {refused[0]}{more}",
     )
+
+
+def check_arguments(interface: VerifiedInterface, arguments: Any) -> None:
+    """Raise ``input_invalid`` (with details) when ``arguments`` do not validate."""
+    try:
+        check_numbers(arguments)
+    except UnsafeNumber as exc:
+        raise SkillCallError.local(
+            ErrorCode.INPUT_INVALID,
+            f"{exc}; A2A carries numbers as doubles, send such values as strings",
+        ) from None
+    try:
+        details = interface.input.validate(arguments)
+    except Exception as exc:  # resource limits
+        code = getattr(exc, "code", ErrorCode.RESOURCE_LIMIT_EXCEEDED)
+        raise SkillCallError.local(code, str(getattr(exc, "message", exc))) from None
+    if details:
+        raise SkillCallError.local(
+            ErrorCode.INPUT_INVALID,
+            "the arguments do not validate against the "
+            f"input_schema of {interface.skill_id!r}; nothing was sent",
+            details,
+        )
