@@ -31,6 +31,8 @@ VENDOR_DISTRIBUTIONS = (ROOT / "example_vendor_plugin", ROOT / "plugins" / "linu
 #: What ``skillrack new`` writes into a vendor's new project.
 TEMPLATES = ROOT / "core" / "skillrack" / "ops" / "templates"
 PLACEHOLDER = re.compile(r"\{\{\s*\w+\s*\}\}")
+#: A placeholder that is a whole line (a generated keyword argument, or none).
+PLACEHOLDER_LINE = re.compile(r"^[ \t]*\{\{\s*\w+\s*\}\}[ \t]*$", re.MULTILINE)
 
 #: The contract, written out by hand on purpose: the modules derive their ``__all__``
 #: (from their lazy tables), so this is the one list a new public name must be added to
@@ -123,7 +125,12 @@ def plugin_sources() -> list[tuple[Path, str]]:
         if not {"build", ".tox", ".venv"} & set(path.relative_to(tree).parts)
     ]
     found += [
-        (path, PLACEHOLDER.sub("placeholder", path.read_text(encoding="utf-8")))
+        (
+            path,
+            PLACEHOLDER.sub(
+                "placeholder", PLACEHOLDER_LINE.sub("", path.read_text(encoding="utf-8"))
+            ),
+        )
         for path in sorted(TEMPLATES.rglob("*.py.tmpl"))
     ]
     return found
