@@ -57,6 +57,7 @@ SKILLRACK_ALL = [
     "FilePart",
     "HopLog",
     "IncomingMessage",
+    "InputDeadlinePassed",
     "InputRequired",
     "Interaction",
     "JsonObject",

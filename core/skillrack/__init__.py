@@ -27,7 +27,9 @@ Handling an invocation
     ``SkillContext``: what a handler receives (the caller, records, input
     requests, delegation to peers); ``Caller``: the authenticated identity and
     tenant; ``InputRequired``: raised by the context to park a task until the
-    caller answers, and let through by the handler.
+    caller answers, and let through by the handler; ``InputDeadlinePassed``:
+    raised by ``request_input(..., deadline=...)`` on the turn the host runs
+    itself when no answer came in time.
 
 Reporting a failure
     ``ConditionError`` with an ``ErrorCode``: one of the draft's ten
@@ -85,6 +87,7 @@ if TYPE_CHECKING:  # the same names as the table below, for type checkers
     from skillrack.errors import ClientCode as ClientCode
     from skillrack.errors import ConditionError as ConditionError
     from skillrack.errors import ErrorCode as ErrorCode
+    from skillrack.errors import InputDeadlinePassed as InputDeadlinePassed
     from skillrack.errors import InputRequired as InputRequired
     from skillrack.errors import SkillCallError as SkillCallError
     from skillrack.errors import SkillrackError as SkillrackError
@@ -145,6 +148,7 @@ _ON_FIRST_USE = {
     "IncomingMessage": "skillrack.protocol.parts",
     "TextPart": "skillrack.protocol.parts",
     "Caller": "skillrack.serve.security.caller",
+    "InputDeadlinePassed": "skillrack.errors",
     "InputRequired": "skillrack.errors",
     "AuthenticationFailed": "skillrack.serve.security.authn",
     "RequestCredentials": "skillrack.serve.security.authn",

@@ -16,6 +16,7 @@ builtin in parentheses is a second base)::
       x ConditionError                        errors
         + InterfaceError                      interface.document
         + InlineSchemaError                   interface.schemaerror
+        + InputDeadlinePassed                 errors
       x SkillCallError                        errors
         + AgentBusy                           client.busy
       x StartupError                          errors
@@ -65,6 +66,10 @@ What each one means, in one line:
   would leave the document; the pinned standard schema altered.
 * ``UnsafeNumber``, ``CardSignatureError``: an integer A2A would round; an Agent
   Card signature that does not verify.
+* ``InputDeadlinePassed``: ``SkillContext.request_input(..., deadline=...)``
+  raises it when the deadline passed with no answer (the host runs that turn
+  itself); a handler catches it to act on the silence, or lets it end the task
+  ``resource_limit_exceeded``.
 * ``InputRequired``: a signal, not a failure: ``SkillContext.request_input``
   raises it to park the task.  Like :class:`asyncio.CancelledError` it derives
   from :class:`BaseException`, so a handler's ``except Exception`` cannot
@@ -292,6 +297,26 @@ class SkillCallError(SkillrackError):
         return {"error": error}
 
 
+class InputDeadlinePassed(ConditionError):
+    """Raised by ``SkillContext.request_input`` when its ``deadline`` passed with no answer.
+
+    The host runs the handler's continuation at the deadline itself, without
+    a message from the caller (:mod:`skillrack.serve.execution.input_deadline`),
+    so a handler that asked with a deadline always gets to act on the silence:
+    it catches this to roll back, fall back or end the task as it sees fit.
+    Uncaught, it is the draft's ``resource_limit_exceeded`` (a time limit, as
+    a handler's own deadline), and the task ends ``TASK_STATE_FAILED``.
+    """
+
+    def __init__(self, deadline: str) -> None:
+        super().__init__(
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"the caller did not answer the skill's question by its deadline ({deadline})",
+        )
+        #: The deadline that passed, RFC 3339 UTC.
+        self.deadline = deadline
+
+
 class InputRequired(BaseException):
     """Raised by ``SkillContext.request_input`` when the caller's answer is not there yet.
 
@@ -301,6 +326,10 @@ class InputRequired(BaseException):
     Exception`` around its own work lets it through to the executor.
     """
 
-    def __init__(self, request: Any) -> None:
+    def __init__(self, request: Any, *, deadline: str | None = None, question: int = 0) -> None:
         super().__init__("input required")
         self.request = request
+        #: When the host stops waiting and runs the handler on (RFC 3339 UTC), if asked with one.
+        self.deadline = deadline
+        #: Which of the handler's questions this is (0 for its first), for the deadline's turn.
+        self.question = question

@@ -21,6 +21,7 @@ they live here (docs/architecture.md, "Hook and handler signatures").
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeAlias
@@ -197,8 +198,15 @@ class SkillContext(HandlerContext, Protocol):
     async def publish_progress(self, partial_result: JsonValue) -> None:
         """Send a progressive version of the primary result (not validated, replaces the last)."""
 
-    async def request_input(self, request: JsonValue) -> JsonValue:
-        """The caller's answer to ``request``; parks the task (``InputRequired``) until it comes."""
+    async def request_input(
+        self, request: JsonValue, *, deadline: dt.datetime | None = None
+    ) -> JsonValue:
+        """The caller's answer to ``request``; parks the task (``InputRequired``) until it comes.
+
+        With ``deadline`` (an aware ``datetime``, the same on every replay) the host
+        runs the handler on at the deadline, unasked, and this raises
+        :class:`~skillrack.errors.InputDeadlinePassed` when no answer came in time.
+        """
 
     async def delegate(
         self, peer: str, skill_id: str, arguments: JsonValue, *, mode: ResponseMode = "sync"

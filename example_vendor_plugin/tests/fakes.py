@@ -14,6 +14,7 @@ another agent (tests/test_two_agents.py runs the ones that do).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
@@ -47,6 +48,7 @@ class FakeContext:
         self.publications: list[str] = []
         self.progress: list[Any] = []
         self.requests: list[Any] = []
+        self.deadlines: list[dt.datetime | None] = []
         self.published = asyncio.Event()
         self._answers = list(answers)
         self._asked = 0
@@ -66,8 +68,12 @@ class FakeContext:
     async def publish_progress(self, partial_result: Any) -> None:
         self.progress.append(partial_result)
 
-    async def request_input(self, request: JsonValue) -> JsonValue:
+    async def request_input(
+        self, request: JsonValue, *, deadline: dt.datetime | None = None
+    ) -> JsonValue:
+        """As the host's; a ``deadline`` is kept (``deadlines``), never waited for."""
         self.requests.append(request)
+        self.deadlines.append(deadline)
         index = self._asked
         self._asked += 1
         if index < len(self._answers):

@@ -179,22 +179,23 @@ def build_server(
     push_check, push_delivery = outbound_push(config, push_store)
     # Per-caller limits: in this process, or in Redis shared by the replicas.
     limits = open_counter(config)
-    handler = SkillrackRequestHandler(
-        agent_executor=SkillExecutor(
-            registry,
-            manager,
-            TracedDelegation(peers),  # a CLIENT span per call when tracing is on
-            max_concurrent=config.server.max_concurrent_tasks,
-            approvals=approvals,
-            limits=limits,
-            handler_timeout=config.server.handler_timeout,
-            output_limits=OutputLimits(
-                max_count=config.server.max_task_outputs,
-                max_bytes=config.server.max_task_output_bytes,
-            ),
-            metrics=metrics,
-            requirements=requirements,
+    executor = SkillExecutor(
+        registry,
+        manager,
+        TracedDelegation(peers),  # a CLIENT span per call when tracing is on
+        max_concurrent=config.server.max_concurrent_tasks,
+        approvals=approvals,
+        limits=limits,
+        handler_timeout=config.server.handler_timeout,
+        output_limits=OutputLimits(
+            max_count=config.server.max_task_outputs,
+            max_bytes=config.server.max_task_output_bytes,
         ),
+        metrics=metrics,
+        requirements=requirements,
+    )
+    handler = SkillrackRequestHandler(
+        agent_executor=executor,
         task_store=storage.task_store if storage is not None else task_store,
         event_stream=storage.event_stream if storage is not None else None,
         request_context_builder=(
@@ -210,6 +211,8 @@ def build_server(
         push_check=push_check,
         blocking=lean,
     )
+    # A question asked with a deadline: at the deadline the handler's turn runs through here.
+    executor.deadlines.bind(handler.resume_after_deadline)
     builder = ContextBuilder()
     card_endpoint = CardEndpoint.of(card, config.server.card_max_age)
     guard = OperatorGuard(manager)
@@ -324,6 +327,7 @@ def build_server(
         finally:
             if grpc_server is not None:  # first: its calls use the handler and the stores
                 await grpc_server.stop(GRPC_STOP_GRACE_S)
+            await executor.deadlines.close()
             await handler.aclose()
             if push_delivery is not None:
                 await push_delivery.aclose()

@@ -58,6 +58,7 @@ from skillrack.serve.bindings.card import (
 )
 from skillrack.serve.bindings.push import PushUrlCheck
 from skillrack.serve.execution.executor import skill_of, started_by
+from skillrack.serve.execution.input_deadline import Armed, deadline_message, stored_park
 from skillrack.serve.middleware.error_sanitizer import OWN_ERROR
 from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY, CALLER_KEY
 from skillrack.serve.security.caller import ANONYMOUS, owner_of
@@ -264,6 +265,26 @@ class SkillrackRequestHandler(DefaultRequestHandler):
                 f"started a task may {action} (authorization_failed)",
                 data={**OWN_ERROR, "code": ErrorCode.AUTHORIZATION_FAILED.value},
             )
+
+    async def resume_after_deadline(self, armed: Armed) -> None:
+        """The host's turn when a question's deadline passed unanswered (no caller's Message).
+
+        Sent as a follow-up Message from the caller who asked, through this
+        handler as a binding would send it (so the store, the event log of a
+        cluster, push notifications and subscribers see the turn as any
+        other), after checking that the task still waits on that question.
+        """
+        call = bind_call(ServerCallContext(), armed.caller, None, set())
+
+        async def load() -> Task | None:
+            stored = await self.task_store.get(armed.task_id, call)
+            return stored.task if isinstance(stored, StoredTask) else stored
+
+        task = await stored_park(load, armed)
+        if task is None:
+            return  # answered, cancelled or gone meanwhile
+        message = deadline_message(armed.task_id, task.context_id, armed.asked)
+        await self.on_message_send(SendMessageRequest(message=message), call)
 
     async def _after_blocking_turn(self, task_id: str) -> None:
         """A request about a task still running on the blocking path waits for its end."""

@@ -67,6 +67,7 @@ from skillrack.serve.execution.base_routing import claiming_base_skill, named_ba
 from skillrack.serve.execution.base_skill_context import BaseSkillContext
 from skillrack.serve.execution.concurrency import ConcurrencyLimiter, Slot
 from skillrack.serve.execution.describe import describe_artifacts
+from skillrack.serve.execution.input_deadline import InputDeadlines
 from skillrack.serve.execution.invocation import (
     BaseCall,
     Invocation,
@@ -83,7 +84,7 @@ from skillrack.serve.execution.outputs import (
     Outputs,
     check_safe_numbers,
 )
-from skillrack.serve.execution.replay import replay, user_messages
+from skillrack.serve.execution.replay import replay_turn, user_messages
 from skillrack.serve.execution.skill_context import Delegation, SkillContext
 from skillrack.serve.execution.turn import Turn, begin_turn, caller_of
 from skillrack.serve.observability.metrics import Metrics
@@ -155,8 +156,10 @@ class SkillExecutor(AgentExecutor):
         output_limits: OutputLimits | None = None,
         metrics: Metrics | None = None,
         requirements: SkillRequirements | None = None,
+        deadlines: InputDeadlines | None = None,
     ) -> None:
         self.registry = registry
+        self.deadlines = deadlines or InputDeadlines()
         self.requirements = requirements or SkillRequirements()
         self.manager = manager
         self.delegation = delegation
@@ -231,7 +234,9 @@ class SkillExecutor(AgentExecutor):
         ``None`` when nothing is left to run on this turn: ``describe_skill``
         was answered, or the call waits for an operator's approval.
         """
-        request, answers = await self._parse(turn)
+        if (parsed := await self._parse(turn)) is None:
+            return None
+        request, answers = parsed
         if isinstance(request, BaseCall):
             return await self._admit_base(request, turn)
         if request.is_describe:
@@ -305,9 +310,10 @@ class SkillExecutor(AgentExecutor):
             self.metrics.limit_refused("concurrency")
             raise
 
-    async def _parse(self, turn: Turn) -> tuple[SkillRequest | BaseCall, list[Any]]:
+    async def _parse(self, turn: Turn) -> tuple[SkillRequest | BaseCall, list[Any]] | None:
         """The request and the caller's answers so far; a new task is created first.
 
+        ``None`` when the host's turn after a deadline finds nothing to run (``replay_turn``).
         A Message routed to a base-A2A skill (:mod:`skillrack.serve.execution.base_routing`)
         is a :class:`BaseCall`, whose new task is sent only when the turn needs it.
         """
@@ -342,7 +348,12 @@ class SkillExecutor(AgentExecutor):
                 said = [incoming(m) for m in user_messages(context.current_task, context.message)]
                 turn.observed.skill = base.skill_id
                 return BaseCall(base, said[-1], said[:-1]), []
-            request, answers = replay(context.current_task, context.message)
+            replayed = await replay_turn(
+                context.current_task, context.message, self.deadlines, turn.updater
+            )
+            if replayed is None:
+                return None
+            request, answers = replayed
         turn.observed.skill = request.skill
         _activate(context)
         return request, answers
@@ -480,9 +491,7 @@ class SkillExecutor(AgentExecutor):
             )
         except InputRequired as asked:
             check_safe_numbers(asked.request, "input request")
-            await turn.updater.requires_input(
-                turn.updater.new_agent_message([data_part(asked.request)])
-            )
+            await self.deadlines.park(turn.updater, asked, turn.caller)
             turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
             return
         except ConditionError:

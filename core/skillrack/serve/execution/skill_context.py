@@ -16,17 +16,24 @@ the start with the same arguments and the answers so far.  A handler therefore
 asks for input before it causes side effects, and publishes records with
 stable ``artifact_id`` values so that a replay replaces rather than repeats
 them.
+
+A question may carry a deadline (``request_input(q, deadline=...)``): at the
+deadline, with no answer, the host runs the handler again itself and the
+question raises :class:`~skillrack.errors.InputDeadlinePassed`
+(:mod:`skillrack.serve.execution.input_deadline`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from skillrack.errors import InputRequired
+from skillrack.errors import InputDeadlinePassed, InputRequired
 from skillrack.interface.declare import ResponseMode
 from skillrack.interface.json_value import JsonValue
+from skillrack.serve.execution.input_deadline import DeadlinePassed, passed, timestamp
 from skillrack.serve.security.caller import Caller, owner_of
 
 if TYPE_CHECKING:
@@ -146,7 +153,9 @@ class SkillContext(Cancellation):
         """
         await self._publish_progress(partial_result)
 
-    async def request_input(self, request: JsonValue) -> JsonValue:
+    async def request_input(
+        self, request: JsonValue, *, deadline: dt.datetime | None = None
+    ) -> JsonValue:
         """Return the caller's answer to ``request``, asking for it if the task has none yet.
 
         ``request`` is JSON describing what is needed; it becomes the Data Part of
@@ -154,12 +163,27 @@ class SkillContext(Cancellation):
         Part (or text) of the caller's follow-up Message, unvalidated, as the
         draft specifies for follow-ups.  The :class:`~skillrack.errors.InputRequired`
         it raises is a ``BaseException``: a handler lets it through.
+
+        ``deadline`` (an aware ``datetime``; the same one on every replay, so keep
+        it with what the handler did): when it passes with no answer, the host
+        runs the handler again without a message from the caller, and this call
+        raises :class:`~skillrack.errors.InputDeadlinePassed` (an answer that
+        arrives later counts as none).  The status Message's metadata
+        ``skillrack_input_deadline`` tells the caller the deadline.
         """
         index = self._asked
         self._asked += 1
         if index < len(self._answers):
-            return self._answers[index]
-        raise InputRequired(request)
+            answer = self._answers[index]
+            if isinstance(answer, DeadlinePassed):
+                raise InputDeadlinePassed(answer.deadline)
+            return answer
+        if deadline is None:
+            raise InputRequired(request)
+        stamp = timestamp(deadline)
+        if passed(stamp):
+            raise InputDeadlinePassed(stamp)
+        raise InputRequired(request, deadline=stamp, question=index)
 
     async def delegate(
         self, peer: str, skill_id: str, arguments: JsonValue, *, mode: ResponseMode = "sync"
