@@ -7,6 +7,7 @@ Every state is read back with ``ip -j`` (and BGP with vtysh json), not with the 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from conftest import Approver
 from lab import Lab
 
-from skillrack import SkillCallError
+from skillrack import SkillCallError, SkillResult
 from skillrack.testing import AgentClient
 from skillrack_linux import netlink
 
@@ -123,6 +124,19 @@ async def test_a_confirmed_change_stays(
     assert link(lab, "r3", r3_link)["mtu"] == 1400
 
 
+async def ended(client: AgentClient, skill_id: str, task_id: str, timeout: float) -> SkillResult:
+    """The task once it ended, looked at with GetTask only (nothing is sent to it)."""
+    start = time.monotonic()
+    while True:
+        seen = await client.resume(client.url, skill_id, task_id)
+        if seen.state != "TASK_STATE_INPUT_REQUIRED":
+            return seen
+        if time.monotonic() - start > timeout:
+            pytest.fail(f"task {task_id} still waits after {timeout} s")
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.skillrack_server
 async def test_an_unconfirmed_change_rolls_back_by_itself(
     skillrack_client: AgentClient, lab: Lab, r3_link: str
 ) -> None:
@@ -130,16 +144,16 @@ async def test_an_unconfirmed_change_rolls_back_by_itself(
         "set_interface_state",
         {"device_id": "r3", "interface": r3_link, "mtu": 1400, "confirm_within": 2},
     )
-    applied_at = time.monotonic()
     assert asked.state == "TASK_STATE_INPUT_REQUIRED"
+    deadline = dt.datetime.fromisoformat(asked.input_request["confirm_by"])
     assert link(lab, "r3", r3_link)["mtu"] == 1400
-    # Nobody confirms: the previous MTU is back within the deadline plus one second.
-    await until(lambda: link(lab, "r3", r3_link)["mtu"] == 1500, 3.5)
-    assert time.monotonic() - applied_at <= 3.0
-    # The task says so: its next turn ends it with before, applied and restored.
-    done = await skillrack_client.respond(
-        skillrack_client.url, "set_interface_state", asked.task_id, {"confirm": True}
-    )
+    # Nobody confirms, nobody sends anything: the previous MTU is back, read by ip -j,
+    # within the deadline plus one second...
+    await until(lambda: link(lab, "r3", r3_link)["mtu"] == 1500, 4)
+    assert dt.datetime.now(dt.UTC) <= deadline + dt.timedelta(seconds=1)
+    # ...and the task ended by itself, saying so: before, applied and restored.
+    done = await ended(skillrack_client, "set_interface_state", asked.task_id, 1.5)
+    assert dt.datetime.now(dt.UTC) <= deadline + dt.timedelta(seconds=1)
     assert done.state == "TASK_STATE_COMPLETED"
     result = done.result
     assert result["outcome"] == "rolled_back"
@@ -151,7 +165,13 @@ async def test_an_unconfirmed_change_rolls_back_by_itself(
         "restored",
     ]
     [restored] = [done.records[ref] for ref in done.records if ref.endswith("-restored")]
-    assert restored["state"]["mtu"] == 1500
+    assert restored["state"]["mtu"] == link(lab, "r3", r3_link)["mtu"] == 1500
+    # A confirmation now is too late: the task has ended.
+    with pytest.raises(SkillCallError):
+        await skillrack_client.respond(
+            skillrack_client.url, "set_interface_state", asked.task_id, {"confirm": True}
+        )
+    assert link(lab, "r3", r3_link)["mtu"] == 1500
 
 
 async def test_declining_rolls_back_at_once(
@@ -267,9 +287,7 @@ async def test_an_unconfirmed_route_is_removed_again(
     [seen] = route(lab, "r1", prefix)
     assert seen["type"] == "blackhole"
     await until(lambda: route(lab, "r1", prefix) == [], 2.5)
-    done = await skillrack_client.respond(
-        skillrack_client.url, "set_static_route", asked.task_id, {"confirm": True}
-    )
+    done = await ended(skillrack_client, "set_static_route", asked.task_id, 1.5)
     assert done.result["outcome"] == "rolled_back"
     assert done.result["restored"] == {"present": False}
 

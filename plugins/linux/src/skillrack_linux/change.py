@@ -9,9 +9,11 @@ are published as supporting records carrying the caller and the task.
 
 ``confirm_within`` makes it a confirmed change (:mod:`.confirm`): after
 applying, the task waits in ``input-required`` for ``{"confirm": true}`` from
-the caller; without it in time the change is rolled back by itself, and the
-next turn of the task ends it with the rollback's before, applied and
-restored states.
+the caller, asked with the host's deadline (``request_input(...,
+deadline=...)``).  Without a confirmation in time the host runs the handler's
+next turn itself at the deadline: ``InputDeadlinePassed`` rolls the change
+back, and the task ends there with the rollback's before, applied and
+restored states, no message from the caller needed.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import socket
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from skillrack import ConditionError, ErrorCode
+from skillrack import ConditionError, ErrorCode, InputDeadlinePassed
 
 from . import encoding, netlink
 from .confirm import CONFIRMED, Confirmations, Pending
@@ -75,6 +77,17 @@ def _answer(value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
     return None
+
+
+async def _ask(context: Any, pending: Pending) -> bool | None:
+    """The caller's answer to the confirmation question; False once its deadline passed."""
+    try:
+        answer = await context.request_input(
+            confirmation_request(pending.confirm_by), deadline=pending.deadline
+        )
+    except InputDeadlinePassed:
+        return False  # not confirmed in time: roll back (the backstop timer may have)
+    return _answer(answer)
 
 
 def _caller(context: Any) -> dict[str, str]:
@@ -151,9 +164,10 @@ class Change:
         owner = (str(context.caller.identity), str(context.caller.tenant))
         result["confirm_by"] = confirm_by
         self.confirmations.schedule(
-            context.task_id, owner, seconds, confirm_by, restore, copy.deepcopy(result)
+            context.task_id, owner, deadline, confirm_by, restore, copy.deepcopy(result)
         )
-        await context.request_input(confirmation_request(confirm_by))  # parks the task
+        # Parks the task; at the deadline the host runs the next turn (_follow_up) itself.
+        await context.request_input(confirmation_request(confirm_by), deadline=deadline)
         raise AssertionError("request_input returned on the turn that asked")  # pragma: no cover
 
     async def _follow_up(
@@ -166,8 +180,14 @@ class Change:
         subject: dict[str, str],
         result: dict[str, Any],
     ) -> dict[str, Any]:
-        """A later turn of a confirmed change: confirm it, roll it back, or report the rollback."""
-        answer = _answer(await context.request_input(confirmation_request(pending.confirm_by)))
+        """A later turn of a confirmed change: confirm it, roll it back, or report the rollback.
+
+        The host runs this turn itself at the deadline when nobody answered
+        (``InputDeadlinePassed``): the change is rolled back and the task ends.
+        """
+        answer = await _ask(context, pending)
+        while answer is None and pending.state == "pending":
+            answer = await _ask(context, pending)  # neither yes nor no: ask again, same deadline
         if (str(context.caller.identity), str(context.caller.tenant)) != pending.owner:
             raise ConditionError(
                 ErrorCode.AUTHORIZATION_FAILED,
@@ -179,9 +199,6 @@ class Change:
                 await self._record(context, kind, device, subject, CONFIRMED, result["after"])
             )
             return result
-        if answer is None and pending.state == "pending":
-            # Neither yes nor no: ask again; the deadline keeps running.
-            await context.request_input(confirmation_request(pending.confirm_by))
         await self.confirmations.roll_back(pending)
         if pending.failure is not None:
             raise ConditionError(

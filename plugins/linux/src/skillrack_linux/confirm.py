@@ -1,24 +1,28 @@
-"""Confirmed changes (RFC 6241 section 8.4): a rollback deadline kept outside the handler.
+"""Confirmed changes (RFC 6241 section 8.4): what to undo, kept between a task's turns.
 
 A change skill called with ``confirm_within`` applies its change, registers
-how to undo it here, and asks its caller for a confirmation
-(``context.request_input``), which parks the task in ``input-required``.
-Under the host's replay model the handler's run ends there; the confirming
-follow-up runs the handler again from the start.  So the deadline cannot live
-in the handler: it is a timer of this plugin's :class:`Confirmations`,
-keyed by the task id.  When it fires with no confirmation the change is
-undone (and the state read back); the follow-up turn then finds the entry
-and ends the task with what happened: ``confirmed``, or ``rolled_back`` with
-the restored state.
+how to undo it here, and asks its caller for a confirmation with the host's
+deadline (``context.request_input(..., deadline=...)``), which parks the task
+in ``input-required``.  Under the host's replay model the handler's run ends
+there; the next turn (the caller's answer, or the host's own turn at the
+deadline when nobody answered) runs the handler again from the start and finds
+the entry here, keyed by the task id: it confirms the change or rolls it back,
+and ends the task saying which.
+
+The entry also holds a timer of its own for the same deadline, a backstop:
+should the host's turn not run (its store failing), the change is undone all
+the same and the task's next turn reports it.  Rolling back twice is once
+(:meth:`Confirmations.roll_back` is locked and idempotent).
 
 The entries live in the agent's process: an agent restarted while a change
-waits for its confirmation loses the timer and the change stays applied
+waits for its confirmation loses them and the change stays applied
 (docs/linux-lab.md, known limits).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -38,6 +42,8 @@ class Pending:
 
     task_id: str
     owner: tuple[str, str]
+    #: When the change is rolled back unless confirmed (the host's question deadline too).
+    deadline: dt.datetime
     confirm_by: str
     restore: Callable[[], Awaitable[Any]]
     #: The applied change's result, which the follow-up turn completes.
@@ -65,15 +71,16 @@ class Confirmations:
         self,
         task_id: str,
         owner: tuple[str, str],
-        seconds: float,
+        deadline: dt.datetime,
         confirm_by: str,
         restore: Callable[[], Awaitable[Any]],
         result: dict[str, Any],
     ) -> Pending:
-        """Undo the change with ``restore`` in ``seconds`` unless it is confirmed first."""
-        pending = Pending(task_id, owner, confirm_by, restore, result)
+        """Undo the change with ``restore`` at ``deadline`` unless it is confirmed first."""
+        pending = Pending(task_id, owner, deadline, confirm_by, restore, result)
         loop = asyncio.get_running_loop()
-        pending.handle = loop.call_later(seconds, self._expire, pending)
+        seconds = (deadline - dt.datetime.now(dt.UTC)).total_seconds()
+        pending.handle = loop.call_later(max(seconds, 0.0), self._expire, pending)
         self._entries[task_id] = pending
         return pending
 
