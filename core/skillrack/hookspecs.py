@@ -264,6 +264,11 @@ Handler: TypeAlias = "Callable[[JsonObject, SkillContext], Awaitable[JsonValue]]
 #: authorization and before any approval is asked (``Skill.precheck``).
 Precheck: TypeAlias = "Callable[[JsonObject, Caller], Awaitable[None]]"
 
+#: ``changes_nothing(arguments: JsonObject) -> bool``: True when a call with these arguments
+#: changes nothing (a dry run), so the host asks no operator to approve it
+#: (``Skill.changes_nothing``).
+ChangesNothing: TypeAlias = "Callable[[JsonObject], bool]"
+
 #: What a base skill's handler returns: ``None``, a ``str``, one part, or a sequence of parts
 #: (the task's final status message); ignored after ``context.reply``.
 BaseReply: TypeAlias = "PartLike | Sequence[PartLike] | None"

@@ -25,7 +25,7 @@ from skillrack.interface.canonical import loads_strict
 if TYPE_CHECKING:
     # The handlers' signatures name a caller, a Message and a delegation's result, which
     # live in rooms above this one: hookspecs states them, for type checkers only.
-    from skillrack.hookspecs import BaseHandler, Handler, MessageMatcher, Precheck
+    from skillrack.hookspecs import BaseHandler, ChangesNothing, Handler, MessageMatcher, Precheck
 
 DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
@@ -187,6 +187,13 @@ class Skill:
     #: operator's time goes to approving it.  It must be quick and free of side effects.
     #: Not part of the Skill Interface Document.
     precheck: Precheck | None = None
+    #: ``changes_nothing(arguments) -> bool``: True when this call, with these (validated)
+    #: arguments, changes nothing (a ``dry_run``), so that the host does not make it wait for
+    #: an operator's approval as an ``execute`` skill's call otherwise would.  Approvers
+    #: (``approve_invocation``) are still asked, and one that requires people still makes
+    #: it wait.  Quick, pure, synchronous; one that raises counts as False (logged).  Not
+    #: part of the Skill Interface Document.
+    changes_nothing: ChangesNothing | None = None
 
 
 def timeout_problem(timeout: object) -> str | None:

@@ -323,6 +323,10 @@ def _check_declaration(skill: Skill) -> None:
         )
     if not callable(skill.handler):
         raise _invalid("handler", "", "the skill's handler is not callable")
+    if skill.changes_nothing is not None and not callable(skill.changes_nothing):
+        raise _invalid(
+            "changes_nothing", "", "changes_nothing must be a function (arguments) -> bool, or None"
+        )
     problem = timeout_problem(skill.timeout)
     if problem is not None:
         raise _invalid("timeout", "", problem)

@@ -18,8 +18,10 @@ policy is consulted on every call of every skill, and two questions are asked:
   (:func:`needs_approval`): for a multi-operation skill that flags
   operations, the chosen operation's ``may_require_approval`` (a read beside
   a flagged delete does not wait); for any other skill, an ``execute``
-  authority.  An open ``observe_only`` or ``recommend_only`` call goes on; a
-  deployment that wants people to approve one says so with a rule
+  authority; and never a call the skill says changes nothing with these
+  arguments (``Skill.changes_nothing``: a dry run).  An open
+  ``observe_only`` or ``recommend_only`` call goes on; a deployment that
+  wants people to approve one says so with a rule
   (:mod:`skillrack_plugins.approval_rules`, ``effect = "require"``).
 
 A call that waits is written to the approvals store
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import pluggy
 
@@ -55,6 +58,7 @@ from skillrack.serve.security.approvals import (
 )
 from skillrack.serve.security.authz import Decision, authorize
 
+logger = logging.getLogger(__name__)
 #: The audit log (as the executor's): who approved or refused a call, why and when.
 audit = logging.getLogger("skillrack.audit")
 
@@ -64,15 +68,37 @@ def _operations(skill: RegisteredSkill | RegisteredBaseSkill) -> Sequence[Operat
     return skill.skill.operations if isinstance(skill, RegisteredSkill) else ()
 
 
-def needs_approval(skill: RegisteredSkill | RegisteredBaseSkill, operation: str | None) -> bool:
+def needs_approval(
+    skill: RegisteredSkill | RegisteredBaseSkill, operation: str | None, arguments: Any = None
+) -> bool:
     """Whether a call no approver decided waits for an operator: before a side effect.
 
     A multi-operation skill that flags operations says precisely which ones
     need approval; any other skill needs it when its authority is ``execute``.
+    A call its skill's ``changes_nothing(arguments)`` says changes nothing
+    never does.
     """
+    if _changes_nothing(skill, arguments):
+        return False
     if any(op.may_require_approval for op in _operations(skill)):
         return _flagged(skill, operation)
     return skill.skill.authority.default_mode == "execute"
+
+
+def _changes_nothing(skill: RegisteredSkill | RegisteredBaseSkill, arguments: Any) -> bool:
+    """The skill's own word that this call changes nothing; a predicate that fails says no."""
+    if not isinstance(skill, RegisteredSkill) or skill.skill.changes_nothing is None:
+        return False
+    try:
+        return skill.skill.changes_nothing(arguments) is True
+    except Exception as exc:  # a plugin's bug must not skip an approval
+        logger.error(
+            "skill %s (plugin %s): changes_nothing raised %s; the call is treated as a change",
+            skill.skill_id,
+            skill.plugin,
+            type(exc).__name__,
+        )
+        return False
 
 
 def _flagged(skill: RegisteredSkill | RegisteredBaseSkill, operation: str | None) -> bool:
@@ -109,7 +135,7 @@ async def seek_approval(
         note(skill_id, "granted", None)
         return None
     if requirement is None:
-        if not needs_approval(invocation.skill, invocation.operation):
+        if not needs_approval(invocation.skill, invocation.operation, invocation.arguments):
             return None
         requirement = Decision.require(1, (APPROVER_ROLE,))
     request = invocation.request

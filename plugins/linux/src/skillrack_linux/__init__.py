@@ -10,7 +10,9 @@ models (:mod:`.encoding`).  Observation skills (:mod:`.observe`) are
 confirmed changes (:mod:`.confirm`).
 
 Every skill has a ``precheck``: a device this agent does not manage is
-refused with ``constraint_rejected`` before any approval is asked.
+refused with ``constraint_rejected`` before any approval is asked.  The
+change skills say that a ``dry_run`` changes nothing (``changes_nothing``),
+so a dry run waits for no operator.
 
 The IETF data in the answers is described by schemas ``skillrack yang
 schema`` generated from the IETF modules pyang ships and this plugin's own
@@ -37,7 +39,7 @@ from skillrack import (
     hookimpl,
 )
 
-from .change import INTERFACE_CHANGE, ROUTE_CHANGE, Change
+from .change import INTERFACE_CHANGE, ROUTE_CHANGE, Change, dry_run
 from .confirm import Confirmations
 from .devices import Devices
 from .observe import INTERFACE_KIND, SAMPLES_KIND, Observe
@@ -218,6 +220,7 @@ class LinuxPlugin:
                 constraints=("/confirm_within",),
                 handler=change.set_interface_state,
                 precheck=devices.precheck,
+                changes_nothing=dry_run,
             ),
             Skill(
                 id="set_static_route",
@@ -246,6 +249,7 @@ class LinuxPlugin:
                 constraints=("/next_hop", "/confirm_within"),
                 handler=change.set_static_route,
                 precheck=devices.precheck,
+                changes_nothing=dry_run,
             ),
         )
 

@@ -41,6 +41,11 @@ INTERFACE_CHANGE = "interface-change"
 ROUTE_CHANGE = "route-change"
 
 
+def dry_run(arguments: Mapping[str, Any]) -> bool:
+    """``Skill.changes_nothing``: a dry run reads and plans only, so it waits for no approval."""
+    return arguments.get("dry_run") is True
+
+
 def confirmation_request(confirm_by: str) -> dict[str, Any]:
     """What the task asks for while a confirmed change waits."""
     return {
