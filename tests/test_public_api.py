@@ -40,6 +40,7 @@ PLACEHOLDER_LINE = re.compile(r"^[ \t]*\{\{\s*\w+\s*\}\}[ \t]*$", re.MULTILINE)
 SKILLRACK_ALL = [
     "AddressGuard",
     "AddressPolicy",
+    "Approved",
     "AuthenticationFailed",
     "Authority",
     "AuthorizationRequest",

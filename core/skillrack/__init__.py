@@ -25,11 +25,13 @@ A base-A2A skill (``register(BaseSkill(...))``, beside the schema skills)
 
 Handling an invocation
     ``SkillContext``: what a handler receives (the caller, records, input
-    requests, delegation to peers); ``Caller``: the authenticated identity and
-    tenant; ``InputRequired``: raised by the context to park a task until the
-    caller answers, and let through by the handler; ``InputDeadlinePassed``:
-    raised by ``request_input(..., deadline=...)`` on the turn the host runs
-    itself when no answer came in time.
+    requests, delegation to peers); ``Approved``: its ``approval``, the
+    approval id and approvers a change skill cites in its records;
+    ``Caller``: the authenticated identity and tenant; ``InputRequired``:
+    raised by the context to park a task until the caller answers, and let
+    through by the handler; ``InputDeadlinePassed``: raised by
+    ``request_input(..., deadline=...)`` on the turn the host runs itself
+    when no answer came in time.
 
 Reporting a failure
     ``ConditionError`` with an ``ErrorCode``: one of the draft's ten
@@ -109,6 +111,7 @@ if TYPE_CHECKING:  # the same names as the table below, for type checkers
     from skillrack.protocol.parts import FilePart as FilePart
     from skillrack.protocol.parts import IncomingMessage as IncomingMessage
     from skillrack.protocol.parts import TextPart as TextPart
+    from skillrack.serve.security.approved import Approved as Approved
     from skillrack.serve.security.authn import AuthenticationFailed as AuthenticationFailed
     from skillrack.serve.security.authn import RequestCredentials as RequestCredentials
     from skillrack.serve.security.authz import AuthorizationRequest as AuthorizationRequest
@@ -147,6 +150,7 @@ _ON_FIRST_USE = {
     "FilePart": "skillrack.protocol.parts",
     "IncomingMessage": "skillrack.protocol.parts",
     "TextPart": "skillrack.protocol.parts",
+    "Approved": "skillrack.serve.security.approved",
     "Caller": "skillrack.serve.security.caller",
     "InputDeadlinePassed": "skillrack.errors",
     "InputRequired": "skillrack.errors",

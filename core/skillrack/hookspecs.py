@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from skillrack.interface.declare import BaseSkill, ResponseMode, Skill
     from skillrack.interface.json_value import JsonObject, JsonValue
     from skillrack.protocol.parts import IncomingMessage, PartLike
+    from skillrack.serve.security.approved import Approved
     from skillrack.serve.security.authn import RequestCredentials
     from skillrack.serve.security.authz import AuthorizationRequest, Decision
     from skillrack.serve.security.caller import Caller
@@ -189,6 +190,10 @@ class SkillContext(HandlerContext, Protocol):
     @property
     def operation(self) -> str | None:
         """The operation chosen, for a multi-operation skill; else ``None``."""
+
+    @property
+    def approval(self) -> Approved | None:
+        """What approved the call (approval id, approvers), for its records; else None."""
 
     async def publish_record(
         self, kind: str, record: JsonValue, *, artifact_id: str | None = None

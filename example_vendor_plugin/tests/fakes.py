@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
-from skillrack import Caller, InputRequired, JsonValue
+from skillrack import Approved, Caller, InputRequired, JsonValue
 from skillrack.testing import VerifiedInterface
 
 __all__ = ["FakeContext", "InputRequired"]
@@ -36,6 +36,7 @@ class FakeContext:
         task_id: str = "task-1",
         operation: str | None = None,
         caller: Caller | None = None,
+        approval: Approved | None = None,
     ) -> None:
         self.interface = interface
         self.task_id = task_id
@@ -44,6 +45,7 @@ class FakeContext:
         self.skill_version = interface.skill_version
         self.caller = caller or Caller(identity="test-caller", authenticated=True)
         self.operation = operation
+        self.approval = approval
         self.records: dict[str, tuple[str, Any]] = {}
         self.publications: list[str] = []
         self.progress: list[Any] = []

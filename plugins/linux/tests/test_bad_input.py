@@ -80,6 +80,7 @@ def test_without_cap_net_admin_one_line_and_nothing_changed(lab: Lab) -> None:
 
         class Context:
             task_id, skill_id, caller = "t1", "set_interface_state", Caller()
+            approval = None
             async def publish_record(self, kind, record, artifact_id=None):
                 return artifact_id
 

@@ -88,10 +88,15 @@ async def test_taking_a_link_down_drops_the_bgp_session(
     assert result["after"]["admin_state"] == "down"
     assert not admin_up(lab, "r3", r3_link)
     assert approver.asked == ["set_interface_state"]
-    # Before and after, as records carrying the caller and the task.
+    # Before and after, as records carrying the caller and the task, and what approved it.
+    refs = result["supporting_record_refs"]
+    [approval] = [outcome.records[r] for r in refs if outcome.record_kinds[r] == "change-approval"]
+    assert approval["approval"] == {"via": "policy", "approvers": ["approver"]}
+    assert approval["task_id"] == outcome.task_id and approval["interface"] == r3_link
     phases = {
         outcome.records[ref]["phase"]: outcome.records[ref]
-        for ref in result["supporting_record_refs"]
+        for ref in refs
+        if outcome.record_kinds[ref] == "interface-change"
     }
     assert set(phases) == {"before", "applied"}
     assert phases["before"]["state"]["admin_state"] == "up"
@@ -160,6 +165,7 @@ async def test_an_unconfirmed_change_rolls_back_by_itself(
     assert result["before"]["mtu"] == 1500 and result["after"]["mtu"] == 1400
     assert result["restored"]["mtu"] == 1500
     assert [ref.rsplit("-", 1)[-1] for ref in result["supporting_record_refs"]] == [
+        "approval",
         "before",
         "applied",
         "restored",

@@ -56,6 +56,7 @@ from skillrack.serve.security.approvals import (
     Approvals,
     TooManyPending,
 )
+from skillrack.serve.security.approved import Approved
 from skillrack.serve.security.authz import Decision, authorize
 
 logger = logging.getLogger(__name__)
@@ -112,8 +113,12 @@ async def seek_approval(
     invocation: Invocation,
     task_id: str,
     observe: Callable[[str, str, str | None], None] | None = None,
-) -> Approval | None:
-    """``None`` when the call may go on; the pending :class:`Approval` when it must wait.
+) -> Approval | Approved | None:
+    """The pending :class:`Approval` when the call must wait; else what let it through.
+
+    :class:`Approved` when an approver plugin or a stored approval's
+    operators approved it (the handler reads it as ``context.approval``);
+    ``None`` when the call needed nobody's approval.
 
     A refusal (by an approver or an operator) or an expired approval raises
     ``authorization_failed``; so does a call that needs people on an agent
@@ -133,7 +138,8 @@ async def seek_approval(
     requirement = _strictest(d for d in opinions if d.requires_people)
     if requirement is None and any(d.allowed for d in opinions):
         note(skill_id, "granted", None)
-        return None
+        allowed_by = tuple(name for name, d in verdict.opinions if d is not None and d.allowed)
+        return Approved("policy", allowed_by)
     if requirement is None:
         if not needs_approval(invocation.skill, invocation.operation, invocation.arguments):
             return None
@@ -162,7 +168,12 @@ async def seek_approval(
         _audit(task_id, approval)
     if approval.state == GRANTED:
         note(skill_id, "granted", approval.created_at)
-        return None
+        granted_by = tuple(
+            str(d.get("identity") or d.get("by"))
+            for d in approval.decisions
+            if d.get("decision") == "grant"
+        )
+        return Approved("operator", granted_by, approval.id, approval.decided_at)
     if approval.state == DENIED:
         note(skill_id, "denied", None)
         raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")

@@ -37,6 +37,7 @@ by any deadline; handlers must not block.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import logging
 import math
@@ -90,7 +91,7 @@ from skillrack.serve.execution.turn import Turn, begin_turn, caller_of
 from skillrack.serve.observability.metrics import Metrics
 from skillrack.serve.observability.traces import turn as traced_turn
 from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY
-from skillrack.serve.security.approvals import Approvals
+from skillrack.serve.security.approvals import Approval, Approvals
 from skillrack.serve.security.authz import (
     SKILL_SCOPE,
     AuthorizationRequest,
@@ -302,10 +303,10 @@ class SkillExecutor(AgentExecutor):
             await skill.skill.precheck(invocation.arguments, turn.caller)
         with turn.trace.stage("approval"):
             approved = await self._approve(invocation, turn)
-        if not approved:
+        if approved is None:
             return None
         try:
-            return invocation, await self.limiter.acquire(turn.caller, turn.client_host)
+            return approved, await self.limiter.acquire(turn.caller, turn.client_host)
         except ConditionError:
             self.metrics.limit_refused("concurrency")
             raise
@@ -440,13 +441,13 @@ class SkillExecutor(AgentExecutor):
             f"the caller is not authorized to invoke {skill_id!r}",
         )
 
-    async def _approve(self, invocation: Invocation, turn: Turn) -> bool:
-        """True when the call may go on; False when it waits for an operator."""
+    async def _approve(self, invocation: Invocation, turn: Turn) -> Invocation | None:
+        """The call with what approved it when it may go on; None when it waits for people."""
         pending = await seek_approval(
             self.manager, self.approvals, invocation, turn.task_id, observe=self.metrics.approval
         )
-        if pending is None:
-            return True
+        if not isinstance(pending, Approval):
+            return dataclasses.replace(invocation, approved=pending)
         audit.info(
             "task %s of %s waits for approval %s",
             turn.task_id,
@@ -458,7 +459,7 @@ class SkillExecutor(AgentExecutor):
         await turn.start.ensure()
         await updater.requires_input(updater.new_agent_message([data_part(pending.waiting_part())]))
         turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
-        return False
+        return None
 
     # -- execution: a failure here ends the task FAILED -----------------------------------------
 
@@ -478,6 +479,7 @@ class SkillExecutor(AgentExecutor):
             answers=invocation.answers,
             operation=invocation.operation,
             delegation=self.delegation,
+            approval=invocation.approved,
         )
         self._running[turn.task_id] = handler_context
         await turn.updater.start_work()

@@ -24,6 +24,7 @@ from skillrack.errors import ConditionError, ErrorCode
 from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill, Registry
 from skillrack.protocol.messages import SkillRequest
 from skillrack.protocol.parts import IncomingMessage
+from skillrack.serve.security.approved import Approved
 from skillrack.serve.security.authz import (
     BASE_KIND,
     INVOCATION_SCOPE,
@@ -58,6 +59,8 @@ class Invocation:
     #: (see :mod:`skillrack.serve.execution.skill_context`).
     answers: Sequence[Any] = ()
     base_call: BaseCall | None = None
+    #: What let the call through the approval step (``context.approval``), once it did.
+    approved: Approved | None = None
 
     @property
     def arguments(self) -> Any:

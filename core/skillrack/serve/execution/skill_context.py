@@ -34,6 +34,7 @@ from skillrack.errors import InputDeadlinePassed, InputRequired
 from skillrack.interface.declare import ResponseMode
 from skillrack.interface.json_value import JsonValue
 from skillrack.serve.execution.input_deadline import DeadlinePassed, passed, timestamp
+from skillrack.serve.security.approved import Approved
 from skillrack.serve.security.caller import Caller, owner_of
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class SkillContext(Cancellation):
         answers: Sequence[JsonValue] = (),
         operation: str | None = None,
         delegation: Delegation | None = None,
+        approval: Approved | None = None,
     ) -> None:
         self.task_id = task_id
         self.context_id = context_id
@@ -125,6 +127,8 @@ class SkillContext(Cancellation):
         self.skill_version = skill_version
         self.caller = caller
         self.operation = operation
+        #: What let the call through the approval step; ``None`` when nobody had to approve.
+        self.approval = approval
         self._publish_record = publish_record
         self._publish_progress = publish_progress
         self._answers = list(answers)

@@ -39,6 +39,8 @@ from skillrack import (
     hookimpl,
 )
 
+from .approval import APPROVAL_KIND
+from .approval import SCHEMA as APPROVAL_SCHEMA
 from .change import INTERFACE_CHANGE, ROUTE_CHANGE, Change, dry_run
 from .confirm import Confirmations
 from .devices import Devices
@@ -200,7 +202,7 @@ class LinuxPlugin:
                     "Sets an interface's admin state (up/down) and/or MTU, verifies it by "
                     "reading it back and restores the previous state on any failure. dry_run "
                     "returns the exact change; confirm_within rolls it back unless the caller "
-                    "confirms in time. Before and after are supporting records."
+                    "confirms in time. Before and after, and the approval, are supporting records."
                 ),
                 tags=("interfaces", "configuration", "change"),
                 examples=(
@@ -213,6 +215,7 @@ class LinuxPlugin:
                 output_schema=_schema("set-interface-state-output"),
                 supporting_records=(
                     SupportingRecord(INTERFACE_CHANGE, _schema("interface-change")),
+                    SupportingRecord(APPROVAL_KIND, APPROVAL_SCHEMA),
                 ),
                 interaction=sync_stream_poll,
                 authority=EXECUTE,
@@ -242,6 +245,7 @@ class LinuxPlugin:
                 output_schema=_schema("set-static-route-output", "routing"),
                 supporting_records=(
                     SupportingRecord(ROUTE_CHANGE, _schema("route-change", "routing")),
+                    SupportingRecord(APPROVAL_KIND, APPROVAL_SCHEMA),
                 ),
                 interaction=sync_stream_poll,
                 authority=EXECUTE,

@@ -5,7 +5,9 @@ change without applying it.  Otherwise it applies the change, reads the state
 back and compares: any failure on the way (a step the kernel refuses, a
 read-back that differs) restores the state read before, exactly, and the
 task fails saying so.  Before, applied and (after a rollback) restored states
-are published as supporting records carrying the caller and the task.
+are published as supporting records carrying the caller and the task, and
+beside them a ``change-approval`` record naming what approved the change
+(approval id and approvers, :mod:`.approval`).
 
 ``confirm_within`` makes it a confirmed change (:mod:`.confirm`): after
 applying, the task waits in ``input-required`` for ``{"confirm": true}`` from
@@ -31,6 +33,7 @@ from typing import Any
 from skillrack import ConditionError, ErrorCode, InputDeadlinePassed
 
 from . import encoding, netlink
+from .approval import APPROVAL_KIND, approval_record
 from .confirm import CONFIRMED, Confirmations, Pending
 from .devices import Devices, invalid, kernel, rejected
 from .settings import Device
@@ -142,16 +145,26 @@ class Change:
             "task_id": context.task_id,
             "state": state,
         }
+        approved = context.approval
         audit.info(
-            "task %s: %s %s %s by %s: %s",
+            "task %s: %s %s %s by %s (approval %s): %s",
             context.task_id,
             context.skill_id,
             device.device_id,
             phase,
             record["caller"]["identity"],
+            "none" if approved is None else (approved.approval_id or approved.via),
             json.dumps(state, sort_keys=True),
         )
         return str(await context.publish_record(kind, record, artifact_id=record_id))
+
+    async def _approval(
+        self, context: Any, kind: str, device: Device, subject: dict[str, str]
+    ) -> str:
+        """Publish what approved this change (approval id, approvers): its authority."""
+        record = approval_record(context, kind, device, subject, _caller(context))
+        record_id = record["record_id"]
+        return str(await context.publish_record(APPROVAL_KIND, record, artifact_id=record_id))
 
     async def _confirmed(
         self,
@@ -278,6 +291,7 @@ class Change:
             result["outcome"] = "unchanged"
             return result
         refs = result["supporting_record_refs"]
+        refs.append(await self._approval(context, INTERFACE_CHANGE, device, subject))
         refs.append(
             await self._record(context, INTERFACE_CHANGE, device, subject, "before", before)
         )
@@ -439,6 +453,7 @@ class Change:
         if arguments.get("dry_run"):
             return result
         refs = result["supporting_record_refs"]
+        refs.append(await self._approval(context, ROUTE_CHANGE, device, subject))
         refs.append(await self._record(context, ROUTE_CHANGE, device, subject, "before", before))
 
         async def add(route: netlink.Route) -> None:
