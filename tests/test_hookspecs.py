@@ -52,7 +52,7 @@ TESTS = ROOT / "tests"
 VENDOR_GUIDE = ROOT / "docs" / "vendor-guide.md"
 OPERATOR_HOOKS_PAGE = ROOT / "docs" / "operator-hooks.md"
 #: Hooks a vendor implements are in the vendor guide; the security hooks on the operator hooks page.
-VENDOR_HOOKS = {"register_skills", "configure_plugin"}
+VENDOR_HOOKS = {"register_skills", "configure_plugin", "check_health"}
 
 
 def hookspec_functions() -> dict[str, Callable[..., Any]]:

@@ -56,6 +56,7 @@ SKILLRACK_ALL = [
     "DomainSchema",
     "ErrorCode",
     "FilePart",
+    "HealthFinding",
     "HopLog",
     "IncomingMessage",
     "InputDeadlinePassed",

@@ -39,7 +39,9 @@ Reporting a failure
     every error skillrack raises on purpose; ``ConfigError``: a plugin's
     settings table that cannot be used (the message names the key);
     ``refuse_unknown_keys``: the check every settings table makes, the
-    host's own included, so a misspelt key reads alike everywhere.
+    host's own included, so a misspelt key reads alike everywhere;
+    ``HealthFinding``: what ``check_health`` returns for ``skillrack doctor``
+    (a device that is missing, in one line).
 
 Security plugins (``authenticate``, ``authorize_invocation``, ``approve_invocation``)
     ``RequestCredentials``: what ``authenticate`` reads, with the verified
@@ -105,6 +107,7 @@ if TYPE_CHECKING:  # the same names as the table below, for type checkers
     from skillrack.interface.declare import Operation as Operation
     from skillrack.interface.declare import Skill as Skill
     from skillrack.interface.declare import SupportingRecord as SupportingRecord
+    from skillrack.interface.health import HealthFinding as HealthFinding
     from skillrack.interface.json_value import JsonObject as JsonObject
     from skillrack.interface.json_value import JsonValue as JsonValue
     from skillrack.protocol.parts import DataPart as DataPart
@@ -152,6 +155,7 @@ _ON_FIRST_USE = {
     "TextPart": "skillrack.protocol.parts",
     "Approved": "skillrack.serve.security.approved",
     "Caller": "skillrack.serve.security.caller",
+    "HealthFinding": "skillrack.interface.health",
     "InputDeadlinePassed": "skillrack.errors",
     "InputRequired": "skillrack.errors",
     "AuthenticationFailed": "skillrack.serve.security.authn",

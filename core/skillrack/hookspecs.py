@@ -22,7 +22,7 @@ they live here (docs/architecture.md, "Hook and handler signatures").
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeAlias
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from skillrack.client.composition import DomainCheck
     from skillrack.client.outcome import SkillResult
     from skillrack.interface.declare import BaseSkill, ResponseMode, Skill
+    from skillrack.interface.health import HealthFinding
     from skillrack.interface.json_value import JsonObject, JsonValue
     from skillrack.protocol.parts import IncomingMessage, PartLike
     from skillrack.serve.security.approved import Approved
@@ -143,6 +144,20 @@ def configure_plugin(settings: Mapping[str, Any], base_dir: Path) -> None:
     Called once per process, synchronously, with this plugin's own table only.
     The first-party plugins' names (``api_keys``, ``jwt``, ``mtls``, ``oidc``,
     ``policy``, ``approval_rules``) are reserved.  Return value is ignored.
+    """
+
+
+@hookspec
+def check_health() -> Iterable[HealthFinding] | None:
+    """Say what this plugin needs and lacks, for ``skillrack doctor``: findings, one line each.
+
+    Called after ``configure_plugin`` and ``register_skills``, synchronously,
+    implementation by implementation.  Return ``skillrack.HealthFinding``
+    values (``status`` ``ok``, ``warn`` or ``fail``; a ``message`` that names
+    the device, file or setting and what to do; a ``subject``), or ``None``.
+    Doctor lists them under ``health`` with the plugin's name; a ``fail`` fails
+    the diagnosis.  Keep it quick and read-only: it runs on every
+    ``skillrack doctor``.
     """
 
 

@@ -1,7 +1,8 @@
 """Calling a hook one implementation at a time, in pluggy's own order, each answer with its plugin.
 
 pluggy calls a hook as a whole and hands back a list of results with no names
-on them.  Five of skillrack's hooks cannot be called that way:
+on them.  Six of skillrack's hooks cannot be called that way (``check_health``:
+each finding names its plugin):
 ``configure_plugin`` hands each plugin its own settings table,
 ``register_skills`` must know which plugin registered which skill, and
 ``authenticate``, ``authorize_invocation`` and ``approve_invocation`` must hear
@@ -49,6 +50,7 @@ PER_IMPLEMENTATION_HOOKS: tuple[str, ...] = (
     "authenticate",
     "authorize_invocation",
     "approve_invocation",
+    "check_health",
 )
 
 #: The keyword arguments of one implementation's call: the same for every plugin,

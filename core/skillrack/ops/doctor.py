@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config, redact_url
+from skillrack.host.health import plugin_health
 from skillrack.host.registry import Registry
 from skillrack.interface.document import InterfaceError, VerifiedInterface, verify_document
 from skillrack.interface.schemaref import SchemaReference, SchemaReferenceError
@@ -185,6 +186,7 @@ def diagnose_configuration(
             f"SKILLRACK_LOAD_PLUGINS={os.environ['SKILLRACK_LOAD_PLUGINS']!r} selects the "
             "vendor plugins",
         )
+    _health(diagnosis, registry)
     if not registry.skills:
         diagnosis.add("skill", WARN, "no skill is advertised: the card offers only describe_skill")
     for skill in registry:
@@ -201,6 +203,21 @@ def diagnose_configuration(
         )
     _configuration(diagnosis, config, registry)
     return diagnosis
+
+
+def _health(diagnosis: Diagnosis, registry: Registry) -> None:
+    """What each plugin says of its own health (the ``check_health`` hook), one line each."""
+    if registry.manager is None:
+        return
+    status = {"ok": OK, "warn": WARN, "fail": FAIL}
+    for reported in plugin_health(registry.manager):
+        finding = reported.finding
+        diagnosis.add(
+            "health",
+            status[finding.status],
+            f"plugin {reported.plugin}: {finding.message}",
+            finding.subject or reported.plugin,
+        )
 
 
 def _names(registry: Registry | None, hook: str) -> list[str]:

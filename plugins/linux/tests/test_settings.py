@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +89,32 @@ def test_the_entry_point_loads_the_devices_and_says_what_is_wrong(
     assert [r.getMessage() for r in caplog.records if r.name == "skillrack_linux"] == [
         "skillrack-linux: device r9: network namespace 'sl-absent' does not exist (ip netns list)"
     ]
+
+
+def test_doctor_names_a_device_whose_namespace_does_not_exist(
+    lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``skillrack doctor`` (the plugin's ``check_health``): one line naming the device."""
+    config = tmp_path / "skillrack.toml"
+    config.write_text(
+        "[plugins.linux.devices.r1]\n"
+        f'netns = "{lab.ns("r1")}"\n'
+        "[plugins.linux.devices.r9]\n"
+        'netns = "sl-doctor-absent"\n'
+    )
+    monkeypatch.setenv("SKILLRACK_LOAD_PLUGINS", "skillrack-linux")
+    done = subprocess.run(
+        [sys.executable, "-m", "skillrack", "doctor", "--config", str(config), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr  # a device that cannot be used fails the diagnosis
+    health = {f["subject"]: f for f in json.loads(done.stdout)["findings"] if f["area"] == "health"}
+    assert health["r9"]["status"] == "fail"
+    assert health["r9"]["message"] == (
+        "plugin linux: device r9: network namespace 'sl-doctor-absent' does not exist "
+        "(ip netns list)"
+    )
+    assert health["r1"]["status"] == "ok"
+    assert not Path("/run/netns/sl-doctor-absent").exists()

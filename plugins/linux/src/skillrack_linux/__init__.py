@@ -33,6 +33,7 @@ from typing import Any
 from skillrack import (
     Authority,
     DomainSchema,
+    HealthFinding,
     Interaction,
     Skill,
     SupportingRecord,
@@ -283,3 +284,9 @@ def configure_plugin(settings: Mapping[str, Any], base_dir: Path) -> None:
 def register_skills(register: Callable[[Skill], None]) -> None:
     """The entry point's skills, over the configured devices; one line per missing one."""
     LinuxPlugin(_configured).register_skills(register)
+
+
+@hookimpl
+def check_health() -> list[HealthFinding]:
+    """For ``skillrack doctor``: each configured device, and why its namespace cannot be used."""
+    return Devices(_configured).health()

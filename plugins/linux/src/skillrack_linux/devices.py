@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from skillrack import ConditionError, ErrorCode
+from skillrack import ConditionError, ErrorCode, HealthFinding
 
 from . import netlink
 from .settings import Device, Settings
@@ -66,13 +66,37 @@ class Devices:
             )
 
     def problems(self) -> list[str]:
-        """One line per device whose namespace cannot be used (start-up and doctor)."""
-        lines: list[str] = []
+        """One line per device whose namespace cannot be used (the start-up warning)."""
+        return [
+            f"skillrack-linux: {finding.message}"
+            for finding in self.health()
+            if finding.status == "fail"
+        ]
+
+    def health(self) -> list[HealthFinding]:
+        """One finding per device for ``skillrack doctor`` (``check_health``), naming it."""
+        found: list[HealthFinding] = []
         for device in self:
             problem = netlink.namespace_problem(device.netns)
             if problem is not None:
-                lines.append(f"skillrack-linux: device {device.device_id}: {problem}")
-        return lines
+                found.append(
+                    HealthFinding("fail", f"device {device.device_id}: {problem}", device.device_id)
+                )
+            else:
+                found.append(
+                    HealthFinding(
+                        "ok",
+                        f"device {device.device_id}: network namespace {device.netns!r}",
+                        device.device_id,
+                    )
+                )
+        if not found:
+            found.append(
+                HealthFinding(
+                    "warn", "no device is configured: add [plugins.linux.devices.<device_id>]"
+                )
+            )
+        return found
 
     def log_problems(self) -> None:
         for line in self.problems():
