@@ -66,8 +66,11 @@ async def leaves_silence_uncaught(arguments: Any, context: SkillContext) -> Any:
     return await context.request_input({"needed": "anything"}, deadline=deadline)
 
 
-@pytest.fixture(scope="module")
-def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Registry]]:
+@pytest.fixture(scope="module", params=["memory", "sqlite:///tasks.db"])
+def agent(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Registry]]:
+    """An agent on each kind of task store a single process uses (in memory, a SQLite file)."""
     skills = SkillsPlugin(
         simple_skill("confirm_or_undo", handler=confirm_or_undo),
         simple_skill("uncaught", handler=leaves_silence_uncaught),
@@ -76,7 +79,7 @@ def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Regis
         load_plugins(use_entry_points=False, extra=[("tests", skills), ("allow", AllowAll())])
     )
     config = Config(
-        base_dir=tmp_path_factory.mktemp("deadline"), server=ServerSettings(store="memory")
+        base_dir=tmp_path_factory.mktemp("deadline"), server=ServerSettings(store=request.param)
     )
     with running_agent(registry, config) as url:
         yield url, registry
