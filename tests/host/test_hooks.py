@@ -273,12 +273,19 @@ def wrapping_plugin(hook: str, style: str) -> object:
             CALLS.append(hook)
             return (yield)
 
+    class Health:
+        @mark
+        def check_health(self) -> Generator[None, Any, Any]:
+            CALLS.append(hook)
+            return (yield)
+
     plugins: dict[str, type] = {
         "configure_plugin": Configuration,
         "register_skills": Registration,
         "authenticate": Authentication,
         "authorize_invocation": Authorization,
         "approve_invocation": Approval,
+        "check_health": Health,
     }
     return plugins[hook]()
 
