@@ -33,9 +33,10 @@ from skillrack.serve.execution.input_deadline import (
     DEADLINE_PASSED_KEY,
     Asked,
     DeadlinePassed,
+    InputDeadlines,
     deadline_message,
 )
-from skillrack.serve.execution.replay import replay
+from skillrack.serve.execution.replay import replay, replay_turn
 from skillrack.serve.execution.skill_context import SkillContext as HostContext
 from skillrack.serve.security.caller import ANONYMOUS
 from skillrack.testing.serve import (
@@ -209,3 +210,42 @@ async def test_a_deadline_already_past_raises_at_once_and_a_naive_one_is_refused
     assert raised.value.code.value == "resource_limit_exceeded"
     with pytest.raises(ValueError, match="aware datetime"):
         await _context([]).request_input({"q": 1}, deadline=dt.datetime(2030, 1, 1))
+
+
+class _Updater:
+    """Records the status updates ``replay_turn`` sends (the executor's ``TaskUpdater``)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, Message]] = []
+
+    async def update_status(self, state: Any, message: Message) -> None:
+        self.sent.append((state, message))
+
+
+async def test_an_answer_after_the_deadline_is_recorded_as_late_and_counts_as_none() -> None:
+    request = _user(
+        {"skill": "s", "skill_version": "1.0", "interface_digest": "d", "arguments": {}}
+    )
+    asked = Asked(0, "2026-01-01T00:00:00.000Z")  # long past
+    question = Message(
+        message_id="q", role=Role.ROLE_AGENT, parts=[data_part({"needed": "confirmation"})]
+    )
+    question.metadata.update(asked.metadata())
+    task = Task(
+        id="t",
+        context_id="c",
+        status=TaskStatus(state=TaskState.TASK_STATE_INPUT_REQUIRED, message=question),
+        history=[request],
+    )
+    updater = _Updater()
+    as_updater: Any = updater  # the one method replay_turn calls
+    replayed = await replay_turn(task, _user({"confirm": True}), InputDeadlines(), as_updater)
+    assert replayed is not None
+    assert replayed[1] == [DeadlinePassed(asked.deadline)]
+    [(state, said)] = updater.sent  # the task records why the answer was not taken
+    assert state == TaskState.TASK_STATE_WORKING
+    assert said.parts[0].data.struct_value.fields[DEADLINE_PASSED_KEY] is not None
+    # The host's own turn for a question no longer waiting finds nothing to run.
+    moved_on = Task(id="t", context_id="c", status=TaskStatus(state=TaskState.TASK_STATE_COMPLETED))
+    host_said = deadline_message("t", "c", asked)
+    assert await replay_turn(moved_on, host_said, InputDeadlines(), as_updater) is None
