@@ -59,6 +59,12 @@ Settings (``[plugins.oidc]``):
     (``"client_credentials"``, default, or ``"authorization_code"``),
     ``token_url`` (required), ``authorization_url`` (required for the code
     flow) and ``scopes`` (a table of scope names to descriptions).
+``[plugins.oidc.console]``
+    The operator console's sign-in against this issuer (the authorization
+    code flow with PKCE): ``client_id`` (required), ``client_secret_file``
+    (a confidential client) and ``scopes`` (default ``["openid"]``); read by
+    :mod:`skillrack.serve.console.oidc_flow`, whose access token this plugin
+    then checks like any other.
 ``[plugins.oidc.introspection]``
     Opaque (non-JWT) tokens are asked about at the issuer's RFC 7662
     endpoint (``endpoint``, default: the discovery document's
@@ -147,8 +153,12 @@ _SETTINGS = frozenset(
         "scopes",
         "introspection",
         "ca_bundle",
+        "console",
     }
 )
+#: ``[plugins.oidc.console]``: the console's sign-in as a client of this issuer; the console
+#: (``skillrack.serve.console.oidc_flow``) reads it, this plugin only refuses unknown keys.
+_CONSOLE = frozenset({"client_id", "client_secret_file", "scopes"})
 _INTROSPECTION = frozenset(
     {
         "endpoint",
@@ -440,6 +450,11 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> OidcBearer:
     Nothing is fetched here: the first token fetches the issuer's documents.
     """
     refuse_unknown_keys("[plugins.oidc]", settings, _SETTINGS)
+    console = settings.get("console")
+    if console is not None:
+        if not isinstance(console, Mapping):
+            raise ConfigError("oidc.console must be a table (client_id = ...)")
+        refuse_unknown_keys("[plugins.oidc.console]", console, _CONSOLE)
     for required in ("issuer", "audience"):
         if required not in settings:
             raise ConfigError(f"oidc.{required} is required")

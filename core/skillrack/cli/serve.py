@@ -428,9 +428,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     config = load_config(Path(args.config) if args.config else None)
     if args.workers > 1:  # before any worker starts: they add their values up in it
-        from skillrack.serve.process import metrics_directory
+        import contextlib
 
-        with metrics_directory(os.environ):
+        from skillrack.serve.process import console_secret_file, metrics_directory
+
+        with metrics_directory(os.environ), contextlib.ExitStack() as shared:
+            if not config.server.console_secret_file:  # one secret for every worker's console
+                shared.enter_context(console_secret_file(os.environ))
             return _serve(args, config)
     return _serve(args, config)
 

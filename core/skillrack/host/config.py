@@ -218,6 +218,12 @@ class ServerSettings:
     #: ``optional``: a client may send none (other schemes authenticate it), but one it
     #: sends must verify.
     ssl_client_auth: str = "required"
+    #: A file holding the console's server secret (at least 32 bytes, relative to the
+    #: configuration's directory): it signs session cookies and keys CSRF tokens.  Empty:
+    #: random at start-up (a restart signs everybody out; replicas must share a file).
+    console_secret_file: str = ""
+    #: Seconds a console sign-in lasts (``skillrack.serve.console.session``).
+    console_session_seconds: int = 1800
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,12 @@ application, so it chooses, and says so in its start-up log.
   ``PROMETHEUS_MULTIPROC_DIR`` and adds them up at a scrape;
   :func:`metrics_directory` makes a fresh one for this run (values of an
   earlier run must not be added in) and removes it at the end.
+- **The console's secret under several workers.**  Without ``[server]
+  console_secret_file`` each process would make its own, and a browser's
+  session cookie would be refused by every worker but one;
+  :func:`console_secret_file` writes one random secret to a file only this
+  user reads, names it in ``SKILLRACK_CONSOLE_SECRET_FILE`` for the workers,
+  and removes it at the end.
 - **The start-up heap.** Assembly leaves a few hundred thousand long-lived
   objects (plugins, schemas, compiled validators, a2a-sdk's descriptors);
   ``gc.freeze()`` moves them out of the collector's generations, so a full
@@ -29,6 +35,8 @@ application, so it chooses, and says so in its start-up log.
 from __future__ import annotations
 
 import gc
+import os
+import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, MutableMapping
@@ -92,6 +100,30 @@ def metrics_directory(environ: MutableMapping[str, str]) -> Iterator[str]:
         else:
             environ[MULTIPROC_ENV] = previous
         shutil.rmtree(path, ignore_errors=True)
+
+
+#: Names the file holding the console's secret for ``serve --workers`` (see the module docstring).
+CONSOLE_SECRET_ENV = "SKILLRACK_CONSOLE_SECRET_FILE"
+
+
+@contextmanager
+def console_secret_file(environ: MutableMapping[str, str]) -> Iterator[str]:
+    """One random console secret for the workers about to start, in a 0600 file; removed after."""
+    descriptor, path = tempfile.mkstemp(prefix="skillrack-console-")  # created 0600
+    try:
+        os.write(descriptor, secrets.token_urlsafe(48).encode())
+    finally:
+        os.close(descriptor)
+    previous = environ.get(CONSOLE_SECRET_ENV)
+    environ[CONSOLE_SECRET_ENV] = path
+    try:
+        yield path
+    finally:
+        if previous is None:
+            environ.pop(CONSOLE_SECRET_ENV, None)
+        else:
+            environ[CONSOLE_SECRET_ENV] = previous
+        os.unlink(path)
 
 
 def freeze_startup_heap() -> None:

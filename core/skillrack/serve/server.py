@@ -60,12 +60,15 @@ from skillrack.serve.bindings.request_handler import (
 )
 from skillrack.serve.bindings.tls import TlsFiles
 from skillrack.serve.console import CONSOLE_PATH, Console, ConsoleSources
+from skillrack.serve.console.oidc_flow import CodeFlow, OidcClient
+from skillrack.serve.console.session import Sessions, load_secret
 from skillrack.serve.execution.executor import SkillExecutor
 from skillrack.serve.execution.outputs import OutputLimits
 from skillrack.serve.execution.traced_delegation import TracedDelegation
 from skillrack.serve.middleware import (
     JSONRPC_PATH,
 )
+from skillrack.serve.middleware.authentication import Authenticator
 from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.middleware.stack import install, middleware_stack
 from skillrack.serve.observability.metrics import Metrics, multiprocess_dir
@@ -216,6 +219,7 @@ def build_server(
     builder = ContextBuilder()
     card_endpoint = CardEndpoint.of(card, config.server.card_max_age)
     guard = OperatorGuard(manager)
+    oidc_client = OidcClient.from_settings(config.first_party.get("oidc"), config.base_dir)
     console = Console(
         ConsoleSources(
             registry=registry,
@@ -231,6 +235,14 @@ def build_server(
             approvals=approvals,
             guard=guard,
             hops=peers.hops.recent,
+            sessions=Sessions(
+                load_secret(config.server.console_secret_file, config.base_dir),
+                lifetime=config.server.console_session_seconds,
+                path=CONSOLE_PATH,
+            ),
+            authenticator=Authenticator(manager, metrics),
+            base_url=base_url,
+            oidc=CodeFlow(oidc_client) if oidc_client is not None else None,
         )
     )
     public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
@@ -258,6 +270,7 @@ def build_server(
         allowed_hosts=stack_hosts,
         traced=tracing_enabled(),
         forms=CONSOLE_PATH + "/",
+        signs_in=CONSOLE_PATH,
     )
     routes: list[BaseRoute] = [
         Route(CARD_PATH, counted_card(card_endpoint.respond, metrics, "card"), methods=["GET"]),

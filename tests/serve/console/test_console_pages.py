@@ -150,10 +150,12 @@ def form_token(client: httpx.Client, url: str) -> str:
     """Load the Approvals page as a browser would: the cookie is kept, the token read."""
     answer = client.get(url + CONSOLE_PATH + "/approvals")
     assert answer.status_code == 200
-    token = client.cookies.get(COOKIE)
-    assert token, "the page set no CSRF cookie"
-    for match in re.finditer(rf'name="{FIELD}" value="([^"]+)"', answer.text):
-        assert match.group(1) == token  # every form carries the cookie's token
+    visitor = client.cookies.get(COOKIE)
+    assert visitor, "the page set no CSRF cookie"
+    tokens = set(re.findall(rf'name="{FIELD}" value="([^"]+)"', answer.text))
+    assert len(tokens) == 1, tokens  # every form carries the same token
+    [token] = tokens
+    assert token != visitor  # the token is made with the server secret, not the cookie's copy
     return token
 
 
@@ -238,7 +240,10 @@ def test_pages_need_the_operator_role(agent: tuple[str, Path]) -> None:
         refused = page(url, path, CALLER_A)
         assert refused.status_code == 403, path
         assert "need the &#39;operator&#39; role" in refused.text
-        assert page(url, path, {}).status_code == 401  # no credential: authentication refuses
+        # No credential: off to the sign-in page, never a raw 401 (issue 28).
+        signin = page(url, path, {})
+        assert signin.status_code == 303, path
+        assert signin.headers["location"].startswith(CONSOLE_PATH + "/signin?next=")
     posted = httpx.post(
         url + CONSOLE_PATH + "/approvals/x", data={"decision": "grant"}, headers=CALLER_A
     )
@@ -280,6 +285,7 @@ def test_another_tenants_operator_sees_and_decides_nothing(agent: tuple[str, Pat
     assert task_id not in page(url, "/tasks", OPERATOR_B).text
     assert approval.id not in page(url, "/approvals", OPERATOR_B).text
     assert page(url, f"/tasks/{task_id}", OPERATOR_B).status_code == 404
+    start_rotation(url, caller_header("globex", "gina"))  # so that otto's page has a form
     with httpx.Client(headers=OPERATOR_B, timeout=10) as browser:
         token = form_token(browser, url)
         refused = decide(browser, url, approval.id, token, "grant")

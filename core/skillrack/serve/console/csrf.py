@@ -1,54 +1,71 @@
-"""Cross-site request forgery protection for the console's forms: a double-submit cookie.
+"""Cross-site request forgery protection for the console's forms: tokens bound to a session.
 
-A console page that holds a form sets a random token in a cookie
-(``HttpOnly``, ``SameSite=Strict``, scoped to the console's path, ``Secure``
-over HTTPS) and the same token in the form's hidden ``csrf_token`` field.  A
-POST is accepted only when both are present and equal
-(:func:`hmac.compare_digest`), and, when the browser sends an ``Origin``
-header, only when it is this agent's own origin.  Another site can make a
-browser send the cookie with ``SameSite`` lapses or old browsers, but cannot
-read it, so it cannot put it in the form.
+Every console form carries a hidden ``csrf_token``: an HMAC-SHA256, keyed by
+the server secret (:mod:`skillrack.serve.console.session`), of the session it
+belongs to and of whoever is calling.  The session is the signed-in person's
+session id, or, for a caller the console knows by headers or a client
+certificate (a proxy that adds them, mTLS) and on a development agent without
+authentication, a random id in a cookie of its own (``HttpOnly``,
+``SameSite=Strict``, scoped to the console's path, ``Secure`` over HTTPS).
 
-No server-side secret is involved, so every worker and replica accepts the
-token another one issued (an HMAC keyed per process would not).
+A POST is accepted only when its token is the one this server computes for
+the request's own session and caller (:func:`hmac.compare_digest`), and, when
+the browser says where the form came from, only from this agent's origin
+(``Origin``) or site (``Sec-Fetch-Site``).  A token cannot be made without the
+secret, and a token made for another session or caller (an attacker's own
+cookie and token, planted in a victim's browser) does not match: the check no
+longer trusts what the browser sends alone.  Every worker and replica given
+the same secret accepts the tokens another one issued.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import secrets
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-#: The cookie holding the token.
+#: The cookie holding the id of a visitor without a signed-in session.
 COOKIE = "skillrack_console_csrf"
-#: The form field holding the same token.
+#: The form field holding the token.
 FIELD = "csrf_token"
 
 
-def token_of(request: Request) -> tuple[str, bool]:
-    """The token a page's forms carry, and whether it is new (the cookie must be set)."""
+def visitor_id(request: Request) -> tuple[str, bool]:
+    """The visitor id of a request without a session, and whether it is new (set the cookie)."""
     current = request.cookies.get(COOKIE, "")
     if len(current) == 43 and current.replace("-", "").replace("_", "").isalnum():
         return current, False
     return secrets.token_urlsafe(32), True
 
 
-def set_cookie(response: Response, token: str, *, path: str, secure: bool) -> None:
-    response.set_cookie(COOKIE, token, path=path, httponly=True, samesite="strict", secure=secure)
+def set_cookie(response: Response, visitor: str, *, path: str, secure: bool) -> None:
+    response.set_cookie(COOKIE, visitor, path=path, httponly=True, samesite="strict", secure=secure)
 
 
-def refusal(request: Request, submitted: str | None) -> str | None:
-    """Why a POST is refused, or ``None`` when its token matches the cookie and origin."""
-    cookie = request.cookies.get(COOKIE)
-    if not cookie or not submitted:
+def token(secret: bytes, session: str, owner: str) -> str:
+    """The token of ``session`` (a session or visitor id) for the caller ``owner``."""
+    mac = hmac.new(secret, f"console-csrf\0{session}\0{owner}".encode(), hashlib.sha256)
+    return base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
+
+
+def refusal(request: Request, submitted: str | None, expected: str | None) -> str | None:
+    """Why a POST is refused, or ``None`` when its token is the expected one and origin ours.
+
+    ``expected`` is ``None`` when the request has no session nor visitor cookie.
+    """
+    if not submitted or expected is None:
         return "the form has no CSRF token; reload the console page and try again"
-    if not hmac.compare_digest(cookie.encode(), submitted.encode()):
+    if not hmac.compare_digest(expected.encode(), submitted.encode("utf-8", "replace")):
         return "the form's CSRF token does not match; reload the console page and try again"
     origin = request.headers.get("origin")
     if origin is not None and origin != _own_origin(request):
         return f"the form was posted from another origin ({origin})"
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return "the form was posted from another site"
     return None
 
 

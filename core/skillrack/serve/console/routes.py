@@ -34,6 +34,9 @@ from starlette.routing import Route
 from skillrack.host.config import Config, redact_url
 from skillrack.host.registry import Registry
 from skillrack.serve.console import csrf
+from skillrack.serve.console.oidc_flow import CodeFlow
+from skillrack.serve.console.session import Session, Sessions
+from skillrack.serve.console.signin import SignIn
 from skillrack.serve.console.views import (
     ApprovalView,
     approval_view,
@@ -45,6 +48,7 @@ from skillrack.serve.console.views import (
     state_name,
     summarize,
 )
+from skillrack.serve.middleware.authentication import Authenticator
 from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.approvals import (
     DENIED,
@@ -125,6 +129,14 @@ class ConsoleSources:
     approvals: Approvals | None
     guard: OperatorGuard
     hops: Callable[[], Sequence[RecordedHop]]
+    #: The session cookies, keyed by the server secret (:mod:`skillrack.serve.console.session`).
+    sessions: Sessions
+    #: The authentication plugins, as the bindings ask them (sign-in checks credentials so).
+    authenticator: Authenticator
+    #: The agent's public URL: the OpenID Connect redirect URI is under it.
+    base_url: str
+    #: ``[plugins.oidc.console]``'s sign-in flow, or ``None``.
+    oidc: CodeFlow | None = None
 
 
 class Console:
@@ -132,6 +144,14 @@ class Console:
 
     def __init__(self, sources: ConsoleSources) -> None:
         self.sources = sources
+        self.signin = SignIn(
+            base=CONSOLE_PATH,
+            base_url=sources.base_url,
+            sessions=sources.sessions,
+            authenticator=sources.authenticator,
+            guard=sources.guard,
+            oidc=sources.oidc,
+        )
 
     def routes(self) -> list[Route]:
         base = CONSOLE_PATH
@@ -144,6 +164,10 @@ class Console:
             Route(base + "/tasks/{task_id}", self.task, methods=["GET"]),
             Route(base + "/approvals", self.approvals, methods=["GET"]),
             Route(base + "/approvals/{approval_id}", self.decide, methods=["GET", "POST"]),
+            Route(base + "/signin", self.sign_in, methods=["GET", "POST"]),
+            Route(base + "/signin/oidc", self.sign_in_oidc, methods=["GET"]),
+            Route(base + "/signin/callback", self.sign_in_callback, methods=["GET"]),
+            Route(base + "/signout", self.sign_out, methods=["POST"]),
         ]
 
     # -- rendering -------------------------------------------------------------------------------
@@ -151,7 +175,12 @@ class Console:
     def _render(
         self, request: Request, template: str, status: int = 200, **values: Any
     ) -> HTMLResponse:
-        token, new = csrf.token_of(request)
+        session = self.sources.sessions.read(request)
+        if session is not None:
+            binding, new = session.sid, False
+        else:
+            binding, new = csrf.visitor_id(request)
+        token = csrf.token(self.sources.sessions.secret, binding, owner_of(self._caller(request)))
         html = (
             _templates()
             .get_template(template)
@@ -161,16 +190,44 @@ class Console:
                 version=_version(),
                 csrf_field=csrf.FIELD,
                 csrf_token=token,
+                signed_in=session.caller if session is not None else None,
                 **values,
             )
         )
         response = HTMLResponse(html, status_code=status, headers=_SECURITY_HEADERS)
         if new:
             secure = request.url.scheme == "https"
-            csrf.set_cookie(response, token, path=CONSOLE_PATH, secure=secure)
+            csrf.set_cookie(response, binding, path=CONSOLE_PATH, secure=secure)
         return response
 
-    def _refusal(self, request: Request) -> HTMLResponse | None:
+    def _expected_token(self, request: Request) -> str | None:
+        """The CSRF token a POST of this request's session (or visitor) and caller must carry."""
+        session = self.sources.sessions.read(request)
+        if session is not None:
+            binding = session.sid
+        else:
+            binding, new = csrf.visitor_id(request)
+            if new:
+                return None
+        return csrf.token(self.sources.sessions.secret, binding, owner_of(self._caller(request)))
+
+    def _session(self, request: Request) -> Session | None:
+        """The signed-in session, whose caller the request then has (unless headers named one)."""
+        session = self.sources.sessions.read(request)
+        if session is not None and CALLER_KEY not in request.scope:
+            request.scope[CALLER_KEY] = session.caller
+        return session
+
+    def _refusal(self, request: Request) -> Response | None:
+        """``None`` when the request may see the console; else the sign-in, or a 401 or 403 page."""
+        self._session(request)
+        if CALLER_KEY not in request.scope:  # no credentials, no session: sign in first
+            if request.method == "GET":
+                target = urllib.parse.quote(request.url.path, safe="/")
+                return RedirectResponse(f"{CONSOLE_PATH}/signin?next={target}", status_code=303)
+            return self._page_error(
+                request, 401, "Sign in first", "your session has ended; sign in again"
+            )
         reason = self.sources.guard.refusal_reason(request)
         if reason is None:
             return None
@@ -353,24 +410,9 @@ class Console:
             return refused
         if request.method == "GET":
             return RedirectResponse(f"{CONSOLE_PATH}/approvals", status_code=303)
-        if not _is_form(request):
-            return self._page_error(
-                request,
-                415,
-                "Not a form",
-                "the console accepts application/x-www-form-urlencoded forms only",
-            )
-        form = await _form(request)
-        if form is None:
-            return self._page_error(
-                request,
-                400,
-                "Malformed form",
-                f"the form must be ASCII with at most {_MAX_FORM_FIELDS} fields",
-            )
-        problem = csrf.refusal(request, form.get(csrf.FIELD))
-        if problem is not None:
-            return self._page_error(request, 403, "Form refused", problem)
+        form = await self._checked_form(request)
+        if isinstance(form, Response):
+            return form
         decision = form.get("decision")
         if decision not in ("grant", "deny"):
             return self._page_error(
@@ -412,6 +454,58 @@ class Console:
                 + (f" by {decided.decided_by}" if decided.decided_by else ""),
             )
         return RedirectResponse(f"{CONSOLE_PATH}/approvals?decided={approval_id}", status_code=303)
+
+    # -- signing in and out ----------------------------------------------------------------------
+
+    async def sign_in(self, request: Request) -> Response:
+        """GET: the sign-in page; POST: the API key form."""
+        self._session(request)
+        if request.method == "GET":
+            return self.signin.page(
+                request,
+                self._render,
+                signed_out=bool(request.query_params.get("signed_out")),
+                offered=self.signin.offered,
+            )
+        form = await self._checked_form(request)
+        if isinstance(form, Response):
+            return form
+        return await self.signin.with_key(request, form, self._render)
+
+    async def sign_in_oidc(self, request: Request) -> Response:
+        return await self.signin.start_oidc(request, self._render)
+
+    async def sign_in_callback(self, request: Request) -> Response:
+        return await self.signin.callback(request, self._render)
+
+    async def sign_out(self, request: Request) -> Response:
+        self._session(request)
+        form = await self._checked_form(request)
+        if isinstance(form, Response):
+            return form
+        return self.signin.sign_out(request)
+
+    async def _checked_form(self, request: Request) -> dict[str, str] | Response:
+        """A POSTed console form whose CSRF token matches, or the error page saying why not."""
+        if not _is_form(request):
+            return self._page_error(
+                request,
+                415,
+                "Not a form",
+                "the console accepts application/x-www-form-urlencoded forms only",
+            )
+        form = await _form(request)
+        if form is None:
+            return self._page_error(
+                request,
+                400,
+                "Malformed form",
+                f"the form must be ASCII with at most {_MAX_FORM_FIELDS} fields",
+            )
+        problem = csrf.refusal(request, form.get(csrf.FIELD), self._expected_token(request))
+        if problem is not None:
+            return self._page_error(request, 403, "Form refused", problem)
+        return form
 
     # -- approvals helpers -------------------------------------------------------------------------
 

@@ -7,6 +7,12 @@ paths (the Agent Card and its keys), answers a refused request with HTTP
 code in the binding's error form, and puts the caller in the ASGI scope, where
 the context builder hands it to a2a-sdk and the executor.  The caller is
 never taken from message content.
+
+Under ``signs_in`` (the console's path) a request that carries no credential
+at all is passed on without a caller: the console knows people by its signed
+session cookie (:mod:`skillrack.serve.console.session`) or sends them to its
+sign-in page, where a browser that cannot add headers can sign in.  A
+credential that is presented and refused is answered 401 there too.
 """
 
 from __future__ import annotations
@@ -115,9 +121,11 @@ class AuthenticationGate:
         manager: pluggy.PluginManager,
         public: set[str],
         metrics: Metrics | None = None,
+        signs_in: str = "",
     ) -> None:
         self.app = app
         self.public = public
+        self.signs_in = signs_in
         self.authenticator = Authenticator(manager, metrics)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -133,11 +141,18 @@ class AuthenticationGate:
             # Put there by skillrack's connection protocol only, from a verified handshake.
             client_certificate=scope.get(CLIENT_CERTIFICATE_KEY),
         )
+        if outcome.caller is None and outcome.refused_by is None and self._signs_in(scope["path"]):
+            await self.app(scope, receive, send)  # no credential: the console's sign-in
+            return
         if outcome.caller is None:
             await self._refuse(scope, send, outcome.message, outcome.challenges)
             return
         scope[CALLER_KEY] = outcome.caller
         await self.app(scope, receive, send)
+
+    def _signs_in(self, path: str) -> bool:
+        prefix = self.signs_in
+        return bool(prefix) and (path == prefix or path.startswith(prefix + "/"))
 
     @staticmethod
     async def _refuse(scope: Scope, send: Send, message: str, challenges: Sequence[str]) -> None:

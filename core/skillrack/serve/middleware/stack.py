@@ -98,11 +98,14 @@ def middleware_stack(
     allowed_hosts: Sequence[str],
     traced: bool,
     forms: str,
+    signs_in: str = "",
 ) -> Stack:
     """Every middleware of the agent, outermost first, with the settings of ``[server]``.
 
     ``public`` are the paths any caller reads (the card, its JWKS); ``forms`` the
-    path prefix whose POST bodies are HTML forms (the console); ``traced`` whether
+    path prefix whose POST bodies are HTML forms (the console); ``signs_in`` the path
+    under which a request without credentials reaches the console's sign-in
+    (:class:`~skillrack.serve.middleware.authentication.AuthenticationGate`); ``traced`` whether
     a tracer provider records spans (the caller's trace context is not even read
     otherwise).  Failed authentications are counted in one window that both
     bindings share, so failures on one block the address on both.
@@ -136,7 +139,7 @@ def middleware_stack(
             Layer(
                 AUTHENTICATION,
                 AuthenticationGate,
-                {"manager": manager, "public": public, "metrics": metrics},
+                {"manager": manager, "public": public, "metrics": metrics, "signs_in": signs_in},
             ),
             Layer(
                 RATE_LIMIT,
