@@ -1,7 +1,9 @@
 """A small OpenID Connect issuer served for real on 127.0.0.1, for the OIDC and OAuth tests.
 
 It publishes a discovery document and a JWK Set (with ``Cache-Control`` and
-an ``ETag``), issues JWT access tokens by the client-credentials grant,
+an ``ETag``), issues JWT access tokens by the client-credentials grant and by
+the authorization code grant with PKCE (a sign-in form at its authorization
+endpoint, for the console's browser tests; S256 only, codes used once),
 answers RFC 7662 introspection for opaque tokens it handed out, rotates its
 signing key on request, and counts every request per path, so that tests can
 assert how often a relying party asked.  :meth:`Issuer.outage` stops the
@@ -14,6 +16,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import html
 import json
 import secrets
 import time
@@ -27,7 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from jwt.algorithms import ECAlgorithm
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from helpers.hostile_agents import serving
@@ -38,6 +41,7 @@ DISCOVERY = REALM + "/.well-known/openid-configuration"
 CERTS = REALM + "/protocol/openid-connect/certs"
 TOKEN = REALM + "/protocol/openid-connect/token"
 INTROSPECT = REALM + "/protocol/openid-connect/token/introspect"
+AUTHORIZE = REALM + "/protocol/openid-connect/auth"
 AUDIENCE = "skillrack-agent"
 
 
@@ -59,6 +63,14 @@ class Issuer:
         self.hits: Counter[str] = Counter()
         #: Members replacing the discovery document's own (a misconfigured or hostile issuer).
         self.discovery_overrides: dict[str, Any] = {}
+        #: username -> the claims its access tokens carry besides the defaults
+        self.users: dict[str, dict[str, Any]] = {}
+        #: public clients of the code flow: client_id -> its one redirect URI
+        self.redirects: dict[str, str] = {}
+        #: code -> (client_id, redirect_uri, code_challenge, username)
+        self.codes: dict[str, tuple[str, str, str, str]] = {}
+        #: What each authorization request asked (its query), in order.
+        self.authorizations: list[dict[str, str]] = []
         self._server: contextlib.ExitStack | None = None
 
     # -- keys and tokens -------------------------------------------------------------------
@@ -107,6 +119,14 @@ class Issuer:
     def client(self, client_id: str, secret: str, scopes: tuple[str, ...]) -> None:
         self.clients[client_id] = (secret, scopes)
 
+    def public_client(self, client_id: str, redirect_uri: str) -> None:
+        """A client of the code flow with PKCE and no secret (the console)."""
+        self.redirects[client_id] = redirect_uri
+
+    def user(self, username: str, **claims: Any) -> None:
+        """Someone who can sign in at the authorization endpoint (any password-less name)."""
+        self.users[username] = {"sub": username, **claims}
+
     # -- the HTTP side ---------------------------------------------------------------------
 
     def app(self) -> Starlette:
@@ -120,7 +140,9 @@ class Issuer:
                     "jwks_uri": self.base + CERTS,
                     "token_endpoint": self.base + TOKEN,
                     "introspection_endpoint": self.base + INTROSPECT,
-                    "grant_types_supported": ["client_credentials"],
+                    "authorization_endpoint": self.base + AUTHORIZE,
+                    "grant_types_supported": ["client_credentials", "authorization_code"],
+                    "code_challenge_methods_supported": ["S256"],
                     **self.discovery_overrides,
                 },
                 headers=cache,
@@ -142,10 +164,44 @@ class Issuer:
                 return Response(status_code=304, headers={**cache, "ETag": etag})
             return Response(body, media_type="application/json", headers={**cache, "ETag": etag})
 
+        async def authorize(request: Request) -> Response:
+            self.hits[AUTHORIZE] += 1
+            if request.method == "GET":
+                asked = dict(request.query_params)
+                self.authorizations.append(asked)
+                problem = self._authorization_problem(asked)
+                if problem:
+                    return JSONResponse({"error": "invalid_request", "detail": problem}, 400)
+                hidden = "".join(
+                    f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
+                    for k, v in asked.items()
+                )
+                return HTMLResponse(
+                    "<!doctype html><title>Test issuer sign-in</title><h1>Test issuer</h1>"
+                    f'<form method="post" action="{AUTHORIZE}">{hidden}'
+                    '<label for="username">Username</label>'
+                    '<input id="username" name="username"><button type="submit">Log in</button>'
+                    "</form>"
+                )
+            form = await _form(request)
+            if self._authorization_problem(form) or form.get("username") not in self.users:
+                return HTMLResponse("<p>Unknown user or request</p>", status_code=400)
+            code = secrets.token_urlsafe(16)
+            self.codes[code] = (
+                form["client_id"],
+                form["redirect_uri"],
+                form["code_challenge"],
+                form["username"],
+            )
+            back = urllib.parse.urlencode({"code": code, "state": form.get("state", "")})
+            return Response(status_code=302, headers={"Location": f"{form['redirect_uri']}?{back}"})
+
         async def token(request: Request) -> Response:
             self.hits[TOKEN] += 1
             client = self._client_of(request)
             form = await _form(request)
+            if form.get("grant_type") == "authorization_code":
+                return self._code_grant(form)
             if client is None or form.get("grant_type") != "client_credentials":
                 return JSONResponse({"error": "invalid_client"}, status_code=401)
             client_id, allowed = client
@@ -178,7 +234,41 @@ class Issuer:
                 Route(CERTS, certs),
                 Route(TOKEN, token, methods=["POST"]),
                 Route(INTROSPECT, introspect, methods=["POST"]),
+                Route(AUTHORIZE, authorize, methods=["GET", "POST"]),
             ]
+        )
+
+    def _authorization_problem(self, asked: dict[str, str]) -> str:
+        """Why an authorization request is refused; empty when it is a PKCE code request."""
+        if asked.get("response_type") != "code":
+            return "response_type must be code"
+        if self.redirects.get(asked.get("client_id", "")) != asked.get("redirect_uri"):
+            return "unknown client or redirect_uri"
+        if (
+            asked.get("code_challenge_method") != "S256"
+            or len(asked.get("code_challenge", "")) != 43
+        ):
+            return "PKCE with S256 is required"
+        return ""
+
+    def _code_grant(self, form: dict[str, str]) -> Response:
+        """The authorization code grant: the code once, its client, redirect URI and verifier."""
+        found = self.codes.pop(form.get("code", ""), None)
+        if found is None:
+            return JSONResponse({"error": "invalid_grant"}, status_code=400)
+        client_id, redirect_uri, challenge, username = found
+        verifier = form.get("code_verifier", "").encode()
+        computed = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
+        if (
+            form.get("client_id") != client_id
+            or form.get("redirect_uri") != redirect_uri
+            or not secrets.compare_digest(computed.decode(), challenge)
+        ):
+            return JSONResponse({"error": "invalid_grant"}, status_code=400)
+        access = self.token(headers={"typ": "at+jwt"}, azp=client_id, **self.users[username])
+        return JSONResponse(
+            {"access_token": access, "token_type": "Bearer", "expires_in": 300},
+            headers={"Cache-Control": "no-store"},
         )
 
     def _client_of(self, request: Request) -> tuple[str, tuple[str, ...]] | None:
