@@ -177,7 +177,8 @@ class Issuer:
                     for k, v in asked.items()
                 )
                 return HTMLResponse(
-                    "<!doctype html><title>Test issuer sign-in</title><h1>Test issuer</h1>"
+                    '<!doctype html><link rel="icon" href="data:,"><title>Test issuer sign-in</title>'
+                    "<h1>Test issuer</h1>"
                     f'<form method="post" action="{AUTHORIZE}">{hidden}'
                     '<label for="username">Username</label>'
                     '<input id="username" name="username"><button type="submit">Log in</button>'

@@ -273,9 +273,14 @@ def test_a_post_without_the_csrf_token_is_refused(agent: ServedAgent, operator: 
     operator.open("/approvals")
     pending = operator.page.locator(f"section[aria-labelledby='approval-{approval_id}']")
     assert pending.get_by_role("button", name="Grant").is_visible()  # still pending
+    # The cookie's own value as the token (the old double-submit rule) is refused too.
+    cookie_copy = operator.context.request.post(
+        target, form={"decision": "grant", "csrf_token": _cookie_value(operator), "reason": "x"}
+    )
+    assert cookie_copy.status == 403
     ended = operator.context.request.post(
         target,
-        form={"decision": "deny", "csrf_token": _cookie(operator), "reason": "not today"},
+        form={"decision": "deny", "csrf_token": _token(operator), "reason": "not today"},
     )
     assert ended.ok  # with the token, the same post is accepted
     rejected = invoke(
@@ -284,8 +289,19 @@ def test_a_post_without_the_csrf_token_is_refused(agent: ServedAgent, operator: 
     assert rejected["status"]["state"] == "TASK_STATE_REJECTED"
 
 
-def _cookie(session: Console) -> str:
-    [token] = [
+def _token(session: Console) -> str:
+    """The CSRF token the page's forms carry (made with the server secret, not the cookie's)."""
+    token = session.page.locator("input[name='csrf_token']").first.get_attribute("value")
+    assert token
+    [cookie] = [
         c["value"] for c in session.context.cookies() if c["name"] == "skillrack_console_csrf"
     ]
+    assert token != cookie
     return str(token)
+
+
+def _cookie_value(session: Console) -> str:
+    [cookie] = [
+        c["value"] for c in session.context.cookies() if c["name"] == "skillrack_console_csrf"
+    ]
+    return str(cookie)

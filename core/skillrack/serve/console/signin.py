@@ -98,6 +98,8 @@ class SignIn:
     # -- the pages -------------------------------------------------------------------------------
 
     def page(self, request: Request, render: Render, status: int = 200, **values: Any) -> Response:
+        """The sign-in page; ``after`` (a form's ``next``) where to go once signed in."""
+        after = values.pop("after", None) or request.query_params.get("next")
         return render(
             request,
             "signin.html",
@@ -105,21 +107,21 @@ class SignIn:
             page="signin",
             key_header=self.key_header,
             oidc=self.oidc is not None,
-            next=self.target(request.query_params.get("next")),
+            next=self.target(after),
             max_key=MAX_KEY_CHARS,
             **values,
         )
 
     async def with_key(self, request: Request, form: Mapping[str, str], render: Render) -> Response:
         """POST of the key form (its CSRF token already checked)."""
-        key = form.get("key", "").strip()
+        key, after = form.get("key", "").strip(), form.get("next")
         if self.key_header is None:
             return self.page(request, render, 404, problem="this agent takes no API key")
         if not key or len(key) > MAX_KEY_CHARS:
-            return self.page(request, render, 400, problem="enter your API key")
+            return self.page(request, render, 400, problem="enter your API key", after=after)
         caller = await self._admit(request, [(self.key_header, key)])
         if caller is None:
-            return self.page(request, render, 401, problem="the key was not accepted")
+            return self.page(request, render, 401, problem="the key was not accepted", after=after)
         return self._signed_in(request, render, caller, "api_key", form.get("next"))
 
     async def start_oidc(self, request: Request, render: Render) -> Response:
