@@ -212,6 +212,10 @@ def test_skill_page_shows_schema_trees_examples_and_the_raw_document(
     assert "&#34;soft&#34;, &#34;hard&#34;" in html  # the enum, escaped
     assert "&lt;b&gt;credential&lt;/b&gt;" in html  # schema text is escaped, never markup
     assert "refers back to #/$defs/window (recursive)" in html
+    # additionalProperties: false, in words (issue 28, item 7), not as a "no value" member.
+    root = html[html.index("<details") : html.index("<strong>device</strong>")]
+    assert '<p class="closed">no other members</p>' in root
+    assert "<strong>additionalProperties</strong>" not in html
     assert "Record rotation-note schema" in html and "date-time" in html
     assert "execute; approval may be required" in html
     assert "example-only" in html  # the declared example

@@ -54,6 +54,28 @@ def test_branches_and_booleans_are_labelled() -> None:
     assert tree.children[1].types == ["const 1"]
 
 
+def test_a_closed_object_says_no_other_members() -> None:
+    """Issue 28, item 7: ``additionalProperties: false`` in words, not a "no value" branch."""
+    tree = schema_tree(
+        {
+            "$defs": {"port": {"type": "object", "additionalProperties": False}},
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "a": {"$ref": "#/$defs/port"},
+                "b": {"type": "object", "unevaluatedProperties": False},
+                "c": {"type": "object", "additionalProperties": {"type": "integer"}},
+                "d": {"type": "object"},
+            },
+        }
+    )
+    assert tree.closed and names(tree) == ["a", "b", "c", "d"]
+    a, b, c, d = tree.children
+    assert a.closed and b.closed and names(b) == []
+    assert not c.closed and names(c) == ["additionalProperties"]  # a schema: shown as a branch
+    assert not d.closed
+
+
 def test_deep_and_wide_schemas_are_bounded() -> None:
     deep: dict[str, Any] = {"type": "string"}
     for _ in range(MAX_DEPTH * 3):

@@ -57,6 +57,9 @@ _SINGLE = (
     "else",
 )
 
+#: Keywords whose ``false`` closes an object to the members it lists.
+_CLOSING = ("additionalProperties", "unevaluatedProperties")
+
 
 @dataclass
 class SchemaNode:
@@ -71,6 +74,9 @@ class SchemaNode:
     facts: list[tuple[str, str]] = field(default_factory=list)
     ref: str = ""
     note: str = ""
+    #: ``additionalProperties: false`` (or ``unevaluatedProperties: false``): an object
+    #: with no members but those listed, said in words rather than as a "no value" branch.
+    closed: bool = False
     children: list[SchemaNode] = field(default_factory=list)
 
 
@@ -116,6 +122,7 @@ class _Builder:
         if isinstance(schema.get("enum"), list):
             node.enum = [_shown(v) for v in schema["enum"]]
         node.facts = [(k, _shown(schema[k])) for k in _FACTS if k in schema]
+        node.closed = any(schema.get(k) is False for k in _CLOSING)
         if depth >= MAX_DEPTH or self.count >= MAX_NODES:
             if _has_children(schema):
                 node.note = "nested further (see the raw interface document)"
@@ -135,6 +142,7 @@ class _Builder:
                     node.description = node.description or child.description
                     node.enum = node.enum or child.enum
                     node.facts = node.facts or child.facts
+                    node.closed = node.closed or child.closed
                     node.children.extend(child.children)
         self.children(node, schema, depth, refs)
         return node
@@ -169,6 +177,8 @@ def _parts(schema: Mapping[str, Any], wanted: set[Any]) -> Iterator[tuple[str, A
         for pattern, subschema in patterns.items():
             yield f"names matching {pattern}", subschema, False
     for keyword in _SINGLE:
+        if keyword in _CLOSING and schema.get(keyword) is False:
+            continue  # the node says "no other members" instead
         if isinstance(schema.get(keyword), Mapping | bool):
             yield keyword, schema[keyword], False
     for keyword in _BRANCHES:
