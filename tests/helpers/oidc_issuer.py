@@ -177,7 +177,8 @@ class Issuer:
                     for k, v in asked.items()
                 )
                 return HTMLResponse(
-                    '<!doctype html><link rel="icon" href="data:,"><title>Test issuer sign-in</title>'
+                    '<!doctype html><link rel="icon" href="data:,">'
+                    "<title>Test issuer sign-in</title>"
                     "<h1>Test issuer</h1>"
                     f'<form method="post" action="{AUTHORIZE}">{hidden}'
                     '<label for="username">Username</label>'

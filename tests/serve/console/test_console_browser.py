@@ -185,13 +185,41 @@ def test_every_page_loads_without_console_errors(
 
 
 def test_pages_fit_a_phone(browser: Any, agent: ServedAgent, screenshots: Path) -> None:
+    """At 390 px no table scrolls sideways: each row is a card of labelled cells (issue 28, 7)."""
+    task_id, _ = park_reset(agent)
     phone = Console(browser, agent, OPERATOR_KEY, viewport={"width": 390, "height": 844})
     try:
-        for name, path in [("overview", ""), ("approvals", "/approvals"), ("tasks", "/tasks")]:
+        pages = [
+            ("overview", ""),
+            ("approvals", "/approvals"),
+            ("tasks", "/tasks?describe=shown"),
+            ("task", f"/tasks/{task_id}"),
+            ("skills", "/skills"),
+        ]
+        for name, path in pages:
             assert phone.open(path).status == 200
             box = phone.page.locator("main").bounding_box()
             assert box is not None and box["x"] + box["width"] <= 390, name
-            phone.page.screenshot(path=str(screenshots / f"console-phone-{name}.png"))
+            cells = phone.page.locator("main table td").all()
+            assert cells or name == "approvals", f"{name}: no table to check"
+            cards = phone.page.locator("main section.card, main input, main button").all()
+            for cell in cells[:60] + cards[:20]:
+                if not cell.is_visible():
+                    continue  # inside a closed <details>
+                edge = cell.bounding_box()
+                assert edge is not None and edge["x"] + edge["width"] <= 390 + 0.5, (
+                    name,
+                    cell.inner_text()[:60],
+                )
+            for cell in cells[:60]:  # a card's full width, not a column squeezed to a few letters
+                edge = cell.bounding_box() if cell.is_visible() else None
+                assert edge is None or edge["width"] >= 250, (name, cell.inner_text()[:60])
+            for head in phone.page.locator("main table thead").all():
+                shown = head.bounding_box()  # None inside a closed <details>
+                assert shown is None or shown["height"] <= 1, name  # the cells carry labels
+            phone.page.screenshot(
+                path=str(screenshots / f"console-phone-{name}.png"), full_page=True
+            )
         assert phone.errors == []
     finally:
         phone.close()

@@ -9,6 +9,7 @@ it, the CSRF rule of the Grant and Deny forms, and that values at a skill's
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from helpers.header_callers import HeaderCallers, caller_header
 from helpers.served_process import digests
 
 from skillrack import Authority, BaseSkill, DomainSchema, SupportingRecord
-from skillrack.host.config import Config, ServerSettings
+from skillrack.host.config import DEVELOPMENT_POLICY, Config, ServerSettings
 from skillrack.serve.console import CONSOLE_PATH
 from skillrack.serve.console.csrf import COOKIE, FIELD
 from skillrack.serve.console.masking import MASK
@@ -197,9 +198,31 @@ def test_overview_shows_identity_bindings_store_plugins_and_limits(
     assert "tests" in html and "rotate_credential" in html  # the plugin and its skills
     assert "rate_per_minute" in html and "max_schema_bytes" in html
     refused = html[html.index('id="refused"') :]
-    assert "<td>broken</td>" in refused and "<code>meta_schema</code>" in refused
+    assert '<td data-label="Skill">broken</td>' in refused and "<code>meta_schema</code>" in refused
     assert "/input_schema/resolution/schema/properties/a/$ref" in refused
     assert "https://example.net/&lt;x&gt;.json" in refused  # the message, escaped
+
+
+def test_overview_shows_health_and_flags_a_development_allow_all_policy(
+    agent: tuple[str, Path], development: str
+) -> None:
+    """Issue 28, item 7: a new operator sees at once whether the agent is healthy and guarded."""
+    url, _ = agent
+    html = page(url, "", OPERATOR_A).text
+    health = html[html.index('id="health"') : html.index('id="identity"')]
+    assert "Task store" in health and "answered in" in health and "health-ok" in health
+    assert "Approvals store" in health and "waiting" in health
+    assert "1 refused" in health and "health-warn" in health  # the broken skill
+    assert "allow-all" not in html  # this agent has a real policy plugin (AllowAll of tests)
+    # `skillrack serve --insecure-allow-all` registers the development policy under this name.
+    registry = registry_of([("tests", SKILLS), (DEVELOPMENT_POLICY, AllowAll())])
+    config = Config(base_dir=Path(tempfile.mkdtemp()), server=ServerSettings(store="memory"))
+    with running_agent(registry, config) as open_url:
+        flagged = httpx.get(open_url + CONSOLE_PATH, timeout=10).text
+    warning = flagged[flagged.index('class="warning"') : flagged.index('id="health"')]
+    assert "Development policy: every call is allowed" in warning
+    assert "development allow-all policy" in flagged and "health-bad" in flagged
+    assert "none configured: loopback clients only" in flagged
 
 
 def test_skill_page_shows_schema_trees_examples_and_the_raw_document(
@@ -231,7 +254,9 @@ def test_skills_page_lists_base_skills_in_their_own_section(agent: tuple[str, Pa
     html = page(url, "/skills", OPERATOR_A).text
     schema_table, base = html.split('id="base-skills"')
     assert "chat_help" not in schema_table and "rotate_credential" not in base
-    assert "<td>chat_help<br>" in base and "Chat help" in base  # no link: it has no page
+    assert (
+        '<td data-label="Skill">chat_help<br>' in base and "Chat help" in base
+    )  # no link: it has no page
     assert "Answers &lt;i&gt;free&lt;/i&gt; text." in base  # escaped, never markup
     assert "in: text/plain" in base and "out: text/plain, text/markdown" in base
     assert "cancellable" in base and "execute" in base and "approval may be required" in base
@@ -280,6 +305,52 @@ def test_tasks_list_filters_and_task_page(agent: tuple[str, Path]) -> None:
     detail = page(url, f"/tasks/{done['id']}", OPERATOR_A).text
     assert "state-completed" in detail and "echo" in detail and " ms" in detail
     assert page(url, "/tasks/no-such-task", OPERATOR_A).status_code == 404
+
+
+def test_describe_skill_tasks_are_hidden_unless_asked_for(agent: tuple[str, Path]) -> None:
+    """Issue 28, item 7: clients reading interfaces do not bury the work in the task list."""
+    url, _ = agent
+    described = invoke(
+        url,
+        {"skill": "describe_skill", "arguments": {"skill_id": "echo"}},
+        headers=CALLER_A,
+    )
+    assert described["status"]["state"] == "TASK_STATE_COMPLETED", described
+    done = invoke(url, skill_request("echo", {}, "1.0", digests(url)["echo"]), headers=CALLER_A)
+    listed = page(url, "/tasks", OPERATOR_A).text
+    assert done["id"] in listed and described["id"] not in listed
+    assert "describe_skill</code> task(s) among them are hidden" in listed
+    shown = page(url, "/tasks", OPERATOR_A, params={"describe": "shown"}).text
+    assert described["id"] in shown and done["id"] in shown and "checked" in shown
+    only = page(url, "/tasks", OPERATOR_A, params={"skill": "describe_skill"}).text
+    assert described["id"] in only and done["id"] not in only
+
+
+def test_a_task_page_shows_its_approvals_and_its_result(agent: tuple[str, Path]) -> None:
+    """Issue 28, item 7: what was asked, who decided, and what the change returned."""
+    url, base_dir = agent
+    task_id = start_rotation(url, CALLER_A, device="edge-9")
+    waiting = page(url, f"/tasks/{task_id}", OPERATOR_A).text
+    approval = approval_of(base_dir, task_id)
+    section = waiting[waiting.index("<h2>Approvals</h2>") : waiting.index("<h2>Artifacts</h2>")]
+    assert approval.id in section and "pending" in section and "0 of 1" in section
+    assert "Decide on the Approvals page" in section
+    assert "No result yet." in waiting
+    with httpx.Client(headers=OPERATOR_A, timeout=10) as browser:
+        granted = decide(browser, url, approval.id, form_token(browser, url), "grant")
+        assert granted.status_code == 303
+    finished = invoke(url, {"continue": True}, task_id=task_id, headers=CALLER_A)
+    assert finished["status"]["state"] == "TASK_STATE_COMPLETED", finished
+    html = page(url, f"/tasks/{task_id}", OPERATOR_A).text
+    section = html[html.index("<h2>Approvals</h2>") : html.index("<h2>Artifacts</h2>")]
+    assert "granted" in section and "grant by olga (tenant acme) via console" in section
+    assert "change ticket CHG-1 checked" in section  # the approver's reason
+    result = html[html.index('aria-label="Result"') : html.index("<h2>Approvals</h2>")]
+    # The result as the task store holds it, read independently over the API.
+    [artifact] = [a for a in finished["artifacts"] if a["artifactId"] == "result"]
+    stored = artifact["parts"][0]["data"]["result"]
+    assert stored == {"rotated": "edge-9"} and "&#34;rotated&#34;: &#34;edge-9&#34;" in result
+    assert SECRET not in html
 
 
 def test_another_tenants_operator_sees_and_decides_nothing(agent: tuple[str, Path]) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -31,8 +32,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from skillrack.host.config import Config, redact_url
+from skillrack.host.config import DEVELOPMENT_POLICY, Config, redact_url
 from skillrack.host.registry import Registry
+from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.serve.console import csrf
 from skillrack.serve.console.oidc_flow import CodeFlow
 from skillrack.serve.console.session import Session, Sessions
@@ -43,6 +45,7 @@ from skillrack.serve.console.views import (
     artifacts,
     messages,
     plugin_rows,
+    result_of,
     settings_rows,
     skill_view,
     state_name,
@@ -114,6 +117,16 @@ def _version() -> str:
         return importlib.metadata.version("skillrack")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
         return "unknown"
+
+
+@dataclass(frozen=True)
+class HealthCheck:
+    """One line of the Overview's Health section."""
+
+    name: str
+    #: ``ok``, ``warn`` or ``bad``.
+    status: str
+    detail: str
 
 
 @dataclass
@@ -256,10 +269,13 @@ class Console:
             return refused
         sources = self.sources
         card = sources.card
+        manager = sources.registry.manager
         return self._render(
             request,
             "overview.html",
             page="overview",
+            allow_all=manager is not None and manager.has_plugin(DEVELOPMENT_POLICY),
+            health=await self._health(request),
             card=card,
             bindings=[
                 (i.protocol_binding, i.url, i.protocol_version) for i in card.supported_interfaces
@@ -280,6 +296,61 @@ class Console:
             failures=list(sources.registry.failures),
             skill_count=len(sources.registry.skills),
         )
+
+    async def _health(self, request: Request) -> list[HealthCheck]:
+        """What the Overview's Health section says: each store answers, what loaded, who guards."""
+        sources = self.sources
+        checks: list[HealthCheck] = []
+        started = time.perf_counter()
+        try:
+            await sources.task_store.list(
+                ListTasksRequest(page_size=1, history_length=0),
+                self._context(self._caller(request)),
+            )
+            took = (time.perf_counter() - started) * 1000
+            checks.append(HealthCheck("Task store", "ok", f"answered in {took:.0f} ms"))
+        except Exception as exc:  # a store down is what this check is for
+            checks.append(HealthCheck("Task store", "bad", f"not answering ({type(exc).__name__})"))
+        if sources.approvals is not None:
+            try:
+                everything = await sources.approvals.alist()
+                waiting = sum(
+                    1 for a in everything if a.state == PENDING and self._visible(request, a)
+                )
+                checks.append(HealthCheck("Approvals store", "ok", f"answering; {waiting} waiting"))
+            except Exception as exc:  # as above
+                checks.append(
+                    HealthCheck("Approvals store", "bad", f"not answering ({type(exc).__name__})")
+                )
+        registry = sources.registry
+        failed, refused = len(registry.failures), len(registry.refused)
+        checks.append(
+            HealthCheck(
+                "Plugins",
+                "warn" if failed else "ok",
+                f"{len(registry.plugins)} loaded"
+                + (f", {failed} failed to load" if failed else ""),
+            )
+        )
+        checks.append(
+            HealthCheck(
+                "Skills",
+                "warn" if refused else "ok",
+                f"{len(registry.skills)} advertised" + (f", {refused} refused" if refused else ""),
+            )
+        )
+        manager = registry.manager
+        if manager is not None and manager.has_plugin(DEVELOPMENT_POLICY):
+            checks.append(
+                HealthCheck(
+                    "Authorization", "bad", "development allow-all policy: every call allowed"
+                )
+            )
+        if not sources.guard.authentication_configured:
+            checks.append(
+                HealthCheck("Authentication", "warn", "none configured: loopback clients only")
+            )
+        return checks
 
     async def skills(self, request: Request) -> Response:
         if (refused := self._refusal(request)) is not None:
@@ -330,15 +401,23 @@ class Console:
         rows = [summarize(task) for task in listed.tasks]
         if skill_filter:
             rows = [row for row in rows if row.skill == skill_filter]
+        # describe_skill tasks are clients reading interfaces, not work: hidden unless asked for.
+        show_describe = request.query_params.get("describe") == "shown"
+        hidden = 0
+        if not show_describe and skill_filter != DESCRIBE_SKILL:
+            kept = [row for row in rows if row.skill != DESCRIBE_SKILL]
+            hidden, rows = len(rows) - len(kept), kept
         return self._render(
             request,
             "tasks.html",
             page="tasks",
             rows=rows,
             states=list(_STATES_BY_NAME),
-            skills=[s.skill_id for s in self.sources.registry],
+            skills=[s.skill_id for s in self.sources.registry] + [DESCRIBE_SKILL],
             state_filter=state_filter,
             skill_filter=skill_filter,
+            show_describe=show_describe,
+            hidden_describe=hidden,
             total=listed.total_size,
             page_size=TASK_PAGE_SIZE,
         )
@@ -363,13 +442,21 @@ class Console:
             if (owner is None or hop.owner == owner)
             and (shown := hop.to_json()).get("upstream_task_id") == task.id
         ]
+        store = self.sources.approvals
+        task_approvals = (
+            [a for a in await store.alist() if a.task_id == task.id and self._visible(request, a)]
+            if store is not None
+            else []
+        )
         return self._render(
             request,
             "task.html",
             page="tasks",
             summary=summary,
             messages=messages(task, sensitive),
+            result=result_of(task),
             artifacts=artifacts(task),
+            approvals=task_approvals,
             hops=hops,
             known_skill=registered is not None,
         )

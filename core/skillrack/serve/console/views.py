@@ -5,8 +5,10 @@ Approval, a registered skill) and return plain values for the templates.
 Nothing here decides who may see what (:mod:`skillrack.serve.console.routes`
 does), but everything here that shows arguments masks the values at the
 skill's ``sensitive`` pointers (:mod:`skillrack.serve.console.masking`), and
-nothing shows a follow-up answer's content or an Artifact's content: answers
-are not covered by ``sensitive`` pointers, and results can be large.
+nothing shows a follow-up answer's content (answers are not covered by
+``sensitive`` pointers) or a supporting record's content.  The skill's result
+is shown, cut at :data:`MAX_RESULT_CHARS`: it is what the task's own tenant
+reads with ``GetTask``, and an operator needs it to see what a change did.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from skillrack.protocol.states import TERMINAL
 from skillrack.protocol.values import from_value
 from skillrack.serve.console.masking import masked, masked_resources
 from skillrack.serve.console.schema_tree import SchemaNode, schema_tree
+from skillrack.serve.execution.artifacts import RESULT_ARTIFACT_ID
 from skillrack.serve.execution.executor import SKILL_METADATA_KEY, STARTED_METADATA_KEY
 from skillrack.serve.security.approvals import Approval
 
@@ -277,6 +280,30 @@ class ArtifactRow:
     kind: str
     description: str
     parts: int
+
+
+#: Characters of a task's result the task page shows at most (the rest: the raw task).
+MAX_RESULT_CHARS = 20_000
+
+
+def result_of(task: Task) -> str | None:
+    """The skill's result (the ``result`` Artifact's data), indented; ``None`` when there is none.
+
+    A result larger than :data:`MAX_RESULT_CHARS` is cut, saying so: the page
+    stays small whatever a handler returns.
+    """
+    for artifact in task.artifacts:
+        if artifact.artifact_id != RESULT_ARTIFACT_ID:
+            continue
+        for part in artifact.parts:
+            if not part.HasField("data"):
+                continue
+            value = json_format.MessageToDict(part.data)
+            shown = pretty(value.get("result") if isinstance(value, dict) else value)
+            if len(shown) > MAX_RESULT_CHARS:
+                return shown[:MAX_RESULT_CHARS] + f"\n... ({len(shown)} characters in all)"
+            return shown
+    return None
 
 
 def artifacts(task: Task) -> list[ArtifactRow]:
