@@ -149,9 +149,9 @@ def console_decide(
     with httpx.Client(headers=who, timeout=30) as browser:
         page = browser.get(url + CONSOLE_PATH + "/approvals")
         assert page.status_code == 200, page.text
-        token = browser.cookies.get(COOKIE)
-        assert token
-        form = {FIELD: token, "decision": decision}
+        assert browser.cookies.get(COOKIE)  # the visitor cookie the token is bound to
+        found = re.search(rf'name="{FIELD}" value="([^"]+)"', page.text)
+        form = {FIELD: found.group(1) if found else "", "decision": decision}
         if reason is not None:
             form["reason"] = reason
         return browser.post(url + CONSOLE_PATH + f"/approvals/{approval_id}", data=form)
