@@ -30,13 +30,16 @@ import httpx
 import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import TestSkills
+from helpers.certificates import TestCA
 from helpers.oidc_issuer import AUDIENCE, AUTHORIZE, TOKEN, Issuer, running_issuer
+from helpers.served_process import PLUGIN_MODULE, serving
 
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import build_registry
 from skillrack.host.startup import first_party_plugins
 from skillrack.serve.console import CONSOLE_PATH
+from skillrack.serve.console.csrf import COOKIE as CSRF_COOKIE
 from skillrack.serve.console.csrf import FIELD
 from skillrack.serve.console.session import COOKIE as SESSION
 from skillrack.serve.console.signin import FLOW_COOKIE
@@ -214,12 +217,12 @@ def test_csrf_tokens_are_bound_to_the_session_by_the_server_secret(agent: str) -
         assert sign_in_with_key(victim, agent, OPERATOR_KEY).status_code == 200
         # The attacker's own valid pair: a visitor cookie and the token a page gave him.
         form = attacker.get(agent + CONSOLE_PATH + "/signin")
-        planted_cookie = attacker.cookies["skillrack_console_csrf"]
+        planted_cookie = attacker.cookies[CSRF_COOKIE]
         planted_token = csrf_of(form.text)
         # A second operator's own session token, too.
         assert sign_in_with_key(attacker, agent, OTHER_OPERATOR_KEY).status_code == 200
         other_token = csrf_of(attacker.get(agent + CONSOLE_PATH).text)
-        victim.cookies.set("skillrack_console_csrf", planted_cookie, path=CONSOLE_PATH)
+        victim.cookies.set(CSRF_COOKIE, planted_cookie, path=CONSOLE_PATH)
         for token in (planted_token, other_token, planted_cookie, "x" * 43):
             refused = victim.post(agent + CONSOLE_PATH + "/signout", data={FIELD: token})
             assert refused.status_code == 403 and "CSRF token does not match" in refused.text
@@ -336,3 +339,41 @@ def test_replicas_sharing_the_secret_file_share_sessions(issuer: Issuer, tmp_pat
         assert sign_in_with_key(client, first, OPERATOR_KEY).status_code == 200
         assert client.get(second + CONSOLE_PATH).status_code == 200  # same secret
         assert client.get(third + CONSOLE_PATH).status_code == 303  # another secret
+
+
+def test_over_https_the_cookie_is_secure_and_certificates_need_no_sign_in(
+    tmp_path: Path,
+) -> None:
+    """``Secure`` under TLS; a mapped client certificate (mTLS) opens the console as before."""
+    ca = TestCA(tmp_path / "pki")
+    server, operator_cert = ca.issue_server("127.0.0.1"), ca.issue_client("ops-cert")
+    workdir = tmp_path / "agent"
+    workdir.mkdir()
+    (workdir / "keys.toml").write_text(_keys(), encoding="utf-8")
+    (workdir / "policy.toml").write_text(
+        '[[rule]]\neffect = "allow"\ntenants = ["acme"]\nskills = ["*"]\n', encoding="utf-8"
+    )
+    config = workdir / "skillrack.toml"
+    config.write_text(
+        f'[plugins]\nbuiltin = ["{PLUGIN_MODULE}"]\n\n[server]\nrate_per_minute = 1000000\n'
+        f'ssl_client_ca = "{ca.bundle}"\nssl_client_auth = "optional"\n\n'
+        '[plugins.policy]\nfile = "policy.toml"\n\n[plugins.api_keys]\nfile = "keys.toml"\n\n'
+        '[[plugins.mtls.map]]\nsubject = "CN=ops-cert"\nidentity = "ops-cert"\n'
+        'tenant = "acme"\nroles = ["operator"]\n',
+        encoding="utf-8",
+    )
+    tls = ("--ssl-certfile", str(server.cert), "--ssl-keyfile", str(server.key))
+    with serving(workdir, config=config, args=tls, tls=ca.client_context()) as agent:
+        assert agent.url.startswith("https://")
+        with httpx.Client(verify=ca.client_context(), timeout=10) as client:
+            signed = sign_in_with_key(client, agent.url, OPERATOR_KEY)
+            assert signed.status_code == 200, signed.text
+            cookie = set_cookie(signed, SESSION)
+            assert "Secure" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
+        with httpx.Client(verify=ca.client_context(), timeout=10) as fresh:
+            visitor = set_cookie(fresh.get(agent.url + CONSOLE_PATH + "/signin"), CSRF_COOKIE)
+            assert "Secure" in visitor and "HttpOnly" in visitor
+        with httpx.Client(verify=ca.client_context(operator_cert), timeout=10) as mtls:
+            page = mtls.get(agent.url + CONSOLE_PATH + "/approvals", follow_redirects=False)
+        assert page.status_code == 200 and "Approvals" in page.text  # no sign-in, no session
+        assert "Signed in as" not in page.text and SESSION not in page.headers.get("set-cookie", "")
