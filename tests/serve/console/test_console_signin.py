@@ -377,3 +377,21 @@ def test_over_https_the_cookie_is_secure_and_certificates_need_no_sign_in(
             page = mtls.get(agent.url + CONSOLE_PATH + "/approvals", follow_redirects=False)
         assert page.status_code == 200 and "Approvals" in page.text  # no sign-in, no session
         assert "Signed in as" not in page.text and SESSION not in page.headers.get("set-cookie", "")
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["https://evil.example/", "//evil.example/x", "/-/console//evil.example", "/elsewhere",
+     "/-/console/tasks\r\nRefresh: 0;url=https://evil.example", "/-/consolex"],
+)  # fmt: skip
+def test_after_signing_in_only_console_paths_are_followed(agent: str, target: str) -> None:
+    with browser() as client:
+        form = client.get(agent + CONSOLE_PATH + "/signin")
+        signed = client.post(
+            agent + CONSOLE_PATH + "/signin",
+            data={FIELD: csrf_of(form.text), "key": OPERATOR_KEY, "next": target},
+        )
+        assert signed.status_code == 200
+        assert f'content="0;url={CONSOLE_PATH}"' in signed.text and "evil" not in signed.text
+        started = client.get(agent + CONSOLE_PATH + "/signin/oidc", params={"next": target})
+        assert payload_of(set_cookie(started, FLOW_COOKIE))["next"] == CONSOLE_PATH

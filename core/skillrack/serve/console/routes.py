@@ -3,21 +3,25 @@
 Every page answers only what :class:`~skillrack.serve.security.operator_access.OperatorGuard`
 allows the operations endpoints: with authentication configured, a caller
 holding the ``operator`` role, and only its own tenant's tasks and approvals;
-without authentication (a development agent), loopback clients only.  A
-refusal is an HTML page with status 403.  Grant and Deny are form POSTs
-carrying a CSRF token (:mod:`skillrack.serve.console.csrf`) and a reason; the
-deciding operator's identity, roles and reason are checked and recorded by the
-approvals store (separation of duties: the identity that asked cannot decide;
-see :mod:`skillrack.serve.security.approvals`).  The Approvals page shows at
-most :data:`APPROVAL_PAGE_SIZE` waiting and as many decided approvals per
-page, so that a caller parking many approvals cannot make it slow.
+without authentication (a development agent), loopback clients only.  The
+caller is the one the authentication gate found in the request's headers or
+client certificate, else the one the console's signed session cookie names
+(:mod:`skillrack.serve.console.session`); a GET with neither is sent to the
+sign-in page (:mod:`skillrack.serve.console.signin`), a POST gets a 401 page.
+A refusal is an HTML page with status 403.  Grant and Deny are form POSTs
+carrying a CSRF token bound to the session (:mod:`skillrack.serve.console.csrf`)
+and a reason; the deciding operator's identity, roles and reason are checked
+and recorded by the approvals store (separation of duties: the identity that
+asked cannot decide; see :mod:`skillrack.serve.security.approvals`).  The
+Approvals page shows at most :data:`APPROVAL_PAGE_SIZE` waiting and as many
+decided approvals per page, so that a caller parking many approvals cannot
+make it slow.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.metadata
-import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,10 +36,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from skillrack.host.config import DEVELOPMENT_POLICY, Config, redact_url
+from skillrack.host.config import Config, redact_url
 from skillrack.host.registry import Registry
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.serve.console import csrf
+from skillrack.serve.console.health import HealthCheck, allows_everything, health_checks
 from skillrack.serve.console.oidc_flow import CodeFlow
 from skillrack.serve.console.session import Session, Sessions
 from skillrack.serve.console.signin import SignIn
@@ -117,16 +122,6 @@ def _version() -> str:
         return importlib.metadata.version("skillrack")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
         return "unknown"
-
-
-@dataclass(frozen=True)
-class HealthCheck:
-    """One line of the Overview's Health section."""
-
-    name: str
-    #: ``ok``, ``warn`` or ``bad``.
-    status: str
-    detail: str
 
 
 @dataclass
@@ -269,12 +264,11 @@ class Console:
             return refused
         sources = self.sources
         card = sources.card
-        manager = sources.registry.manager
         return self._render(
             request,
             "overview.html",
             page="overview",
-            allow_all=manager is not None and manager.has_plugin(DEVELOPMENT_POLICY),
+            allow_all=allows_everything(sources.registry),
             health=await self._health(request),
             card=card,
             bindings=[
@@ -298,59 +292,15 @@ class Console:
         )
 
     async def _health(self, request: Request) -> list[HealthCheck]:
-        """What the Overview's Health section says: each store answers, what loaded, who guards."""
         sources = self.sources
-        checks: list[HealthCheck] = []
-        started = time.perf_counter()
-        try:
-            await sources.task_store.list(
-                ListTasksRequest(page_size=1, history_length=0),
-                self._context(self._caller(request)),
-            )
-            took = (time.perf_counter() - started) * 1000
-            checks.append(HealthCheck("Task store", "ok", f"answered in {took:.0f} ms"))
-        except Exception as exc:  # a store down is what this check is for
-            checks.append(HealthCheck("Task store", "bad", f"not answering ({type(exc).__name__})"))
-        if sources.approvals is not None:
-            try:
-                everything = await sources.approvals.alist()
-                waiting = sum(
-                    1 for a in everything if a.state == PENDING and self._visible(request, a)
-                )
-                checks.append(HealthCheck("Approvals store", "ok", f"answering; {waiting} waiting"))
-            except Exception as exc:  # as above
-                checks.append(
-                    HealthCheck("Approvals store", "bad", f"not answering ({type(exc).__name__})")
-                )
-        registry = sources.registry
-        failed, refused = len(registry.failures), len(registry.refused)
-        checks.append(
-            HealthCheck(
-                "Plugins",
-                "warn" if failed else "ok",
-                f"{len(registry.plugins)} loaded"
-                + (f", {failed} failed to load" if failed else ""),
-            )
+        return await health_checks(
+            sources.task_store,
+            sources.approvals,
+            sources.registry,
+            context=self._context(self._caller(request)),
+            visible=lambda approval: self._visible(request, approval),
+            authentication=sources.guard.authentication_configured,
         )
-        checks.append(
-            HealthCheck(
-                "Skills",
-                "warn" if refused else "ok",
-                f"{len(registry.skills)} advertised" + (f", {refused} refused" if refused else ""),
-            )
-        )
-        manager = registry.manager
-        if manager is not None and manager.has_plugin(DEVELOPMENT_POLICY):
-            checks.append(
-                HealthCheck(
-                    "Authorization", "bad", "development allow-all policy: every call allowed"
-                )
-            )
-        if not sources.guard.authentication_configured:
-            checks.append(
-                HealthCheck("Authentication", "warn", "none configured: loopback clients only")
-            )
-        return checks
 
     async def skills(self, request: Request) -> Response:
         if (refused := self._refusal(request)) is not None:

@@ -25,6 +25,7 @@ a CSRF token (:mod:`skillrack.serve.console.csrf`), the sign-in form too.
 from __future__ import annotations
 
 import hmac
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -47,6 +48,9 @@ FLOW_SECONDS = 600
 #: Characters of an API key the form accepts.
 MAX_KEY_CHARS = 4096
 
+#: What a ``next`` target may hold: a path with a simple query, nothing a page or a
+#: ``Refresh`` could read as another URL.
+_CONSOLE_PATH_CHARS = re.compile(r"/[A-Za-z0-9/_.~%=&?-]{0,500}")
 #: The console's page renderer: (request, template, status, **values) -> the page.
 Render = Callable[..., HTMLResponse]
 
@@ -90,8 +94,9 @@ class SignIn:
         return self.oidc is not None or self.key_header is not None
 
     def target(self, value: str | None) -> str:
-        """Where to go after signing in: a console path, never another site."""
-        if value and value.startswith(self.base) and "//" not in value and "\\" not in value:
+        """Where to go after signing in: a console path, never another site nor odd characters."""
+        simple = bool(value and _CONSOLE_PATH_CHARS.fullmatch(value) and "//" not in value)
+        if simple and value and (value == self.base or value.startswith(self.base + "/")):
             return value
         return self.base
 
