@@ -455,6 +455,11 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> OidcBearer:
         if not isinstance(console, Mapping):
             raise ConfigError("oidc.console must be a table (client_id = ...)")
         refuse_unknown_keys("[plugins.oidc.console]", console, _CONSOLE)
+        if not isinstance(console.get("client_id"), str) or not console["client_id"]:
+            raise ConfigError(
+                "oidc.console.client_id is required: the client id the issuer registered "
+                "for the console's sign-in"
+            )
     for required in ("issuer", "audience"):
         if required not in settings:
             raise ConfigError(f"oidc.{required} is required")

@@ -228,6 +228,12 @@ def test_opaque_tokens_are_introspected_with_a_bounded_cache(
         ({"token_url": "https://idp/t"}, 'only with card_scheme = "oauth2"'),
         ({"introspection": {"client_id": "c"}}, "one of client_secret_file"),
         ({"roles": {"a": "b"}}, "oidc.roles.a must be a list"),
+        ({"console": {"scopes": ["openid"]}}, "oidc.console.client_id is required"),
+        (
+            {"console": {"client_id": "c", "secret": "x"}},
+            '[plugins.oidc.console]: unknown key "secret"',
+        ),
+        ({"console": "skillrack-console"}, "oidc.console must be a table"),
     ],
 )
 def test_settings_are_checked(issuer: Issuer, more: dict[str, Any], message: str) -> None:

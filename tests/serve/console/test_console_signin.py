@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import json
 import re
@@ -34,7 +35,7 @@ from helpers.certificates import TestCA
 from helpers.oidc_issuer import AUDIENCE, AUTHORIZE, TOKEN, Issuer, running_issuer
 from helpers.served_process import PLUGIN_MODULE, serving
 
-from skillrack.host.config import Config, ServerSettings
+from skillrack.host.config import Config, ConfigError, ServerSettings
 from skillrack.host.plugins import load_plugins
 from skillrack.host.registry import build_registry
 from skillrack.host.startup import first_party_plugins
@@ -395,3 +396,24 @@ def test_after_signing_in_only_console_paths_are_followed(agent: str, target: st
         assert f'content="0;url={CONSOLE_PATH}"' in signed.text and "evil" not in signed.text
         started = client.get(agent + CONSOLE_PATH + "/signin/oidc", params={"next": target})
         assert payload_of(set_cookie(started, FLOW_COOKIE))["next"] == CONSOLE_PATH
+
+
+def test_a_bad_secret_file_is_one_line_naming_the_option(issuer: Issuer, tmp_path: Path) -> None:
+    from skillrack.serve.server import build_server
+
+    (tmp_path / "short.secret").write_text("too-short", encoding="utf-8")
+    cases = [
+        ({"console_secret_file": "short.secret"}, {}, "server.console_secret_file: ", "9 bytes"),
+        ({"console_secret_file": "nope"}, {}, "server.console_secret_file: ", "cannot read"),
+        ({}, {"client_secret_file": "nope"}, "plugins.oidc.console.client_secret_file: ", "read"),
+    ]
+    for server, console, prefix, said in cases:
+        config = agent_config(tmp_path, issuer, **server)
+        oidc = {**config.first_party["oidc"], "console": {"client_id": CONSOLE_CLIENT, **console}}
+        config = dataclasses.replace(config, first_party={**config.first_party, "oidc": oidc})
+        plugins = [*first_party_plugins(config), ("tests", TestSkills())]
+        registry = build_registry(load_plugins(use_entry_points=False, extra=plugins))
+        with pytest.raises(ConfigError) as raised:
+            build_server(registry, config, "http://127.0.0.1:1")
+        message = str(raised.value)
+        assert message.startswith(prefix) and said in message and "\n" not in message
