@@ -102,6 +102,7 @@ SKILLS = SkillsPlugin(
 OPERATOR_A = caller_header("acme", "olga", "operator")
 CALLER_A = caller_header("acme", "carl")
 OPERATOR_B = caller_header("globex", "otto", "operator")
+OPERATOR_A2 = caller_header("acme", "oona", "operator")
 
 
 @pytest.fixture(scope="module")
@@ -404,7 +405,16 @@ def test_denying_in_the_console_rejects_the_task(agent: tuple[str, Path]) -> Non
 
 @pytest.mark.parametrize(
     "case",
-    ["no token", "no cookie", "wrong token", "foreign origin", "bad decision"],
+    [
+        "no token",
+        "no cookie",
+        "wrong token",
+        "foreign origin",
+        "cross-site fetch",
+        "the cookie's value as token",
+        "a colleague's cookie and token",
+        "bad decision",
+    ],
 )
 def test_forms_without_a_valid_csrf_token_are_refused(agent: tuple[str, Path], case: str) -> None:
     url, base_dir = agent
@@ -423,6 +433,17 @@ def test_forms_without_a_valid_csrf_token_are_refused(agent: tuple[str, Path], c
             data[FIELD] = token[:-1] + ("A" if token[-1] != "A" else "B")
         elif case == "foreign origin":
             headers["Origin"] = "https://attacker.example"
+        elif case == "cross-site fetch":
+            headers["Sec-Fetch-Site"] = "cross-site"
+        elif case == "the cookie's value as token":  # the old double-submit rule
+            data[FIELD] = browser.cookies[COOKIE]
+        elif case == "a colleague's cookie and token":
+            # Issue 28: another operator of the same tenant plants her own valid pair,
+            # no Origin header: the token is bound to the caller by the server secret.
+            with httpx.Client(headers=OPERATOR_A2, timeout=10) as colleague:
+                data[FIELD] = form_token(colleague, url)
+                planted = colleague.cookies[COOKIE]
+            browser.cookies.set(COOKIE, planted, path=CONSOLE_PATH)
         else:
             data["decision"] = "approve-everything"
         refused = browser.post(target, data=data, headers=headers)

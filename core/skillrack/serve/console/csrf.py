@@ -2,7 +2,8 @@
 
 Every console form carries a hidden ``csrf_token``: an HMAC-SHA256, keyed by
 the server secret (:mod:`skillrack.serve.console.session`), of the session it
-belongs to and of whoever is calling.  The session is the signed-in person's
+belongs to and of whoever is calling (tenant and identity: a colleague of the
+same tenant has tokens of their own).  The session is the signed-in person's
 session id, or, for a caller the console knows by headers or a client
 certificate (a proxy that adds them, mTLS) and on a development agent without
 authentication, a random id in a cookie of its own (``HttpOnly``,
@@ -28,6 +29,8 @@ import secrets
 from starlette.requests import Request
 from starlette.responses import Response
 
+from skillrack.serve.security.caller import Caller
+
 #: The cookie holding the id of a visitor without a signed-in session.
 COOKIE = "skillrack_console_csrf"
 #: The form field holding the token.
@@ -46,9 +49,14 @@ def set_cookie(response: Response, visitor: str, *, path: str, secure: bool) -> 
     response.set_cookie(COOKIE, visitor, path=path, httponly=True, samesite="strict", secure=secure)
 
 
-def token(secret: bytes, session: str, owner: str) -> str:
-    """The token of ``session`` (a session or visitor id) for the caller ``owner``."""
-    mac = hmac.new(secret, f"console-csrf\0{session}\0{owner}".encode(), hashlib.sha256)
+def who(caller: Caller) -> str:
+    """The caller a token is made for: one person, not their tenant (colleagues differ)."""
+    return f"{caller.tenant}\0{caller.identity}\0{caller.authenticated}"
+
+
+def token(secret: bytes, session: str, caller: str) -> str:
+    """The token of ``session`` (a session or visitor id) for ``caller`` (:func:`who`)."""
+    mac = hmac.new(secret, f"console-csrf\0{session}\0{caller}".encode(), hashlib.sha256)
     return base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
 
 

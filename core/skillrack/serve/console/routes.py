@@ -188,7 +188,7 @@ class Console:
             binding, new = session.sid, False
         else:
             binding, new = csrf.visitor_id(request)
-        token = csrf.token(self.sources.sessions.secret, binding, owner_of(self._caller(request)))
+        token = csrf.token(self.sources.sessions.secret, binding, csrf.who(self._caller(request)))
         html = (
             _templates()
             .get_template(template)
@@ -217,7 +217,7 @@ class Console:
             binding, new = csrf.visitor_id(request)
             if new:
                 return None
-        return csrf.token(self.sources.sessions.secret, binding, owner_of(self._caller(request)))
+        return csrf.token(self.sources.sessions.secret, binding, csrf.who(self._caller(request)))
 
     def _session(self, request: Request) -> Session | None:
         """The signed-in session, whose caller the request then has (unless headers named one)."""
