@@ -24,7 +24,7 @@ from helpers.served_process import digests
 
 from skillrack import Authority, BaseSkill, DomainSchema, SupportingRecord
 from skillrack.host.config import DEVELOPMENT_POLICY, Config, ServerSettings
-from skillrack.serve.console import CONSOLE_PATH
+from skillrack.serve.console import CONSOLE_PATH, routes
 from skillrack.serve.console.csrf import COOKIE, FIELD
 from skillrack.serve.console.masking import MASK
 from skillrack.serve.security.approvals import ApprovalStore
@@ -325,6 +325,23 @@ def test_describe_skill_tasks_are_hidden_unless_asked_for(agent: tuple[str, Path
     assert described["id"] in shown and done["id"] in shown and "checked" in shown
     only = page(url, "/tasks", OPERATOR_A, params={"skill": "describe_skill"}).text
     assert described["id"] in only and done["id"] not in only
+
+
+def test_many_describe_skill_tasks_do_not_bury_the_work(
+    agent: tuple[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The list reads further store pages (at most TASK_PAGES_READ) to fill a filtered page."""
+    url, _ = agent
+    monkeypatch.setattr(routes, "TASK_PAGE_SIZE", 3)  # the agent runs in this process
+    done = invoke(url, skill_request("echo", {}, "1.0", digests(url)["echo"]), headers=CALLER_A)
+    for _ in range(4):  # more than a store page of them, all newer than the echo
+        invoke(
+            url, {"skill": "describe_skill", "arguments": {"skill_id": "echo"}}, headers=CALLER_A
+        )
+    listed = page(url, "/tasks", OPERATOR_A).text
+    assert done["id"] in listed
+    hidden = re.search(r"(\d+) <code>describe_skill</code> task\(s\)", listed)
+    assert hidden is not None and int(hidden.group(1)) >= 4  # older ones may be among them
 
 
 def test_a_task_page_shows_its_approvals_and_its_result(agent: tuple[str, Path]) -> None:

@@ -46,6 +46,7 @@ from skillrack.serve.console.session import Session, Sessions
 from skillrack.serve.console.signin import SignIn
 from skillrack.serve.console.views import (
     ApprovalView,
+    TaskSummary,
     approval_view,
     artifacts,
     messages,
@@ -83,6 +84,8 @@ if TYPE_CHECKING:
 CONSOLE_PATH = "/-/console"
 #: Tasks one page of the Tasks view lists at most (the most recently updated first).
 TASK_PAGE_SIZE = 100
+#: Store pages of that size the Tasks view reads at most to fill one filtered page.
+TASK_PAGES_READ = 5
 #: Waiting (and, separately, decided) approvals one page of the Approvals view shows at most.
 APPROVAL_PAGE_SIZE = 25
 #: Characters of a decision's reason the console accepts.
@@ -347,16 +350,24 @@ class Console:
                     f"state must be one of {', '.join(_STATES_BY_NAME)}",
                 )
             params.status = _STATES_BY_NAME[state_filter]
-        listed = await self.sources.task_store.list(params, self._context(self._caller(request)))
-        rows = [summarize(task) for task in listed.tasks]
-        if skill_filter:
-            rows = [row for row in rows if row.skill == skill_filter]
         # describe_skill tasks are clients reading interfaces, not work: hidden unless asked for.
         show_describe = request.query_params.get("describe") == "shown"
-        hidden = 0
-        if not show_describe and skill_filter != DESCRIBE_SKILL:
-            kept = [row for row in rows if row.skill != DESCRIBE_SKILL]
-            hidden, rows = len(rows) - len(kept), kept
+        hide_describe = not show_describe and skill_filter != DESCRIBE_SKILL
+        context = self._context(self._caller(request))
+        rows: list[TaskSummary] = []
+        hidden = total = 0
+        for _ in range(TASK_PAGES_READ):  # filtered rows may take more than one store page
+            listed = await self.sources.task_store.list(params, context)
+            total = total or listed.total_size
+            for row in (summarize(task) for task in listed.tasks):
+                if hide_describe and row.skill == DESCRIBE_SKILL:
+                    hidden += 1
+                elif not skill_filter or row.skill == skill_filter:
+                    rows.append(row)
+            if len(rows) >= TASK_PAGE_SIZE or not listed.next_page_token:
+                break
+            params.page_token = listed.next_page_token
+        rows = rows[:TASK_PAGE_SIZE]
         return self._render(
             request,
             "tasks.html",
@@ -368,7 +379,7 @@ class Console:
             skill_filter=skill_filter,
             show_describe=show_describe,
             hidden_describe=hidden,
-            total=listed.total_size,
+            total=total,
             page_size=TASK_PAGE_SIZE,
         )
 
