@@ -274,6 +274,9 @@ def test_pages_need_the_operator_role(agent: tuple[str, Path]) -> None:
         signin = page(url, path, {})
         assert signin.status_code == 303, path
         assert signin.headers["location"].startswith(CONSOLE_PATH + "/signin?next=")
+    # This agent's only scheme is a header no browser sends: the page says so, offers no form.
+    offered = httpx.get(url + signin.headers["location"], timeout=10).text
+    assert "there is nothing to sign in with here" in offered and 'name="key"' not in offered
     posted = httpx.post(
         url + CONSOLE_PATH + "/approvals/x", data={"decision": "grant"}, headers=CALLER_A
     )

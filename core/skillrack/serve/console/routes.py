@@ -513,7 +513,6 @@ class Console:
                 request,
                 self._render,
                 signed_out=bool(request.query_params.get("signed_out")),
-                offered=self.signin.offered,
             )
         form = await self._checked_form(request)
         if isinstance(form, Response):

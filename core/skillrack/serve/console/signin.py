@@ -88,11 +88,6 @@ class SignIn:
         self.redirect_uri = base_url.rstrip("/") + base + "/signin/callback"
         self._flows = sessions.signer("oidc-flow")
 
-    @property
-    def offered(self) -> bool:
-        """Whether a browser can sign in here at all (else: certificates or a proxy only)."""
-        return self.oidc is not None or self.key_header is not None
-
     def target(self, value: str | None) -> str:
         """Where to go after signing in: a console path, never another site nor odd characters."""
         simple = bool(value and _CONSOLE_PATH_CHARS.fullmatch(value) and "//" not in value)
