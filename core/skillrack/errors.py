@@ -35,6 +35,7 @@ builtin in parentheses is a second base)::
       x CardSignatureError                    protocol.signing
       x AuthenticationFailed                  serve.security.authn
       x CallRefused                           serve.bindings.grpc_server
+      x SignInFailed                          serve.console.oidc_flow
       x UnknownApproval (LookupError)         serve.security.approvals
       x DecisionRefused (PermissionError)     serve.security.approvals
       x TooManyPending                        serve.security.approvals
@@ -81,6 +82,8 @@ What each one means, in one line:
   too many approvals waiting.
 * ``CallRefused``: a gRPC call refused before any task exists (credential,
   limit, malformed request); answered as a gRPC status with the draft's code.
+* ``SignInFailed``: the console's OpenID Connect issuer could not be reached
+  or answered something unusable; one line on the sign-in page.
 * ``ManifestError`` … ``YangScaffoldError``: ``skillrack plugin check|bundle|verify``
   and ``skillrack new`` refusing their input.
 

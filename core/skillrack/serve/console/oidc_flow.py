@@ -41,6 +41,7 @@ from typing import Any
 
 import httpx
 
+from skillrack.errors import SkillrackError
 from skillrack.host.config import ConfigError
 from skillrack.host.startup import is_loopback
 
@@ -52,7 +53,7 @@ TIMEOUT_S = 10.0
 MAX_ANSWER_BYTES = 1_000_000
 
 
-class SignInFailed(Exception):
+class SignInFailed(SkillrackError):
     """The issuer could not be reached or answered something unusable; one line for the page."""
 
 
