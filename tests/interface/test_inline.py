@@ -360,15 +360,31 @@ def test_dynamic_ref_to_a_dynamic_anchor() -> None:
     )
 
 
-# --- rule 5: embedded resources identify themselves with an absolute URI ----------------------
+# --- rule 5: embedded resources used as reference targets identify themselves with an absolute URI
 
 
 @pytest.mark.parametrize(
     ("schema", "pointer"),
     [
-        ({"$defs": {"item": {"$id": "item.json", "type": "string"}}}, "/$defs/item/$id"),
-        ({"$defs": {"item": {"$id": "/schemas/item", "type": "string"}}}, "/$defs/item/$id"),
-        ({"$id": "root.json", "type": "object"}, "/$id"),
+        (
+            {"$defs": {"item": {"$id": "item.json", "type": "string"}}, "$ref": "#/$defs/item"},
+            "/$defs/item/$id",
+        ),
+        (
+            {"$defs": {"item": {"$id": "/schemas/item"}}, "$ref": "/schemas/item"},
+            "/$defs/item/$id",
+        ),
+        (  # reached by pointer from outside: the resource is still the target
+            {
+                "$defs": {"item": {"$id": "item.json", "$defs": {"in": {"type": "string"}}}},
+                "properties": {"a": {"$ref": "#/$defs/item/$defs/in"}},
+            },
+            "/$defs/item/$id",
+        ),
+        (  # its own reference lands in it
+            {"$defs": {"item": {"$id": "item.json", "$defs": {"in": {}}, "$ref": "#/$defs/in"}}},
+            "/$defs/item/$id",
+        ),
         (
             {
                 "$defs": {
@@ -382,11 +398,48 @@ def test_dynamic_ref_to_a_dynamic_anchor() -> None:
             {"$id": "https://example.net/r", "$defs": {"a": {"$id": "https://example.net/r"}}},
             "/$defs/a/$id",
         ),
+        ({"$defs": {"a": {"$id": "x.json"}, "b": {"$id": "x.json"}}}, "/$defs/b/$id"),
     ],
-    ids=["relative", "path-only", "root-relative", "duplicate", "duplicates-root"],
-)
+    ids=[
+        "relative", "path-only", "by-pointer", "from-inside", "duplicate", "duplicates-root",
+        "relative-duplicate",
+    ],
+)  # fmt: skip
 def test_embedded_resource_id(schema: Any, pointer: str) -> None:
     assert_refused(schema, "embedded_resource_id", pointer)
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"$defs": {"item": {"$id": "item.json", "type": "string"}}, "type": "integer"}, 1, "s"),
+        ({"$defs": {"item": {"$id": "/schemas/item"}}, "type": "string"}, "s", 1),
+        (  # an absolute resource nested in a relative one may be targeted
+            {
+                "$defs": {
+                    "item": {
+                        "$id": "item.json",
+                        "$defs": {"x": {"$id": "https://example.net/x", "type": "string"}},
+                    }
+                },
+                "$ref": "https://example.net/x",
+            },
+            "s",
+            1,
+        ),
+        ({"$id": "root.json", "$defs": {"a": {"type": "string"}}, "$ref": "#/$defs/a"}, "s", 1),
+    ],
+    ids=["unreferenced", "unreferenced-path-only", "absolute-inside-relative", "root-relative"],
+)
+def test_relative_id_where_no_reference_lands_is_allowed(
+    schema: Any, valid: Any, invalid: Any
+) -> None:
+    """R-011 as the draft words it: only a resource "used as a reference target" needs it.
+
+    The root is no embedded resource, so its ``$id`` is not bound either.
+    """
+    compiled = compile_ok(schema)
+    assert compiled.is_valid(valid) and not compiled.is_valid(invalid)
 
 
 # --- rule 6: no retrieval, ever ---------------------------------------------------------------

@@ -2,12 +2,13 @@
 
 Interface version 1.0 carries each domain schema inline, and the draft ("Deliver
 schemas inline in version 1.0") turns that into hard rules: every ``$ref`` and
-``$dynamicRef`` must land inside the same schema value, embedded resources need
-an absolute ``$id`` and the same dialect, nothing may be fetched from the network
-or the filesystem (the only outside content is a trusted local copy of the
-dialect's meta-schema), and every ``format`` JSON Schema Validation defines is an
-assertion.  "Resource limits" adds size, nesting, reference depth, reference
-cycles and compilation time.
+``$dynamicRef`` must land inside the same schema value, an embedded resource
+used as a reference target needs an absolute ``$id``, every one the same
+dialect, nothing may be fetched from the network or the filesystem (the only
+outside content is a trusted local copy of the dialect's meta-schema), and
+every ``format`` JSON Schema Validation defines is an assertion.  "Resource
+limits" adds size, nesting, reference depth, reference cycles and compilation
+time.
 
 All of those are checked here, once, by :func:`compile_inline_schema`, so that
 the assembler (checking its own documents) and the client (checking a document
@@ -50,6 +51,7 @@ from skillrack.interface.schemawalk import (
     RefusingRetriever,
     check_ids,
     check_reference_graph,
+    check_targets_identified,
     needs_crawl,
     reference_edges,
     root_base,
@@ -386,7 +388,8 @@ def compile_inline_schema(
     crawl = needs_crawl(locations)
     registry = schema_registry(root_uri, private, retriever, crawl=crawl)
     tick()
-    edges = reference_edges(locations, registry, retriever, resources, tick)
+    edges = reference_edges(locations, registry, retriever, resources.by_uri, tick)
+    check_targets_identified(resources, edges, tick)
 
     check_reference_graph(locations, edges, limits, tick)
 

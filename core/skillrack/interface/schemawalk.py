@@ -122,8 +122,9 @@ def needs_crawl(locations: list[Location]) -> bool:
 def root_base(schema: Any) -> str:
     """The root's base URI: its ``$id`` without fragment if absolute, else :data:`SYNTHETIC_BASE`.
 
-    A relative root ``$id`` is refused later by :func:`check_ids`; until then the
-    synthetic base keeps the walk going.
+    A relative root ``$id`` resolves against nothing (there is no retrieval
+    URI), so the synthetic base stands in for it, as it does for a root
+    without ``$id``.
     """
     root_id = schema.get("$id") if isinstance(schema, dict) else None
     if isinstance(root_id, str) and urlsplit(root_id).scheme:
@@ -246,17 +247,27 @@ def walk(
     return found
 
 
+class Resources(NamedTuple):
+    """The schema resources of one schema, as :func:`check_ids` found them."""
+
+    by_uri: dict[str, str]  # resource URI -> pointer of the schema that names it
+    relative: dict[str, str]  # pointer of an embedded resource with a relative $id -> that $id
+
+
 def check_ids(
     locations: list[Location], root_uri: str, tick: Callable[[], None] = _never
-) -> dict[str, str]:
-    """Refuse relative or duplicate ``$id`` values; return resource URI -> pointer.
+) -> Resources:
+    """Refuse non-string or duplicate ``$id`` values; return the resources found.
 
-    The draft requires an absolute URI in every embedded resource's ``$id``
-    ("used as a reference target"; we require it of every embedded resource, so
-    that whether a resource is targeted never changes whether a schema is
-    valid).  A duplicate would make a reference ambiguous, so it is refused too.
+    The draft asks an absolute URI in ``$id`` only of an embedded resource
+    "used as a reference target", so a relative ``$id`` is noted here and
+    judged by :func:`check_targets_identified` once the references are
+    resolved: a resource nothing lands in may keep it.  The root is not an
+    embedded resource and the draft puts no rule on its ``$id``.  A duplicate
+    would make a reference ambiguous, so it is refused outright.
     """
     resources = {root_uri: ""}
+    relative: dict[str, str] = {}
     for location in locations:
         tick()
         node = location.node
@@ -264,15 +275,14 @@ def check_ids(
             continue
         value = node["$id"]
         where = location.pointer + "/$id"
-        if not isinstance(value, str) or not urlsplit(value).scheme:
+        if not isinstance(value, str):
             raise refuse(
-                "embedded_resource_id",
-                where,
-                f"$id {value!r} is not an absolute URI; inline schema resources must "
-                "identify themselves with an absolute URI",
+                "embedded_resource_id", where, f"$id {value!r} is not a URI; $id must be a string"
             )
         if not location.pointer:
             continue  # the root's URI is root_uri already
+        if not urlsplit(value).scheme:
+            relative[location.pointer] = value
         if location.base in resources:
             raise refuse(
                 "embedded_resource_id",
@@ -280,7 +290,39 @@ def check_ids(
                 f"$id {value!r} identifies more than one schema resource in this schema",
             )
         resources[location.base] = location.pointer
-    return resources
+    return Resources(resources, relative)
+
+
+def check_targets_identified(
+    resources: Resources,
+    references: Mapping[str, list[str]],
+    tick: Callable[[], None] = _never,
+) -> None:
+    """Refuse a reference that lands in an embedded resource whose ``$id`` is relative.
+
+    The draft: "Each embedded schema resource used as a reference target MUST
+    identify itself with an absolute URI in $id".  A target belongs to the
+    innermost resource whose pointer prefixes it, so an absolute resource
+    nested in a relative one may be targeted, and a reference that reaches
+    into a relative resource by JSON Pointer from outside uses it as a target
+    just as one naming its ``$id`` does.  The pointer reported is the ``$id``.
+    """
+    if not resources.relative:
+        return
+    owners = sorted(resources.by_uri.values(), key=len, reverse=True)
+    for source in sorted(references):
+        for target in references[source]:
+            tick()
+            owner = next((p for p in owners if target == p or target.startswith(p + "/")), "")
+            value = resources.relative.get(owner)
+            if value is not None:
+                raise refuse(
+                    "embedded_resource_id",
+                    owner + "/$id",
+                    f"$id {value!r} is not an absolute URI, but the reference at {source!r} "
+                    "lands in this embedded resource; a resource used as a reference target "
+                    "must identify itself with an absolute URI in $id",
+                )
 
 
 def _bool_target(
