@@ -21,10 +21,13 @@ from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.tamper import Tamper
 
 from skillrack import DomainSchema
-from skillrack.client.composition import HopLog, compose
+from skillrack.client.composition import HopLog, check_eligibility, compose
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import ClientCode, SkillCallError
 from skillrack.host.registry import Registry
+from skillrack.interface.document import VerifiedInterface
+from skillrack.interface.inline import compile_inline_schema
+from skillrack.interface.schemaref import SchemaReference
 
 MEASUREMENT = DomainSchema.inline(
     {
@@ -144,3 +147,58 @@ async def test_composition_needs_the_same_schema_reference(
             downstream_skill="judge",
         )
     assert info.value.code == ClientCode.COMPOSITION_INELIGIBLE and tamper.domain_calls() == 0
+
+
+def _interface(skill_id: str, slot: str, reference: SchemaReference) -> VerifiedInterface:
+    """A verified interface whose ``slot`` (input or output) is ``reference``."""
+    compiled = compile_inline_schema(reference.schema, DIALECT)
+    return VerifiedInterface(
+        document={"skill_id": skill_id, "skill_version": "1.0"},
+        interface_digest="",
+        input=compiled,
+        output=compiled,
+        records={},
+        references={slot: reference},
+    )
+
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+_OUTPUT = SchemaReference.build(
+    MEASUREMENT.source, schema_uri=MEASUREMENT.schema_uri, version="1.0", dialect=DIALECT
+)
+
+
+@pytest.mark.parametrize("member", ["schema_uri", "version", "dialect", "digest", None])
+def test_composition_compares_every_member_of_the_reference(member: str | None) -> None:
+    """Each of schema_uri, version, dialect and digest alone makes composition ineligible.
+
+    The downstream input differs from the upstream output in ``member`` only
+    (``None``: in nothing, and composition is eligible), so leaving any one
+    member out of the comparison lets its case through (R-112, R-114).
+    """
+    given = {
+        "schema_uri": replace(_OUTPUT, schema_uri="urn:test:measurement:2.0"),
+        "version": replace(_OUTPUT, version="1.1"),
+        "dialect": replace(_OUTPUT, dialect="https://json-schema.org/draft/2019-09/schema"),
+        "digest": SchemaReference.build(
+            {**MEASUREMENT.source, "additionalProperties": True},
+            schema_uri=_OUTPUT.schema_uri,
+            version=_OUTPUT.version,
+            dialect=DIALECT,
+        ),
+        None: replace(_OUTPUT, schema=dict(_OUTPUT.schema)),
+    }[member]
+    assert _differing(_OUTPUT, given) == ([member] if member else [])
+    upstream = _interface("measure", "output", _OUTPUT)
+    downstream = _interface("judge", "input", given)
+    if member is None:
+        check_eligibility(upstream, downstream)
+        return
+    with pytest.raises(SkillCallError) as info:
+        check_eligibility(upstream, downstream)
+    assert info.value.code == ClientCode.COMPOSITION_INELIGIBLE
+
+
+def _differing(a: SchemaReference, b: SchemaReference) -> list[str]:
+    members = ("schema_uri", "version", "dialect", "digest")
+    return [m for m in members if getattr(a, m) != getattr(b, m)]

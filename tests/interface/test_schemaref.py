@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -74,3 +75,33 @@ def test_references_compare_whole_not_by_digest() -> None:
             {"type": "number"}, schema_uri="urn:a:latency-ms", version="1.0", dialect=DIALECT
         )
     )
+
+
+#: One reference per identity member, differing from ``_BASE`` in that member only (R-112,
+#: R-114): dropping any one member from the comparison makes its case fail.
+_BASE = SchemaReference.build(
+    {"type": "number"}, schema_uri="urn:a:latency-ms", version="1.0", dialect=DIALECT
+)
+ONE_MEMBER_DIFFERS = {
+    "schema_uri": replace(_BASE, schema_uri="urn:a:latency-us"),
+    "version": replace(_BASE, version="1.1"),
+    "dialect": replace(_BASE, dialect="https://json-schema.org/draft/2019-09/schema"),
+    "digest": SchemaReference.build(
+        {"type": "number", "minimum": 0}, schema_uri="urn:a:latency-ms", version="1.0",
+        dialect=DIALECT,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("member", sorted(ONE_MEMBER_DIFFERS))
+def test_references_differing_in_one_member_are_not_the_same(member: str) -> None:
+    other = ONE_MEMBER_DIFFERS[member]
+    differing = [
+        name
+        for name in ("schema_uri", "version", "dialect", "digest")
+        if getattr(other, name) != getattr(_BASE, name)
+    ]
+    assert differing == [member]  # the case isolates exactly one member
+    other.verify()  # a well-formed reference, refused only for being another one
+    assert not _BASE.same_as(other) and not other.same_as(_BASE)
+    assert _BASE.same_as(replace(_BASE)) and other.same_as(replace(other))
