@@ -88,7 +88,7 @@ def health_tasks(base: str) -> int:
     return sum(
         1
         for t in tasks
-        if t.get("metadata", {}).get("skillrack_skill") == "collect_interface_health"
+        if t.get("metadata", {}).get("skillrackSkill") == "collect_interface_health"
     )
 
 

@@ -307,11 +307,18 @@ def build_server(
                     endpoint.published = await storage.first_published(
                         endpoint.etag, endpoint.published
                     )
+                migrated = await storage.migrate_metadata_keys()
                 settled = await storage.settle_interrupted(fail_interrupted)
                 await approvals.initialize()  # after the store: its database exists then
             except BaseException:
                 await storage.close()  # the lock and the connections, even on a failed start
                 raise
+            if migrated:
+                logger.info(
+                    "task store: %d stored task(s) had their metadata keys renamed "
+                    "(skillrack_skill -> skillrackSkill, skillrack_started -> skillrackStarted)",
+                    migrated,
+                )
             if settled:
                 logger.warning(
                     "task store: %d task(s) left running by a stopped process marked failed"

@@ -288,7 +288,7 @@ def running_task(base: str, skill: str) -> str:
     def found() -> str | None:
         listed = rpc(base, "ListTasks", {"pageSize": 100})["result"].get("tasks", [])
         for task in listed:
-            if task["metadata"].get("skillrack_skill") == skill and task["status"]["state"] in (
+            if task["metadata"].get("skillrackSkill") == skill and task["status"]["state"] in (
                 "TASK_STATE_WORKING",
             ):
                 return str(task["id"])

@@ -118,7 +118,7 @@ def running(base: str, skill: str) -> str:
     def found() -> str | None:
         for task in rpc(base, "ListTasks", {"pageSize": 100})["result"].get("tasks", []):
             working = task["status"]["state"] == "TASK_STATE_WORKING"
-            if working and task["metadata"].get("skillrack_skill") == skill:
+            if working and task["metadata"].get("skillrackSkill") == skill:
                 return str(task["id"])
         return None
 

@@ -287,7 +287,7 @@ def check_task(task: Any, listed: bool = False) -> None:
         for detail in error.get("details", []):
             assert isinstance(detail.get("instance_path"), str), detail
     elif state == "TASK_STATE_COMPLETED" and not listed:
-        skill = task.get("metadata", {}).get("skillrack_skill")
+        skill = task.get("metadata", {}).get("skillrackSkill")
         [primary] = [a for a in task.get("artifacts", []) if a["artifactId"] == "result"]
         [part] = primary["parts"]
         assert set(part["data"]) == {"skill", "result"}, part
@@ -844,7 +844,7 @@ def test_messages_naming_other_tasks(http: httpx.Client, registry: Registry, bin
     )["result"]
     assert final["status"]["state"] == "TASK_STATE_COMPLETED", final
     [primary] = [a for a in final["artifacts"] if a["artifactId"] == "result"]
-    assert final["metadata"]["skillrack_skill"] == "ask_twice"
+    assert final["metadata"]["skillrackSkill"] == "ask_twice"
     assert primary["parts"][0]["data"]["result"] == {"window": INJECTION, "confirmation": "\u202e"}
 
 
@@ -1021,7 +1021,7 @@ def test_hostile_strings_are_data(
         assert draft_code_of_binding_error(answer, binding == "JSONRPC") == "input_invalid"
         return
     task = answer["result"]["task"] if binding == "JSONRPC" else answer["task"]
-    assert task["metadata"]["skillrack_skill"] == skill  # the named skill, no other
+    assert task["metadata"]["skillrackSkill"] == skill  # the named skill, no other
     if state not in (None, CANNOT_CARRY):
         assert task["status"]["state"] == state, task["status"]
     assert error_code(task) in {None, "input_invalid", "constraint_rejected", "output_invalid"}

@@ -130,7 +130,7 @@ def test_password_is_not_shown() -> None:
 
 def _task(state: TaskState = TaskState.TASK_STATE_WORKING, task_id: str | None = None) -> Task:
     task = Task(id=task_id or str(uuid.uuid4()), context_id="ctx", status=TaskStatus(state=state))
-    task.metadata.update({"skillrack_skill": "echo"})
+    task.metadata.update({"skillrackSkill": "echo"})
     return task
 
 
@@ -247,7 +247,7 @@ async def test_tasks_left_in_progress_are_failed_at_start(tmp_path: Path) -> Non
             error = json_format.MessageToDict(part.data)["error"]
             assert error["code"] == "output_invalid"
             assert "stopped while this task was running" in error["message"]
-            assert found.metadata["skillrack_skill"] == "echo"  # the rest of the task is kept
+            assert found.metadata["skillrackSkill"] == "echo"  # the rest of the task is kept
         else:
             assert found.status.state == state
     assert await storage.settle_interrupted(fail_interrupted) == ()  # nothing left to settle

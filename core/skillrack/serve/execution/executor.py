@@ -60,6 +60,7 @@ from skillrack.protocol.messages import (
     parse_request,
 )
 from skillrack.protocol.parts import incoming
+from skillrack.protocol.task_metadata import SKILL_KEY, STARTED_KEY
 from skillrack.protocol.values import data_part
 from skillrack.serve.execution.approval_gate import seek_approval
 from skillrack.serve.execution.artifacts import ArtifactPublisher
@@ -107,10 +108,10 @@ audit = logging.getLogger("skillrack.audit")
 
 #: Task metadata key naming the skill, so that CancelTask can be refused for a
 #: non-cancellable skill before a2a-sdk touches the task.
-SKILL_METADATA_KEY = "skillrack_skill"
+SKILL_METADATA_KEY = SKILL_KEY
 #: Task metadata key: who started the task (identity and tenant, as authentication
 #: established them) and when, for the operator console's task list.
-STARTED_METADATA_KEY = "skillrack_started"
+STARTED_METADATA_KEY = STARTED_KEY
 #: The operator's default deadline of one run of a handler, seconds.
 DEFAULT_HANDLER_TIMEOUT_S = 300.0
 

@@ -135,6 +135,8 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             self._write_batch, _keep, delay=write_behind_s
         )
         tasks: Table = class_mapper(self._db.task_model).local_table  # type: ignore[assignment]
+        #: The tasks table (the metadata-key migration rewrites rows in it).
+        self.tasks_table = tasks
         versions: Table = class_mapper(self._version_model).local_table  # type: ignore[assignment]
         events: Table = class_mapper(self._event_model).local_table  # type: ignore[assignment]
         self._task_columns = [

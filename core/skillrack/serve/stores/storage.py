@@ -110,6 +110,7 @@ from skillrack.protocol.states import TERMINAL
 from skillrack.serve.stores import published
 from skillrack.serve.stores.bounded_memory import BoundedMemoryTaskStore
 from skillrack.serve.stores.cluster import ClusterTaskStore
+from skillrack.serve.stores.metadata_migration import migrate_metadata_keys
 from skillrack.serve.stores.notified_events import NotifiedEventStream
 from skillrack.serve.stores.write_behind import SETTLED_STATES, WRITE_BEHIND_S, WriteBehind
 
@@ -285,6 +286,8 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         self._deleting: set[tuple[str, str]] = set()
         mapper = class_mapper(self.task_model)
         self._table: Table = mapper.local_table  # type: ignore[assignment]
+        #: The tasks table (the metadata-key migration rewrites rows in it).
+        self.tasks_table = self._table
         self._columns = [(prop.key, prop.columns[0].name) for prop in mapper.column_attrs]
         # Built once: executed with each task's values as parameters.
         upsert = sqlite_insert(self._table)
@@ -599,6 +602,17 @@ class TaskStorage:
         if isinstance(self.task_store, SingleProcessTaskStore):
             return await self.task_store.settle_interrupted(settle)
         return ()
+
+    async def migrate_metadata_keys(self) -> int:
+        """Rename the old task metadata keys of stored tasks (skillrack_skill...); return how many.
+
+        Run once at start-up, before the store serves a task
+        (:mod:`skillrack.serve.stores.metadata_migration`).
+        """
+        store = self.task_store
+        if self.engine is None or not isinstance(store, SingleProcessTaskStore | ClusterTaskStore):
+            return 0
+        return await migrate_metadata_keys(self.engine, store.tasks_table)
 
     async def close(self) -> None:
         """Commit pending saves, then release the database connections and the file."""
