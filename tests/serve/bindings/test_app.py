@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,9 +11,10 @@ import httpx
 import pytest
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, DenyForbidden, TestSkills
-from helpers.builders import VECTOR_DIGEST, load_json, registry_of
+from helpers.builders import VECTOR_DIGEST, SkillsPlugin, load_json, registry_of, simple_skill
 from helpers.waiting import wait_until
 
+from skillrack import Authority, BaseSkill
 from skillrack.host.config import Config, ServerSettings
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
@@ -451,3 +453,41 @@ def test_logs_keep_no_exception_text_or_arguments(
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert task["id"] in logged and "RuntimeError" in logged  # enough to find the bug
     assert "hunter2" not in logged  # neither the exception text nor the argument value
+
+
+async def _answer(message: Any, context: Any) -> str:
+    return "ok"
+
+
+def test_every_card_skill_has_tags_a_skill_without_gets_its_mode(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A2A requires AgentSkill.tags: a skill declared without tags is advertised with one,
+    its authority's default_mode; declared tags are kept as they are (issue 33, item 7)."""
+    executing = Authority(default_mode="execute")
+    registry = registry_of(
+        [
+            (
+                "skills",
+                SkillsPlugin(
+                    simple_skill("untagged"),
+                    simple_skill("untagged_execute", authority=executing),
+                    simple_skill("tagged", tags=("assurance", "bgp")),
+                    BaseSkill(id="chat", name="chat", description="talks", handler=_answer),
+                ),
+            ),
+            ("allow", AllowAll()),
+        ]
+    )
+    caplog.set_level(logging.WARNING, logger="a2a")
+    with running_agent(registry) as url:
+        card = httpx.get(url + "/.well-known/agent-card.json").json()
+    tags = {entry["id"]: entry.get("tags") for entry in card["skills"]}
+    assert tags == {
+        "describe_skill": ["schema-interface", "describe_skill"],
+        "untagged": ["observe_only"],
+        "untagged_execute": ["execute"],
+        "tagged": ["assurance", "bgp"],
+        "chat": ["observe_only"],
+    }
+    assert not [r for r in caplog.records if "tags" in r.getMessage()]  # a2a-sdk is satisfied

@@ -29,7 +29,7 @@ import datetime
 import hashlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
@@ -54,6 +54,7 @@ from starlette.responses import Response
 
 from skillrack.host.config import Config, ConfigError, SigningSettings
 from skillrack.host.registry import RegisteredBaseSkill, Registry
+from skillrack.interface.declare import Authority
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.protocol.messages import EXTENSION_URI
@@ -105,6 +106,11 @@ def grpc_target(base_url: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def card_tags(tags: Sequence[str], authority: Authority) -> list[str]:
+    """The tags a card entry carries: the declared ones, else the authority's mode."""
+    return list(tags) or [authority.default_mode]
+
+
 def base_skill_entry(registered: RegisteredBaseSkill) -> AgentSkill:
     """A base-A2A skill as an ordinary AgentSkill, with its own modes; no extension binding."""
     skill = registered.skill
@@ -112,7 +118,7 @@ def base_skill_entry(registered: RegisteredBaseSkill) -> AgentSkill:
         id=skill.id,
         name=skill.name,
         description=skill.description,
-        tags=list(skill.tags),
+        tags=card_tags(skill.tags, skill.authority),
         examples=list(skill.examples),
         input_modes=list(skill.input_modes),
         output_modes=list(skill.output_modes),
@@ -175,7 +181,7 @@ def build_card(
                 id=s.skill_id,
                 name=s.skill.name,
                 description=s.skill.description,
-                tags=list(s.skill.tags),
+                tags=card_tags(s.skill.tags, s.skill.authority),
                 examples=list(s.skill.examples),
                 input_modes=JSON_MODES,
                 output_modes=JSON_MODES,
