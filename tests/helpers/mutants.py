@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from skillrack.interface import inline
+from skillrack.interface import ecma_regex, inline, rfc_formats
 from skillrack.interface.schemaerror import refuse
 from skillrack.interface.schemaref import SchemaReference
 from skillrack.serve.execution import approval_gate, executor
@@ -50,6 +50,15 @@ def _every_relative_id_refused(patch: pytest.MonkeyPatch) -> None:
     patch.setattr(inline, "check_targets_identified", check)
 
 
+def _no_property_escapes(patch: pytest.MonkeyPatch) -> None:
+    """``\\p{..}`` unknown to the translator, as before issue 33."""
+    patch.setattr(ecma_regex, "property_ranges", lambda name: None)
+
+
+def _format_regex_unchecked(patch: pytest.MonkeyPatch) -> None:
+    patch.setattr(rfc_formats, "check_pattern", lambda value: None)
+
+
 def _approval_only_for_execute(patch: pytest.MonkeyPatch) -> None:
     """Approvers asked only when the skill advertises ``execute`` (the mode-dependent gate)."""
     real = approval_gate.seek_approval
@@ -78,6 +87,8 @@ MUTANTS: dict[str, Callable[[pytest.MonkeyPatch], None]] = {
     **{f"reference-compared-without-{m}": _identity_without(m) for m in MEMBERS},
     "relative-id-targets-unchecked": _targets_unchecked,
     "every-relative-id-refused": _every_relative_id_refused,
+    "no-property-escapes": _no_property_escapes,
+    "format-regex-unchecked": _format_regex_unchecked,
     "approval-only-for-execute": _approval_only_for_execute,
     "no-approval-step": _no_approval_step,
     "no-operator-before-side-effect": _no_operator_before_side_effect,

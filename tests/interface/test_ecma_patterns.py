@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
 
 from skillrack.errors import ErrorCode
-from skillrack.interface import patterns
+from skillrack.interface import patterns, unicode_properties
 from skillrack.interface.ecma_regex import EcmaPatternError, translate
 from skillrack.interface.inline import DRAFT_2020_12, compile_inline_schema
 from skillrack.interface.schemaerror import InlineSchemaError
@@ -173,6 +174,38 @@ CORPUS: list[tuple[str, list[str]]] = [
     ("", ["x"]),
     ("a|b|", ["c"]),
     ("^(?:)$", [""]),
+    # Unicode property escapes (issue 33): ECMA's names, exactly; alone, negated, in classes
+    ("^\\p{L}+$", ["héllo", "Straße", "日本", "a1", "\u0391\u03b2"]),
+    ("^\\p{Letter}$", ["Z", "1", "ǅ"]),
+    ("^\\p{Lu}$", ["A", "a", "Ω", "ω", "ǅ", "\U0001d400"]),
+    ("^\\p{gc=Nd}+$", ["0123", "\u0661\u0662", "\uff18", "²"]),
+    ("^\\p{General_Category=Decimal_Number}$", ["7", "\u0967", "x"]),
+    ("^\\p{digit}$", ["7", "\u0967", "x"]),
+    ("^\\P{L}+$", ["123", "a", "!?", "\u00a0"]),
+    ("^\\P{Lu}$", ["A", "a", "1"]),
+    ("^\\p{Script=Greek}+$", ["\u03b1\u03b2\u03b3", "Ωmega", "ΑΒΓ", "ͅ"]),
+    ("^\\p{sc=Grek}$", ["\u03b1", "a"]),
+    ("^\\p{Script_Extensions=Greek}$", ["\u03b1", "\u0342", "a"]),
+    ("^\\P{Script=Greek}+$", ["abc", "\u03b1b"]),
+    ("^\\p{Script=Latin}+$", ["abc", "ÀÉ", "ß", "1"]),
+    ("^\\p{sc=Cyrillic}+$", ["привет", "hello"]),
+    ("^\\p{scx=Hira}$", ["ひ", "ー", "カ"]),
+    ("^\\p{sc=Han}$", ["中", "a", "々"]),
+    ("^\\p{Script=Arabic}+$", ["\u0627\u0644", "\u0661"]),
+    ("^[\\p{Lu}\\d_]+$", ["AB_12", "Ab", "Ω_9"]),
+    ("^[^\\p{L}\\p{N}]+$", ["!-?", "a", "1", " "]),
+    ("^[\\P{Lu}]+$", ["abc", "aBc"]),
+    ("^\\p{ASCII}+$", ["abc", "é"]),
+    ("^\\p{Any}$", ["x", "\U0010ffff"]),
+    ("^\\p{Alphabetic}+$", ["abc", "a1", "\u0345"]),
+    ("^\\p{Alpha}$", ["a", "1"]),
+    ("^\\p{White_Space}+$", [" \t\n", "\u0085", "\u200b"]),
+    ("^\\p{Uppercase}$", ["A", "\u2160", "a"]),
+    ("^\\p{Hex_Digit}+$", ["0aF", "g", "\uff21"]),
+    ("^\\p{Emoji_Presentation}$", ["😀", "a", "\u231a"]),
+    ("^\\p{Extended_Pictographic}$", ["😀", "\u00a9", "a"]),
+    ("^\\p{Cs}$", ["a"]),
+    ("^\\p{Cn}$", ["\U000e0080", "a"]),
 ]
 
 #: Not u-mode ECMA-262 patterns: Node and skillrack must both refuse them.
@@ -183,10 +216,22 @@ INVALID = [
     "[\\d-z]", "[a-\\d]", "\\00", "\\01", "(?=a)*", "(?!a)+", "(?<=a)?", "^*", "$+", "\\b*",
     "(?i)a", "(?P<x>a)", "a{,3}", "[\\B]", "[\\k]", "\\p", "(?<=a", "a)", "(?:a", "x{1}{2}",
     "[\\c1]", "\\q", "\\_", "\\ ",
+    # property escapes under names ECMA-262 does not have (JavaScript matches names exactly)
+    "\\p{letter}", "\\p{Greek}", "\\p{sc=greek}", "\\p{Script=L}", "\\p{gc=Alphabetic}",
+    "\\p{Alphabetic=Yes}", "\\p{L&}", "\\p{}", "\\p{L", "\\pL", "\\P", "[\\p{L}-z]",
+    "\\p{sc=Hrkt}", "\\p{Other_Alphabetic}", "\\p{Basic_Emoji}", "\\p{Lowercase_letter}",
+    "\\p{ Lu}", "\\p{IsGreek}", "\\p{InBasicLatin}",
 ]  # fmt: skip
 
 #: Valid ECMA-262 that skillrack refuses, because ``regex`` would answer differently.
-REFUSED = ["\\p{L}", "[\\P{Lu}]", "^(?:(a)|b)*\\1$", "(a)+\\1", "(?<=(a))\\1", "(?<=\\1(a))b"]
+REFUSED = [
+    "\\p{CWKCF}",
+    "[\\P{Changes_When_NFKC_Casefolded}]",
+    "^(?:(a)|b)*\\1$",
+    "(a)+\\1",
+    "(?<=(a))\\1",
+    "(?<=\\1(a))b",
+]
 
 
 def _skillrack(pattern: str, string: str) -> bool | str:
@@ -220,7 +265,7 @@ def _node(cases: list[tuple[str, str]]) -> list[Any]:
 )
 def test_skillrack_answers_every_case_as_javascript_regexp_does() -> None:
     cases = _cases()
-    assert 300 <= len(cases) <= 2000
+    assert 300 <= len(cases) <= 3000
     expected = _node(cases)
     disagreements = [
         (pattern, string, want, got)
@@ -260,9 +305,9 @@ def test_a_schema_with_a_non_ecma_pattern_is_refused_with_the_position() -> None
     assert caught.value.pointer == "/pattern"
     assert "position" in caught.value.message
     with pytest.raises(InlineSchemaError) as caught:
-        compile_inline_schema({"patternProperties": {"\\p{L}": {}}}, DRAFT_2020_12)
-    assert caught.value.pointer == "/patternProperties/\\p{L}"
-    assert "not supported" in caught.value.message
+        compile_inline_schema({"patternProperties": {"\\p{Letter_}": {}}}, DRAFT_2020_12)
+    assert caught.value.pointer == "/patternProperties/\\p{Letter_}"
+    assert "invalid Unicode property escape" in caught.value.message
 
 
 def test_format_regex_is_ecma_validity() -> None:
@@ -272,6 +317,11 @@ def test_format_regex_is_ecma_validity() -> None:
     assert not compiled.is_valid("(?P<x>a)")  # Python syntax, not ECMA
     assert not compiled.is_valid("\\-")  # an identity escape u-mode does not allow
     assert not compiled.is_valid("a{2,1}")
+    # u-mode property escapes (issue 33): valid by ECMA's exact names, in and out of classes
+    for valid in ("\\p{L}", "^\\p{Lu}+$", "\\P{Script=Greek}", "[\\p{sc=Latn}\\d]", "\\p{Any}"):
+        assert compiled.is_valid(valid), valid
+    for invalid in ("\\p{letter}", "\\p{Greek}", "\\p{L", "[\\p{L}-z]", "\\pL"):
+        assert not compiled.is_valid(invalid), invalid
 
 
 def test_validation_uses_ecma_meaning() -> None:
@@ -322,3 +372,23 @@ def test_a_served_skill_refuses_what_ecma_refuses_over_http() -> None:
             error = error_of(task)
             assert error["code"] == "input_invalid"
             assert [d["instance_path"] for d in error["details"]] == [pointer]
+
+
+@pytest.mark.skipif(
+    NODE is None, reason="node is not installed: no reference RegExp to compare with"
+)
+def test_every_property_name_skillrack_accepts_javascript_accepts_and_regex_knows() -> None:
+    """The name tables of :mod:`skillrack.interface.unicode_properties`, all of them."""
+    names = [*unicode_properties.GENERAL_CATEGORY, *unicode_properties.BINARY]
+    unsupported = sorted(unicode_properties.UNSUPPORTED)
+    names += [f"gc={n}" for n in unicode_properties.GENERAL_CATEGORY]
+    names += [f"{k}={s}" for s in sorted(unicode_properties.SCRIPTS) for k in ("sc", "scx")]
+    assert len(names) > 500
+    answers = _node([(f"\\p{{{name}}}", "a") for name in names + unsupported])
+    assert [
+        n for n, a in zip(names + unsupported, answers, strict=True) if a == "syntax_error"
+    ] == []
+    for name in names:
+        expression = unicode_properties._regex_property(name)
+        assert expression is not None, name
+        regex.compile(f"\\p{{{expression}}}")  # the regex package knows it too

@@ -21,15 +21,19 @@ into a ``regex`` pattern that means exactly the same:
 - a backreference to a group that has not matched matches the empty string,
   as in ECMA (``(?(n)\\n|)``).
 
+- a Unicode property escape ``\\p{..}``/``\\P{..}`` becomes the explicit set
+  of its code points, named exactly as ECMA-262 names them
+  (:mod:`skillrack.interface.unicode_properties`), alone or inside a class.
+
 The pattern is parsed with the ``u``-mode grammar (no Annex B leniency):
 whatever that grammar refuses is refused, with the reason and the position.
 A few constructs are refused although ECMA accepts them, because ``regex``
-would not answer the same: Unicode property escapes ``\\p{..}`` (their tables
-follow a Unicode version that differs between engines) and backreferences
-whose group lies inside a repeated atom or a lookbehind, or that appear in a
-lookbehind (ECMA resets captures on every repetition and matches lookbehinds
-right to left).  A schema that needs one is told so at compilation
-(``interface_invalid``), never silently given another meaning.
+would not answer the same: backreferences whose group lies inside a repeated
+atom or a lookbehind, or that appear in a lookbehind (ECMA resets captures
+on every repetition and matches lookbehinds right to left), and the one
+binary property the ``regex`` package has no table for
+(``Changes_When_NFKC_Casefolded``).  A schema that needs one is told so at
+compilation (``interface_invalid``), never silently given another meaning.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from dataclasses import dataclass, field
 
 from skillrack.errors import SkillrackError
 from skillrack.interface.code_points import Ranges, complement, normal
+from skillrack.interface.unicode_properties import UNSUPPORTED, property_ranges
 
 __all__ = ["EcmaPatternError", "translate"]
 
@@ -372,11 +377,7 @@ class _Parser:
         if char in _CLASS_ESCAPES:
             return _set(_CLASS_ESCAPES[char])
         if char in ("p", "P"):
-            raise self.fail(
-                "Unicode property escapes (\\p{...}) are not supported: engines disagree on "
-                "their tables; list the characters instead",
-                start,
-            )
+            return _set(self.property_escape(char, start))
         if char == "k":
             if self.peek() != "<":
                 raise self.fail("invalid named reference", start)
@@ -391,6 +392,18 @@ class _Parser:
                 self.pos += 1
             return self.backref(int(self.source[start + 1 : self.pos]), start)
         return _char(self.character_escape(char, start, in_class=False))
+
+    def property_escape(self, char: str, start: int) -> Ranges:
+        """``\\p{name}`` (``char`` ``p``) or its complement ``\\P{name}``, as code points."""
+        end = self.source.find("}", self.pos) if self.peek() == "{" else -1
+        name = self.source[self.pos + 1 : end] if end >= 0 else ""
+        if name in UNSUPPORTED:
+            raise self.fail(f"\\{char}{{{name}}} is not supported: no table for it", start)
+        ranges = property_ranges(name) if name else None
+        if ranges is None:
+            raise self.fail(f"invalid Unicode property escape \\{char}{{{name}}}", start)
+        self.pos = end + 1
+        return complement(ranges) if char == "P" else ranges
 
     def backref(self, target: int | str, start: int) -> str:
         self.backrefs.append((start, target, self.lookbehind_depth > 0, tuple(self.open_groups)))
@@ -491,7 +504,7 @@ class _Parser:
         if escaped == "b":
             return 0x08
         if escaped in ("p", "P"):
-            raise self.fail("Unicode property escapes (\\p{...}) are not supported", start)
+            return self.property_escape(escaped, start)
         return self.character_escape(escaped, start, in_class=True)
 
 
