@@ -65,6 +65,8 @@ SKILLRACK_ALL = [
     "JsonObject",
     "JsonValue",
     "Operation",
+    "ProtocolCode",
+    "ProtocolError",
     "RequestCredentials",
     "Skill",
     "SkillCallError",

@@ -21,7 +21,8 @@ A base-A2A skill (``register(BaseSkill(...))``, beside the schema skills)
     ``skill`` its caller names in the Message's metadata or by its
     ``matches``; its handler reads an ``IncomingMessage`` and answers through
     a ``BaseSkillContext`` (a direct reply, status messages, Artifacts, a
-    question) with ``TextPart``, ``FilePart`` and ``DataPart`` values.
+    question, any task state) with ``TextPart``, ``FilePart`` and ``DataPart``
+    values, or refuses it with a ``ProtocolError`` (a ``ProtocolCode``).
 
 Handling an invocation
     ``SkillContext``: what a handler receives (the caller, records, input
@@ -93,6 +94,8 @@ if TYPE_CHECKING:  # the same names as the table below, for type checkers
     from skillrack.errors import ErrorCode as ErrorCode
     from skillrack.errors import InputDeadlinePassed as InputDeadlinePassed
     from skillrack.errors import InputRequired as InputRequired
+    from skillrack.errors import ProtocolCode as ProtocolCode
+    from skillrack.errors import ProtocolError as ProtocolError
     from skillrack.errors import SkillCallError as SkillCallError
     from skillrack.errors import SkillrackError as SkillrackError
     from skillrack.hookspecs import BaseSkillContext as BaseSkillContext
@@ -158,6 +161,8 @@ _ON_FIRST_USE = {
     "HealthFinding": "skillrack.interface.health",
     "InputDeadlinePassed": "skillrack.errors",
     "InputRequired": "skillrack.errors",
+    "ProtocolCode": "skillrack.errors",
+    "ProtocolError": "skillrack.errors",
     "AuthenticationFailed": "skillrack.serve.security.authn",
     "RequestCredentials": "skillrack.serve.security.authn",
     "AuthorizationRequest": "skillrack.serve.security.authz",

@@ -19,6 +19,8 @@ builtin in parentheses is a second base)::
         + InputDeadlinePassed                 errors
       x SkillCallError                        errors
         + AgentBusy                           client.busy
+      x ProtocolError                         errors
+      x BaseSkillUsageError (ValueError)      errors
       x StartupError                          errors
       x ConfigError                           host.settings
       x CanonicalizationError (ValueError)    interface.canonical
@@ -56,6 +58,11 @@ What each one means, in one line:
   as a remote task reported it; its ``code`` is an :class:`ErrorCode` or a
   :class:`ClientCode`.  ``AgentBusy`` is one an agent answered HTTP 429 or
   503 to: refused before any task existed, safe to send again.
+* ``ProtocolError``: a base-A2A skill answering with an A2A protocol error
+  (``ProtocolCode``: invalid params, unsupported operation, ...) instead of
+  a task; ``BaseSkillUsageError``: a base skill's handler used its context
+  wrongly (an empty Message or Artifact); the message tells its author what
+  to write instead.
 * ``StartupError``, ``ConfigError``: a composition or configuration that must
   not start; the message names the plugin, skill or option.
 * ``SchemaPolicyError``: a schema trust policy (``[client.trust]``,
@@ -318,6 +325,38 @@ class InputDeadlinePassed(ConditionError):
         )
         #: The deadline that passed, RFC 3339 UTC.
         self.deadline = deadline
+class ProtocolCode(enum.StrEnum):
+    """The A2A protocol errors a base skill may answer with (A2A 1.0, section 5.4).
+
+    The error reaches the caller as the binding's own error (a JSON-RPC
+    error code, an HTTP status with ``google.rpc.Status``, a gRPC status),
+    as it would from any A2A agent; a schema skill answers with the draft's
+    conditions instead (:class:`ConditionError`).
+    """
+
+    INVALID_PARAMS = "invalid_params"
+    INVALID_REQUEST = "invalid_request"
+    UNSUPPORTED_OPERATION = "unsupported_operation"
+    CONTENT_TYPE_NOT_SUPPORTED = "content_type_not_supported"
+    INTERNAL_ERROR = "internal_error"
+
+
+class ProtocolError(SkillrackError):
+    """Raised by a base skill's handler: answer the request with an A2A protocol error.
+
+    ``message`` is sent to the caller as it is: no internals.  Only before the
+    handler sent anything (a status, an Artifact, a reply); afterwards the
+    exchange is a task, and the task fails instead.
+    """
+
+    def __init__(self, code: ProtocolCode | str, message: str) -> None:
+        super().__init__(message)
+        self.code = ProtocolCode(code)
+        self.message = message
+
+
+class BaseSkillUsageError(SkillrackError, ValueError):
+    """A base skill's handler used its context in a way A2A does not allow (an empty part list)."""
 
 
 class InputRequired(BaseException):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, Protocol, TypeAlias
 
 import pluggy
 
@@ -272,8 +272,26 @@ class BaseSkillContext(HandlerContext, Protocol):
         """Send an Artifact of ``parts``; returns its id."""
 
     async def ask(self, *parts: PartLike) -> NoReturn:
-        """Ask the caller for more: the task waits in ``TASK_STATE_INPUT_REQUIRED``."""
+        """Ask the caller for more: the task waits in ``TASK_STATE_INPUT_REQUIRED``.
 
+        With no parts, the task waits without a status message (A2A allows it).
+        """
+
+    async def set_state(self, state: BaseTaskState, *parts: PartLike) -> None:
+        """Put the task in ``state`` now, with ``parts`` (if any) as its status message.
+
+        No ``TASK_STATE_WORKING`` is sent first.  After a final state or an
+        interrupted one (``input-required``, ``auth-required``) the handler
+        returns and sends nothing more; the caller's next Message (for an
+        interrupted one) runs it again.
+        """
+
+
+#: The task states a base skill may set directly (``BaseSkillContext.set_state``), A2A's
+#: ``TASK_STATE_*`` names in lower case with hyphens.
+BaseTaskState: TypeAlias = Literal[
+    "working", "input-required", "auth-required", "completed", "failed", "rejected", "canceled"
+]
 
 #: ``async def handler(arguments: JsonObject, context: SkillContext) -> JsonValue``: a schema
 #: skill's handler; the result is validated against the skill's ``output_schema``.

@@ -12,16 +12,26 @@ Artifact is counted against the task's
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Part, Role, TaskState
+from a2a.utils import errors as a2a_errors
 
-from skillrack.errors import ConditionError, ErrorCode
+from skillrack.errors import (
+    BaseSkillUsageError,
+    ConditionError,
+    ErrorCode,
+    ProtocolCode,
+    ProtocolError,
+)
 from skillrack.protocol.parts import PartLike, to_parts
 from skillrack.protocol.values import from_value
 from skillrack.serve.execution.outputs import OutputBudget, check_safe_numbers
+
+logger = logging.getLogger(__name__)
 
 
 class TaskStart:
@@ -65,6 +75,9 @@ class BaseReplies:
         self._working = False
         #: Whether the turn answered with a direct Message (then it sends nothing more).
         self.replied = False
+        #: The state ``set_state`` left the task in when it is no longer working (the turn
+        #: is over: settled, or waiting for the caller), else ``None``.
+        self.left_in: TaskState | None = None
 
     def _parts(self, parts: Sequence[PartLike], what: str) -> list[Part]:
         """The parts as a2a-sdk Parts, counted against the budget (``output_invalid`` if bad)."""
@@ -88,6 +101,17 @@ class BaseReplies:
                 ErrorCode.OUTPUT_INVALID,
                 f"{self._budget.skill_id!r} already answered with a Message",
             )
+        if self.left_in is not None:
+            raise ConditionError(
+                ErrorCode.OUTPUT_INVALID,
+                f"{self._budget.skill_id!r} already put its task in "
+                f"{TaskState.Name(self.left_in)}; return after set_state() instead of sending more",
+            )
+
+    @property
+    def sent_anything(self) -> bool:
+        """Whether the caller has been sent something (a task, a Message) this turn."""
+        return self.replied or not self._start.pending
 
     async def _begin(self) -> None:
         """The task exists and is worked on (sent once, before the first event that needs it)."""
@@ -139,10 +163,45 @@ class BaseReplies:
         return chosen
 
     async def ask(self, parts: Sequence[PartLike]) -> None:
-        """Park the task in ``TASK_STATE_INPUT_REQUIRED`` with ``parts`` as its question."""
-        converted = self._parts(parts, "question")
+        """Park the task in ``TASK_STATE_INPUT_REQUIRED``, ``parts`` (if any) its question."""
+        converted = self._parts(parts, "question") if parts else []
         await self._begin()
-        await self._updater.requires_input(self._updater.new_agent_message(converted))
+        await self._updater.requires_input(
+            self._updater.new_agent_message(converted) if converted else None
+        )
+
+    async def set_state(self, state: str, parts: Sequence[PartLike]) -> None:
+        """Move the task to ``state`` directly, ``parts`` (if any) its status message."""
+        target = _STATES.get(state)
+        if target is None:
+            raise BaseSkillUsageError(
+                f"base skill {self._budget.skill_id!r}: set_state({state!r}) is not a task "
+                f"state; use one of {', '.join(_STATES)}"
+            )
+        converted = self._parts(parts, "status message") if parts else []
+        message = self._updater.new_agent_message(converted) if converted else None
+        await self._start.ensure()
+        if target == TaskState.TASK_STATE_WORKING:
+            self._working = True
+            await self._updater.update_status(target, message=message)
+            return
+        self.left_in = target
+        await self._updater.update_status(target, message=message)
+
+    async def end(self, result: object, where: str) -> None:
+        """The handler returned ``result``: complete the task with it, unless the turn is over.
+
+        After a direct reply or ``set_state`` the caller has its answer; parts
+        returned then are dropped, and ``where`` (task, skill, plugin) says so
+        in the log.
+        """
+        parts = returned_parts(result)
+        if self.left_in is None and not self.replied:
+            await self.complete(parts)
+        elif parts and self.left_in is not None:
+            logger.warning(
+                "%s returned parts after set_state(); they were dropped (send them with it)", where
+            )
 
     async def complete(self, parts: Sequence[PartLike]) -> None:
         """End the task ``TASK_STATE_COMPLETED``, with ``parts`` as its last message if any."""
@@ -153,6 +212,18 @@ class BaseReplies:
         )
 
 
+#: ``set_state`` names -> A2A states.
+_STATES = {
+    "working": TaskState.TASK_STATE_WORKING,
+    "input-required": TaskState.TASK_STATE_INPUT_REQUIRED,
+    "auth-required": TaskState.TASK_STATE_AUTH_REQUIRED,
+    "completed": TaskState.TASK_STATE_COMPLETED,
+    "failed": TaskState.TASK_STATE_FAILED,
+    "rejected": TaskState.TASK_STATE_REJECTED,
+    "canceled": TaskState.TASK_STATE_CANCELED,
+}
+
+
 def returned_parts(value: object) -> list[PartLike]:
     """A handler's return value as parts: ``None`` is none, a ``str`` or a part is one."""
     if value is None:
@@ -160,3 +231,18 @@ def returned_parts(value: object) -> list[PartLike]:
     if isinstance(value, Sequence) and not isinstance(value, str | bytes):
         return list(value)  # any sequence of parts (a list, a tuple, a deque)
     return [value]  # type: ignore[list-item]  # checked when converted
+
+
+#: Each protocol error a base skill may raise -> a2a-sdk's, which every binding renders.
+_A2A_ERRORS: dict[ProtocolCode, type[a2a_errors.A2AError]] = {
+    ProtocolCode.INVALID_PARAMS: a2a_errors.InvalidParamsError,
+    ProtocolCode.INVALID_REQUEST: a2a_errors.InvalidRequestError,
+    ProtocolCode.UNSUPPORTED_OPERATION: a2a_errors.UnsupportedOperationError,
+    ProtocolCode.CONTENT_TYPE_NOT_SUPPORTED: a2a_errors.ContentTypeNotSupportedError,
+    ProtocolCode.INTERNAL_ERROR: a2a_errors.InternalError,
+}
+
+
+def a2a_error(error: ProtocolError) -> a2a_errors.A2AError:
+    """a2a-sdk's error for a base skill's :class:`~skillrack.errors.ProtocolError`."""
+    return _A2A_ERRORS[error.code](error.message)

@@ -14,7 +14,17 @@ ways, as A2A allows:
   (the handler runs again with the caller's next Message; the ones before are
   in :attr:`~BaseSkillContext.history`), and returning ends it
   ``TASK_STATE_COMPLETED``, the returned parts (a ``str``, one part or a list)
-  becoming its final status message.
+  becoming its final status message.  :meth:`~BaseSkillContext.set_state`
+  puts the task in any A2A state directly (``input-required`` without a
+  message, ``completed`` without passing through ``working``, ``rejected``),
+  as an A2A agent written on a2a-sdk's ``TaskUpdater`` can.
+
+A Message and an Artifact have at least one part in A2A, so ``reply``,
+``status`` and ``artifact`` with none raise :class:`~skillrack.errors.BaseSkillUsageError`
+at once, in the handler, with one line telling its author what to write.
+Raising :class:`~skillrack.errors.ProtocolError` before anything was sent
+answers the request with an A2A protocol error (JSON-RPC error, HTTP status)
+instead of a task.
 
 Raising :class:`~skillrack.errors.ConditionError` ends the task with the
 draft's error object, as for a schema skill; any other exception fails it
@@ -30,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
-from skillrack.errors import InputRequired
+from skillrack.errors import BaseSkillUsageError, InputRequired
 from skillrack.protocol.parts import IncomingMessage, PartLike
 from skillrack.serve.execution.skill_context import Cancellation
 from skillrack.serve.security.caller import Caller
@@ -58,6 +68,10 @@ class Replies(Protocol):
         append: bool,
         last_chunk: bool | None,
     ) -> str: ...
+
+    async def set_state(
+        self, state: hookspecs.BaseTaskState, parts: Sequence[PartLike]
+    ) -> None: ...
 
 
 class BaseSkillContext(Cancellation):
@@ -93,10 +107,14 @@ class BaseSkillContext(Cancellation):
         Only as the first thing a new exchange sends: once a status, an
         Artifact or a question went out, the exchange is a Task and ends as one.
         """
+        self._need_parts("reply", parts, "context.reply('Done.')")
         await self._replies.reply(parts)
 
     async def status(self, *parts: PartLike) -> None:
         """A status message while the task works (``TASK_STATE_WORKING``)."""
+        self._need_parts(
+            "status", parts, "context.status('Checking...'), or set_state('working') for none"
+        )
         await self._replies.status(parts)
 
     async def artifact(
@@ -112,6 +130,7 @@ class BaseSkillContext(Cancellation):
         ``append`` adds the parts to the Artifact of the same id sent before
         (a stream of chunks, ``last_chunk`` on the last one).
         """
+        self._need_parts("artifact", parts, "context.artifact(DataPart({...}), name='report')")
         return await self._replies.artifact(
             parts, name=name, artifact_id=artifact_id, append=append, last_chunk=last_chunk
         )
@@ -122,9 +141,27 @@ class BaseSkillContext(Cancellation):
         Raises :class:`~skillrack.errors.InputRequired`, a ``BaseException``: let it
         propagate (never catch ``BaseException`` around it).  The caller's answer
         starts the handler again, with the answer as its message and what came
-        before in :attr:`history`.
+        before in :attr:`history`.  With no parts the task waits without a
+        status message, which A2A allows.
         """
         raise InputRequired(list(parts))
+
+    async def set_state(self, state: hookspecs.BaseTaskState, *parts: PartLike) -> None:
+        """Put the task in ``state`` now, ``parts`` (if any) its status message; see the protocol.
+
+        ``state`` is one of ``working``, ``input-required``, ``auth-required``,
+        ``completed``, ``failed``, ``rejected``, ``canceled``.  Nothing else is
+        sent first (no ``working``).  After any state but ``working`` the
+        task is settled or waiting: return, and send nothing more.
+        """
+        await self._replies.set_state(state, parts)
+
+    def _need_parts(self, method: str, parts: tuple[PartLike, ...], example: str) -> None:
+        if not parts:
+            raise BaseSkillUsageError(
+                f"base skill {self.skill_id!r}: context.{method}() needs at least one part "
+                f"(A2A requires parts in a Message and an Artifact); write e.g. {example}"
+            )
 
 
 if TYPE_CHECKING:

@@ -51,20 +51,22 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Task, TaskState, TaskStatus
 
-from skillrack.errors import REJECTING_CODES, ConditionError, ErrorCode, InputRequired
-from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill, Registry
-from skillrack.protocol.messages import (
-    EXTENSION_URI,
-    NOT_A_REQUEST,
-    SkillRequest,
-    parse_request,
+from skillrack.errors import (
+    REJECTING_CODES,
+    BaseSkillUsageError,
+    ConditionError,
+    ErrorCode,
+    InputRequired,
+    ProtocolError,
 )
+from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill, Registry
+from skillrack.protocol.messages import EXTENSION_URI, NOT_A_REQUEST, SkillRequest, parse_request
 from skillrack.protocol.parts import incoming
 from skillrack.protocol.task_metadata import SKILL_KEY, STARTED_KEY
 from skillrack.protocol.values import data_part
 from skillrack.serve.execution.approval_gate import seek_approval
 from skillrack.serve.execution.artifacts import ArtifactPublisher
-from skillrack.serve.execution.base_replies import BaseReplies, returned_parts
+from skillrack.serve.execution.base_replies import BaseReplies, a2a_error
 from skillrack.serve.execution.base_routing import claiming_base_skill, named_base_skill
 from skillrack.serve.execution.base_skill_context import BaseSkillContext
 from skillrack.serve.execution.concurrency import ConcurrencyLimiter, Slot
@@ -202,6 +204,8 @@ class SkillExecutor(AgentExecutor):
                     await self._run(invocation, turn)
         except _PROCESS_SIGNALS:
             raise
+        except ProtocolError as exc:  # a base skill's, before it sent anything (_run_base)
+            raise a2a_error(exc) from None
         except BaseException as exc:
             await self._respond_with_error(turn, _as_exception(exc), accepted=True)
         finally:
@@ -541,8 +545,7 @@ class SkillExecutor(AgentExecutor):
                 budget,
                 turn,
             )
-            if not replies.replied:
-                await replies.complete(returned_parts(result))
+            await replies.end(result, f"task {turn.task_id}: {skill.skill_id} ({skill.plugin})")
         except InputRequired as asked:
             await replies.ask(asked.request)
             turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
@@ -558,15 +561,21 @@ class SkillExecutor(AgentExecutor):
                 return
             if isinstance(exc, ConditionError):
                 raise
+            if isinstance(exc, ProtocolError) and not replies.sent_anything:
+                raise  # answered as the binding's error (_execute)
+            if isinstance(exc, BaseSkillUsageError):  # skillrack's own words: safe to log
+                logger.error("task %s: %s (plugin %s); failed", turn.task_id, exc, skill.plugin)
+                raise _failed(turn) from None
             _log_failure(
                 f"task %s: handler of {skill.skill_id} (plugin {skill.plugin}) raised",
                 turn.task_id,
                 exc,
             )
             raise _failed(turn) from None
-        state = "a Message" if replies.replied else "TASK_STATE_COMPLETED"
-        turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_COMPLETED))
-        turn.observed.ended("TASK_STATE_COMPLETED")
+        ended = TaskState.Name(replies.left_in or TaskState.TASK_STATE_COMPLETED)
+        state = "a Message" if replies.replied else ended
+        turn.trace.ended(ended)
+        turn.observed.ended(ended)
         if audit.isEnabledFor(logging.INFO):  # the fields are not built for a line not written
             audit.info(
                 "task %s of %s answered with %s",
