@@ -325,6 +325,8 @@ class InputDeadlinePassed(ConditionError):
         )
         #: The deadline that passed, RFC 3339 UTC.
         self.deadline = deadline
+
+
 class ProtocolCode(enum.StrEnum):
     """The A2A protocol errors a base skill may answer with (A2A 1.0, section 5.4).
 

@@ -57,8 +57,8 @@ from skillrack.serve.bindings.card import (
     LEGACY_PROTOCOL_VERSION,
 )
 from skillrack.serve.bindings.push import PushUrlCheck
-from skillrack.serve.execution.executor import skill_of, started_by
 from skillrack.serve.execution.input_deadline import Armed, deadline_message, stored_park
+from skillrack.serve.execution.task_record import skill_of, started_by
 from skillrack.serve.middleware.error_sanitizer import OWN_ERROR
 from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY, CALLER_KEY
 from skillrack.serve.security.caller import ANONYMOUS, owner_of

@@ -31,7 +31,7 @@ from skillrack.protocol.values import from_value
 from skillrack.serve.console.masking import masked, masked_resources
 from skillrack.serve.console.schema_tree import SchemaNode, schema_tree
 from skillrack.serve.execution.artifacts import RESULT_ARTIFACT_ID
-from skillrack.serve.execution.executor import SKILL_METADATA_KEY, STARTED_METADATA_KEY
+from skillrack.serve.execution.task_record import SKILL_METADATA_KEY, STARTED_METADATA_KEY
 from skillrack.serve.security.approvals import Approval
 
 

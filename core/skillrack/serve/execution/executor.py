@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as dt
 import logging
 import math
 import traceback
@@ -49,7 +48,7 @@ import pluggy
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Task, TaskState, TaskStatus
+from a2a.types import TaskState
 
 from skillrack.errors import (
     REJECTING_CODES,
@@ -62,7 +61,6 @@ from skillrack.errors import (
 from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill, Registry
 from skillrack.protocol.messages import EXTENSION_URI, NOT_A_REQUEST, SkillRequest, parse_request
 from skillrack.protocol.parts import incoming
-from skillrack.protocol.task_metadata import SKILL_KEY, STARTED_KEY
 from skillrack.protocol.values import data_part
 from skillrack.serve.execution.approval_gate import seek_approval
 from skillrack.serve.execution.artifacts import ArtifactPublisher
@@ -90,7 +88,8 @@ from skillrack.serve.execution.outputs import (
 )
 from skillrack.serve.execution.replay import replay_turn, user_messages
 from skillrack.serve.execution.skill_context import Delegation, SkillContext
-from skillrack.serve.execution.turn import Turn, begin_turn, caller_of
+from skillrack.serve.execution.task_record import new_task, skill_of
+from skillrack.serve.execution.turn import Turn, begin_turn
 from skillrack.serve.observability.metrics import Metrics
 from skillrack.serve.observability.traces import turn as traced_turn
 from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY
@@ -108,12 +107,6 @@ logger = logging.getLogger(__name__)
 #: One line per finished task: ids, states, codes and sizes, never contents or credentials.
 audit = logging.getLogger("skillrack.audit")
 
-#: Task metadata key naming the skill, so that CancelTask can be refused for a
-#: non-cancellable skill before a2a-sdk touches the task.
-SKILL_METADATA_KEY = SKILL_KEY
-#: Task metadata key: who started the task (identity and tenant, as authentication
-#: established them) and when, for the operator console's task list.
-STARTED_METADATA_KEY = STARTED_KEY
 #: The operator's default deadline of one run of a handler, seconds.
 DEFAULT_HANDLER_TIMEOUT_S = 300.0
 
@@ -125,24 +118,6 @@ def final_state(code: ErrorCode, *, accepted: bool) -> TaskState:
     if code is ErrorCode.RESOURCE_LIMIT_EXCEEDED and not accepted:
         return TaskState.TASK_STATE_REJECTED
     return TaskState.TASK_STATE_FAILED
-
-
-def skill_of(task: Task) -> str | None:
-    """The skill a task invokes, as recorded when the task was created."""
-    value = task.metadata.fields.get(SKILL_METADATA_KEY)
-    return value.string_value if value is not None and value.string_value else None
-
-
-def started_by(task: Task) -> tuple[str, str] | None:
-    """Who started a task (identity, tenant), as recorded when it was created; else ``None``."""
-    value = task.metadata.fields.get(STARTED_METADATA_KEY)
-    if value is None or not value.HasField("struct_value"):
-        return None
-    who = value.struct_value.fields
-    if "identity" not in who:
-        return None
-    tenant = who["tenant"].string_value if "tenant" in who else ""
-    return who["identity"].string_value, tenant
 
 
 class SkillExecutor(AgentExecutor):
@@ -342,7 +317,7 @@ class SkillExecutor(AgentExecutor):
                 if base is not None:
                     return self._base_call(turn, base, view), []
             await turn.queue.enqueue_event(
-                _new_task(context, request.skill if request is not None else None)
+                new_task(context, request.skill if request is not None else None)
             )
             if error is not None:
                 raise error
@@ -367,7 +342,7 @@ class SkillExecutor(AgentExecutor):
     def _base_call(self, turn: Turn, skill: RegisteredBaseSkill, view: Any) -> BaseCall:
         """A new exchange with a base skill; its task waits until the turn needs it."""
         context, queue = turn.context, turn.queue
-        task = _new_task(context, skill.skill_id)
+        task = new_task(context, skill.skill_id)
         turn.start.defer(lambda: queue.enqueue_event(task))
         turn.observed.skill = skill.skill_id
         return BaseCall(skill, view)
@@ -712,38 +687,6 @@ def _fields(task_id: str, skill: str | None, code: ErrorCode | None = None) -> d
     Only ids, a skill name and a condition code: the same hygiene as the text.
     """
     return {"task_id": task_id, "skill": skill, "code": code.value if code is not None else None}
-
-
-def _new_task(context: RequestContext, skill: str | None) -> Task:
-    assert context.message is not None
-    task = Task(
-        id=context.task_id,
-        context_id=context.context_id,
-        status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-        history=[context.message],
-    )
-    fields = task.metadata.fields
-    if skill:
-        fields[SKILL_METADATA_KEY].string_value = skill
-    caller = caller_of(context)
-    started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    if type(caller.identity) is str and type(caller.tenant) is str:
-        # Set in place: what Struct.update writes for these strings, without its Python walk.
-        who = fields[STARTED_METADATA_KEY].struct_value.fields
-        who["identity"].string_value = caller.identity
-        who["tenant"].string_value = caller.tenant
-        who["at"].string_value = started
-    else:  # an authentication plugin's unusual Caller: the general conversion
-        task.metadata.update(
-            {
-                STARTED_METADATA_KEY: {
-                    "identity": caller.identity,
-                    "tenant": caller.tenant,
-                    "at": started,
-                }
-            }
-        )
-    return task
 
 
 def _activate(context: RequestContext) -> None:

@@ -1,0 +1,79 @@
+"""What the executor records in a task's metadata, and how the rest of the server reads it.
+
+A task names its skill (so that CancelTask can be refused for a non-cancellable
+skill before a2a-sdk touches the task, and a follow-up reaches the right base
+skill) and who started it and when (follow-ups are accepted from the starter
+only; the console lists it).  The keys are the camelCase ones A2A's data model
+asks for (:mod:`skillrack.protocol.task_metadata`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from a2a.server.agent_execution import RequestContext
+from a2a.types import Task, TaskState, TaskStatus
+
+from skillrack.protocol.task_metadata import SKILL_KEY, STARTED_KEY
+from skillrack.serve.execution.turn import caller_of
+
+#: Task metadata key naming the skill, so that CancelTask can be refused for a
+#: non-cancellable skill before a2a-sdk touches the task.
+SKILL_METADATA_KEY = SKILL_KEY
+#: Task metadata key: who started the task (identity and tenant, as authentication
+#: established them) and when, for the operator console's task list.
+STARTED_METADATA_KEY = STARTED_KEY
+
+
+def skill_of(task: Task) -> str | None:
+    """The skill a task invokes, as recorded when the task was created."""
+    value = task.metadata.fields.get(SKILL_METADATA_KEY)
+    return value.string_value if value is not None and value.string_value else None
+
+
+def started_by(task: Task) -> tuple[str, str] | None:
+    """Who started a task (identity, tenant), as recorded when it was created; else ``None``."""
+    value = task.metadata.fields.get(STARTED_METADATA_KEY)
+    if value is None or not value.HasField("struct_value"):
+        return None
+    who = value.struct_value.fields
+    if "identity" not in who:
+        return None
+    tenant = who["tenant"].string_value if "tenant" in who else ""
+    return who["identity"].string_value, tenant
+
+
+def new_task(context: RequestContext, skill: str | None) -> Task:
+    """The Task a turn that starts a task creates: it names the skill and who started it."""
+    assert context.message is not None
+    task = Task(
+        id=context.task_id,
+        context_id=context.context_id,
+        status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+        history=[context.message],
+    )
+    fields = task.metadata.fields
+    if skill:
+        fields[SKILL_METADATA_KEY].string_value = skill
+    caller = caller_of(context)
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if type(caller.identity) is str and type(caller.tenant) is str:
+        # Set in place: what Struct.update writes for these strings, without its Python walk.
+        who = fields[STARTED_METADATA_KEY].struct_value.fields
+        who["identity"].string_value = caller.identity
+        who["tenant"].string_value = caller.tenant
+        who["at"].string_value = started
+    else:  # an authentication plugin's unusual Caller: the general conversion
+        task.metadata.update(
+            {
+                STARTED_METADATA_KEY: {
+                    "identity": caller.identity,
+                    "tenant": caller.tenant,
+                    "at": started,
+                }
+            }
+        )
+    return task
+
+
+__all__ = ["SKILL_METADATA_KEY", "STARTED_METADATA_KEY", "new_task", "skill_of", "started_by"]
