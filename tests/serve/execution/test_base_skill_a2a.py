@@ -26,6 +26,8 @@ from helpers.builders import SkillsPlugin, registry_of
 from skillrack import (
     BaseSkill,
     BaseSkillContext,
+    DataPart,
+    FilePart,
     IncomingMessage,
     ProtocolCode,
     ProtocolError,
@@ -52,6 +54,20 @@ async def plays(message: IncomingMessage, context: BaseSkillContext) -> str | No
     if scenario.startswith("tck-stream-002"):
         await context.set_state("completed")
         return None
+    if scenario.startswith("tck-artifact-file-url"):
+        url = "https://example.com/output.txt"
+        await context.artifact(FilePart(url=url, media_type="text/plain", name="output.txt"))
+        await context.set_state("completed")
+        return None
+    if scenario.startswith("tck-artifact-file"):
+        content = b"Generated file content"
+        await context.artifact(FilePart(data=content, media_type="text/plain", name="output.txt"))
+        await context.set_state("completed")
+        return None
+    if scenario.startswith("tck-artifact-data"):
+        await context.artifact(DataPart({"key": "value", "count": 42}))
+        await context.set_state("completed")
+        return None
     if scenario.startswith("tck-artifact-text"):
         await context.artifact(TextPart("Generated text content"))
         await context.set_state("completed")
@@ -71,8 +87,12 @@ async def plays(message: IncomingMessage, context: BaseSkillContext) -> str | No
     return "Unhandled messageId prefix: " + scenario
 
 
-@pytest.fixture(scope="module")
-def registry() -> Registry:
+def tck_registry() -> Registry:
+    """The TCK's system under test: one cancellable base skill playing every scenario.
+
+    ``python tests/helpers/tck_agent.py PORT`` serves it for a run of the A2A TCK
+    (docs/conformance.md, "The A2A TCK").
+    """
     skill = BaseSkill(
         id="tck",
         name="TCK Conformance",
@@ -80,8 +100,14 @@ def registry() -> Registry:
         tags=("tck",),
         handler=plays,
         matches=lambda message: True,
+        cancellable=True,
     )
     return registry_of([("tck", SkillsPlugin(skill)), ("allow", AllowAll())])
+
+
+@pytest.fixture(scope="module")
+def registry() -> Registry:
+    return tck_registry()
 
 
 @pytest.fixture(scope="module")
@@ -200,3 +226,23 @@ def test_empty_parts_are_refused_with_one_line_for_the_author(
     ]
     assert "\n" not in line  # one line: what to write, which skill, which plugin
     assert "base skill 'tck'" in line and "write e.g." in line and "(plugin tck)" in line
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_file_and_data_artifacts_then_completed(base: str, binding: str) -> None:
+    with_bytes = task_in(send(base, "tck-artifact-file", binding))
+    [artifact] = with_bytes["artifacts"]
+    [part] = artifact["parts"]
+    assert part["mediaType"] == "text/plain" and part["filename"] == "output.txt"
+    assert "raw" in part and with_bytes["status"]["state"] == "TASK_STATE_COMPLETED"
+    with_url = task_in(send(base, "tck-artifact-file-url", binding))
+    assert with_url["artifacts"][0]["parts"][0]["url"] == "https://example.com/output.txt"
+    data = task_in(send(base, "tck-artifact-data", binding))
+    assert data["artifacts"][0]["parts"][0]["data"] == {"key": "value", "count": 42}
+
+
+def test_a_waiting_task_is_cancelled(base: str) -> None:
+    task = task_in(send(base, "tck-input-required", "JSONRPC"))
+    body = {"jsonrpc": "2.0", "id": "2", "method": "CancelTask", "params": {"id": task["id"]}}
+    cancelled = httpx.post(base + "/", json=body, headers=HEADERS, timeout=30).json()
+    assert cancelled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
