@@ -424,4 +424,5 @@ def test_base_skills_are_told_apart(tmp_path: Path) -> None:
         evidence = asyncio.run(gather_evidence(registry, config, url))
         markdown = build_spec(registry, config, url, evidence).markdown()
     assert "| `help` | false | observe_only | true |" in markdown
-    assert "| `help` | Help | h |  | `text/plain` | `text/plain` |" in markdown
+    # A base skill declared without tags is advertised with one: its default_mode.
+    assert "| `help` | Help | h | observe_only | `text/plain` | `text/plain` |" in markdown
