@@ -7,7 +7,8 @@ and its ``cmd_*`` functions; adding a group is one line in
 
 Exit statuses (:mod:`skillrack.cli.exits`, listed in the README): 0 success,
 1 refused (an input, a composition, an agent, a taken port, a broken pipe),
-2 usage (argparse's own status, option values out of range included), 130
+2 usage (argparse's own status, option values out of range included), 3
+waiting (``call``: a task waits), 130
 interrupted.  Bare ``skillrack`` prints the help and exits 0.  Errors reach
 the user as one line on stderr, never as a traceback: an exception no command
 expected is reported in one line too (``SKILLRACK_TRACEBACK=1`` shows where).
@@ -31,6 +32,7 @@ from skillrack.cli import plugin as cli_plugin
 from skillrack.cli import remote as cli_remote
 from skillrack.cli import scaffold as cli_scaffold
 from skillrack.cli import serve as cli_serve
+from skillrack.cli import skills as cli_skills
 from skillrack.cli import yang as cli_yang
 from skillrack.cli.exits import (
     EXIT_INTERRUPTED,
@@ -47,6 +49,7 @@ COMMAND_GROUPS: tuple[ModuleType, ...] = (
     cli_inspect,  # plugins, interface, digest
     cli_serve,  # serve
     cli_remote,  # describe, call, check
+    cli_skills,  # skills
     cli_approvals,  # approvals
     cli_scaffold,  # new-plugin
     cli_operator,  # spec, doctor
@@ -99,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="skillrack",
         description="Host schema-governed network-management skills over A2A.",
-        epilog="Exit status: 0 success, 1 refused, 2 usage error, 130 interrupted.",
+        epilog="Exit status: 0 success, 1 refused, 2 usage error, 3 waiting (call: a task "
+        "waits for an approval or an answer), 130 interrupted.",
     )
     parser.add_argument(
         "--version",

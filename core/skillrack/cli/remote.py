@@ -44,30 +44,60 @@ def _client_failure(error: SkillCallError) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    """A skill's verified interface as a summary (default) or JSON; a base skill from the card."""
     import asyncio
 
+    from skillrack.cli.skill_view import (
+        base_skill_summary,
+        interface_summary,
+        ordered_document,
+        security_text,
+    )
+    from skillrack.client.advertisement import did_you_mean, read_advertisement
     from skillrack.client.skill_client import SkillClient
-    from skillrack.errors import SkillCallError
+    from skillrack.errors import ErrorCode, SkillCallError
 
     async def run() -> int:
         async with SkillClient(**client_settings(args)) as client:
             try:
+                card = await client.card(args.url)
+                skill = next(
+                    (s for s in card.get("skills") or [] if s.get("id") == args.skill_id), None
+                )
+                try:
+                    advertised = args.skill_id in read_advertisement(card).bindings
+                except SkillCallError:
+                    advertised = False
+                if skill is None:  # not on the card: say so, with the closest id there is
+                    ids = [str(s.get("id")) for s in card.get("skills") or []]
+                    raise SkillCallError.local(
+                        ErrorCode.SKILL_NOT_ADVERTISED,
+                        f"skill {args.skill_id!r} is not on the Agent Card of "
+                        f"{args.url.rstrip('/')}" + did_you_mean(args.skill_id, ids),
+                    )
+                if not advertised:  # a base-A2A skill: the card says it all
+                    own = skill.get("securityRequirements") or card.get("securityRequirements")
+                    if args.json:
+                        print(json.dumps({"base_skill": skill}, indent=2, ensure_ascii=False))
+                    else:
+                        print(
+                            "\n".join(base_skill_summary(skill, security_text(own or []), args.url))
+                        )
+                    return EXIT_OK
                 interface = await client.describe(args.url, args.skill_id)
             except SkillCallError as exc:
                 return _client_failure(exc)
         if args.json:
+            document = ordered_document(interface.document)
             print(
                 json.dumps(
-                    {
-                        "interface_digest": interface.interface_digest,
-                        "interface": interface.document,
-                    },
+                    {"interface_digest": interface.interface_digest, "interface": document},
                     indent=2,
+                    ensure_ascii=False,
                 )
             )
         else:
-            print(f"{interface.skill_id} {interface.skill_version} {interface.interface_digest}")
-            print(json.dumps(interface.document, indent=2, ensure_ascii=False))
+            print("\n".join(interface_summary(interface.document, interface.interface_digest)))
         return EXIT_OK
 
     return asyncio.run(run())
@@ -98,8 +128,15 @@ def _arguments(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-#: ``--args`` not given (``null`` is a valid argument value, so None cannot mean absent).
-NO_ARGUMENTS = object()
+class _NoArguments:
+    """The value of ``--args`` not given: ``null`` is a valid argument, so None cannot say it."""
+
+    def __repr__(self) -> str:
+        return "none"
+
+
+#: ``--args`` not given; shown as "none" where ``--help`` would print a default.
+NO_ARGUMENTS = _NoArguments()
 
 
 def _tell_waiting(args: argparse.Namespace, result: SkillResult) -> None:
@@ -260,13 +297,18 @@ URL_HELP = "the agent's base URL, e.g. http://127.0.0.1:8000 (its card is read f
 
 def add_commands(sub: Any) -> None:
     """Add ``describe``, ``call`` and ``check`` to the ``skillrack`` sub-command parser."""
-    p = sub.add_parser("describe", help="retrieve, verify and print a remote skill's interface")
+    p = sub.add_parser(
+        "describe",
+        help="retrieve and verify a remote skill's interface and summarize it (inputs as a "
+        "tree, outputs, records, authority, interaction); a base skill from the card",
+    )
     p.add_argument("url", help=URL_HELP)
     p.add_argument("skill_id", help="the skill's id, as the agent's card lists it")
     p.add_argument(
         "--json",
         action="store_true",
-        help="print {interface_digest, interface} as one JSON object, for scripts",
+        help="print {interface_digest, interface} as one JSON object, keys in a stable "
+        "order (a base skill: {base_skill}), for scripts",
     )
     add_header_option(p)
     add_client_options(p, disk_cache=True)

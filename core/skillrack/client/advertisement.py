@@ -11,7 +11,7 @@ sent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,9 +43,18 @@ class Advertisement:
         if binding is None or skill_id not in self.card_skills:
             raise SkillCallError.local(
                 ErrorCode.SKILL_NOT_ADVERTISED,
-                f"skill {skill_id!r} is not advertised by this agent's card",
+                f"skill {skill_id!r} is not advertised by this agent's card"
+                + did_you_mean(skill_id, self.bindings),
             )
         return binding
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``known`` (difflib's ratio), else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def read_advertisement(card: Mapping[str, Any]) -> Advertisement:
