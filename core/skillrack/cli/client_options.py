@@ -327,6 +327,19 @@ def schema_trust(args: argparse.Namespace) -> SchemaPolicy | None:
     return None if policy.empty else policy
 
 
+def add_binding_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--binding JSONRPC|HTTP+JSON|GRPC`` (any case) as ``args.binding``."""
+    parser.add_argument(
+        "--binding",
+        type=str.upper,
+        choices=["JSONRPC", "HTTP+JSON", "GRPC"],
+        default=None,
+        help="use only this A2A binding of the agent's card (any case; GRPC needs the "
+        "skillrack[grpc] extra, and the gRPC port allowed with --allow-origin); by default "
+        "the client picks JSONRPC or HTTP+JSON",
+    )
+
+
 def client_tls(args: argparse.Namespace) -> ClientTls | None:
     """The ``ClientTls`` of ``--client-cert``, ``--client-key`` and ``--ca-bundle``, or None.
 
@@ -427,7 +440,9 @@ def oauth_credentials(args: argparse.Namespace) -> ClientCredentials | None:
 
 def client_settings(args: argparse.Namespace) -> dict[str, Any]:
     """``SkillClient`` keyword arguments from the options above and ``--header``."""
+    binding = {"binding": args.binding} if hasattr(args, "binding") else {}  # call, describe
     return {
+        **binding,
         "headers": args.headers or {},
         "allow_origins": list(args.allow_origins),
         "timeout": args.timeout,

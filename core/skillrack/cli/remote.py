@@ -28,7 +28,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skillrack.cli.client_options import add_client_options, add_header_option, client_settings
+from skillrack.cli.client_options import (
+    add_binding_option,
+    add_client_options,
+    add_header_option,
+    client_settings,
+)
 from skillrack.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_WAITING
 
 if TYPE_CHECKING:
@@ -191,7 +196,7 @@ def cmd_call_text(args: argparse.Namespace, mode: Mode) -> int:
     from skillrack.errors import SkillCallError
 
     async def run() -> dict[str, Any] | int:
-        async with SkillClient(**client_settings(args), binding=args.binding) as client:
+        async with SkillClient(**client_settings(args)) as client:
             try:
                 return await client.send_message(
                     args.url,
@@ -241,7 +246,7 @@ def cmd_call(args: argparse.Namespace) -> int:
     waiting_on: list[str] = []
 
     async def run() -> int:
-        async with SkillClient(**client_settings(args), binding=args.binding) as client:
+        async with SkillClient(**client_settings(args)) as client:
             try:
                 result = await _first_result(client, args, mode)
                 if result.approval is not None and not args.no_wait:
@@ -310,6 +315,7 @@ def add_commands(sub: Any) -> None:
         help="print {interface_digest, interface} as one JSON object, keys in a stable "
         "order (a base skill: {base_skill}), for scripts",
     )
+    add_binding_option(p)
     add_header_option(p)
     add_client_options(p, disk_cache=True)
     p.set_defaults(func=cmd_describe)
@@ -360,12 +366,7 @@ def add_commands(sub: Any) -> None:
         help="at most this long between two looks at an approval being waited for "
         "(each look is a message to the task; default 5)",
     )
-    p.add_argument(
-        "--binding",
-        choices=["JSONRPC", "HTTP+JSON"],
-        default=None,
-        help="use only this A2A binding of the agent's card; by default the client picks one",
-    )
+    add_binding_option(p)
     way = p.add_mutually_exclusive_group()
     way.add_argument("--stream", action="store_true", help="receive the result by streaming")
     way.add_argument("--poll", action="store_true", help="return immediately, then poll")

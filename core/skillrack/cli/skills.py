@@ -16,7 +16,12 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from skillrack.cli.client_options import add_client_options, add_header_option, client_settings
+from skillrack.cli.client_options import (
+    add_binding_option,
+    add_client_options,
+    add_header_option,
+    client_settings,
+)
 from skillrack.cli.exits import EXIT_OK, EXIT_REFUSED
 
 if TYPE_CHECKING:
@@ -147,6 +152,7 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help='print {"skills": [...]} with each skill\'s schema identities, for scripts',
     )
+    add_binding_option(p)
     add_header_option(p)
     add_client_options(p)
     p.set_defaults(func=cmd_skills)

@@ -62,6 +62,7 @@ from skillrack.client.call_scope import call_scope, current, one_call, remaining
 from skillrack.client.card_security import Presented, check_card_security
 from skillrack.client.cards import CachedCard, parse_card, read_card
 from skillrack.client.disk_cache import DiskCache
+from skillrack.client.grpc_channel import GRPC, channel_factory, grpc_failure, grpc_origin
 from skillrack.client.oauth import ClientCredentials, TokenSource
 from skillrack.client.origin import Origin, parse_origin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
@@ -224,7 +225,8 @@ class SkillClient:
         self.allow_origins = _allowed_origins(allow_origins)
         self.card_keys = CardKeys.load(card_keys) if card_keys is not None else None
         self.cache = cache or InterfaceCache(limits.max_cache_entries, limits.max_cache_bytes)
-        self.binding = binding
+        self.binding = _binding(binding)
+        self._headers = dict(headers or {})
         self.poll_interval = poll_interval
         self.timeout = timeout
         self._http = http_client(
@@ -526,14 +528,25 @@ class SkillClient:
     async def _sdk_client(self, agent: str, *, streaming: bool) -> Any:
         """a2a-sdk's client for ``agent``, on the interfaces the origin rule lets it reach."""
         entry = await self._card(agent)
+        bindings = self._bindings()
         config = ClientConfig(
             streaming=streaming,
             httpx_client=self._http,
-            supported_protocol_bindings=[self.binding]
-            if self.binding
-            else ["JSONRPC", "HTTP+JSON"],
+            supported_protocol_bindings=bindings,
         )
+        if GRPC in bindings:
+            tls = self.tls.get(Origin.of(agent)) or self.tls.get(None)
+            config.grpc_channel_factory = channel_factory(
+                secure=Origin.of(agent).scheme == "https",
+                headers=self._headers,
+                tls=tls,
+                max_message_bytes=self.bounds.max_response_bytes,
+            )
         return ClientFactory(config).create(self._reachable(agent, entry.proto))
+
+    def _bindings(self) -> list[str]:
+        """The A2A bindings this client may use: the one asked for, else JSON-RPC and HTTP+JSON."""
+        return [self.binding] if self.binding else ["JSONRPC", "HTTP+JSON"]
 
     def _context(self) -> ClientCallContext:
         return ClientCallContext(
@@ -659,11 +672,20 @@ class SkillClient:
         """
         policy = current_policy()
         assert policy is not None, "_send runs inside a public call"
-        bindings = [self.binding] if self.binding else ["JSONRPC", "HTTP+JSON"]
-        usable = [i for i in card.supported_interfaces if i.protocol_binding in bindings]
-        reachable = [i for i in usable if policy.refusal(i.url, "") is None]
+        usable = [i for i in card.supported_interfaces if i.protocol_binding in self._bindings()]
+
+        def judged(url: str, binding: str) -> str:  # a gRPC target is an origin too
+            return grpc_origin(url, policy.named.scheme) if binding == GRPC else url
+
+        reachable = [
+            i for i in usable if policy.refusal(judged(i.url, i.protocol_binding), "") is None
+        ]
         if usable and not reachable:
-            policy.check(usable[0].url, f"the Agent Card of {agent} names an interface on")
+            first = usable[0]
+            policy.check(
+                judged(first.url, first.protocol_binding),
+                f"the Agent Card of {agent} names an interface on",
+            )
         trimmed = AgentCard()
         trimmed.CopyFrom(card)
         del trimmed.supported_interfaces[:]
@@ -685,6 +707,16 @@ class SkillClient:
             await asyncio.sleep(self.poll_interval)
 
 
+def _binding(name: str | None) -> str | None:
+    """A binding's name as the card spells it (``grpc`` -> ``GRPC``), or ValueError."""
+    if name is None:
+        return None
+    for known in ("JSONRPC", "HTTP+JSON", GRPC):
+        if name.upper() == known:
+            return known
+    raise ValueError(f"binding {name!r} is not JSONRPC, HTTP+JSON or GRPC")
+
+
 @asynccontextmanager
 async def _transport(
     what: str, hint: Callable[[Exception], str] | None = None
@@ -701,6 +733,9 @@ async def _transport(
         busy = busy_in(exc, what)  # HTTP 429 or 503: the draft's resource_limit_exceeded
         if busy is not None:
             raise busy from None
+        mapped = grpc_failure(exc, what)
+        if mapped is not None:
+            raise mapped from None
         name = type(exc).__name__
         if name.startswith("A2AClient") or name == "AgentCardResolutionError":
             raise SkillCallError(ClientCode.TRANSPORT_ERROR, f"{what}: {exc}") from None

@@ -590,6 +590,7 @@ async def start_grpc_server(
         ]
     )
     a2a_grpc_servicer(server, SkillrackGrpcHandler(request_handler, stack))
+    enable_reflection(server)
     shown = f"[{host}]" if ":" in host else host
     address = f"{shown}:{port}"
     try:
@@ -604,6 +605,20 @@ async def start_grpc_server(
         ) from None
     await server.start()
     return server
+
+
+def enable_reflection(server: grpc.aio.Server) -> None:
+    """gRPC server reflection (grpcio-reflection): ``grpcurl``/``grpcui`` list and call A2A.
+
+    The A2A service's descriptors are public (a2a-sdk publishes the .proto),
+    so reflection discloses nothing a caller could not read; it only spares
+    the caller a copy of ``a2a.proto``.  Calls made after reflection go
+    through the same handler, authentication included.
+    """
+    from grpc_reflection.v1alpha import reflection
+
+    service = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"].full_name
+    reflection.enable_server_reflection((service, reflection.SERVICE_NAME), server)
 
 
 @dataclass(frozen=True)
@@ -662,6 +677,7 @@ __all__ = [
     "SkillrackGrpcHandler",
     "abort_refused",
     "abort_with",
+    "enable_reflection",
     "peer_certificate",
     "peer_host",
     "start_grpc_server",

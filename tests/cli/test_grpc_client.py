@@ -1,0 +1,137 @@
+"""The client on A2A's gRPC binding (``--binding grpc``), and gRPC server reflection on ``serve``.
+
+Against a real ``skillrack serve --grpc-port`` (API keys, so credentials must
+travel as gRPC metadata) and against an agent written with a2a-sdk alone.
+What the gRPC call returns is compared with the same call over JSON-RPC.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
+    ProtoReflectionDescriptorDatabase,
+)
+from helpers.plain_a2a_agent import PlainAgent, plain_agent
+from helpers.served_process import PLUGIN_MODULE, serving
+
+from skillrack.cli import main as cli
+from skillrack.testing.serve import CARD_PATH, ServedAgent, free_port
+
+KEY = "grpc-client-test-key"
+
+
+@pytest.fixture(scope="module")
+def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
+    workdir = tmp_path_factory.mktemp("grpc-client")
+    keys, policy = workdir / "keys.toml", workdir / "policy.toml"
+    keys.write_text(
+        f'[[key]]\nsha256 = "{hashlib.sha256(KEY.encode()).hexdigest()}"\n'
+        'identity = "alice"\nroles = ["operator"]\n'
+    )
+    policy.write_text('[[rule]]\neffect = "allow"\nroles = ["operator"]\nskills = ["*"]\n')
+    config = workdir / "skillrack.toml"
+    config.write_text(
+        f'[plugins]\nbuiltin = ["{PLUGIN_MODULE}"]\n\n'
+        f"[server]\nrate_per_minute = 1000000\ngrpc_port = {free_port()}\n\n"
+        f'[plugins.api_keys]\nfile = "{keys}"\n\n[plugins.policy]\nfile = "{policy}"\n'
+    )
+    with serving(workdir, config=config) as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def grpc_target(agent: ServedAgent) -> str:
+    card = httpx.get(agent.url + CARD_PATH, timeout=10).json()
+    [target] = [i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    return str(target)
+
+
+@pytest.fixture(scope="module")
+def plain() -> Iterator[PlainAgent]:
+    with plain_agent() as served:
+        yield served
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
+    status = cli.main(list(argv))
+    out = capsys.readouterr().out
+    try:
+        return status, json.loads(out)
+    except ValueError:
+        return status, out
+
+
+@pytest.mark.parametrize("way", [[], ["--stream"], ["--poll"]])
+def test_call_over_grpc_matches_jsonrpc(
+    agent: ServedAgent, grpc_target: str, way: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["call", agent.url, "echo", "--args", '{"text": "hi"}', "--header", f"X-API-Key: {KEY}"]
+    allow = ["--allow-origin", f"http://{grpc_target}"]
+    status, over_grpc = run(capsys, *base, *way, "--binding", "grpc", *allow)
+    assert status == 0, over_grpc
+    status, over_jsonrpc = run(capsys, *base, *way, "--binding", "JSONRPC")
+    assert status == 0
+    assert over_grpc["state"] == over_jsonrpc["state"] == "TASK_STATE_COMPLETED"
+    assert over_grpc["result"] == over_jsonrpc["result"] == {"echo": "hi"}
+    assert over_grpc["task_id"] != over_jsonrpc["task_id"]
+    # The gRPC task is the agent's: JSON-RPC reads the same task by its id.
+    status, again = run(capsys, *base[:3], "--task-id", over_grpc["task_id"], *base[5:])
+    assert status == 0 and again["task_id"] == over_grpc["task_id"]
+
+
+def test_grpc_port_is_another_origin(
+    agent: ServedAgent, grpc_target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out = run(
+        capsys, "describe", agent.url, "echo", "--binding", "GRPC", "--json",
+        "--header", f"X-API-Key: {KEY}",
+    )  # fmt: skip
+    assert status == 1 and out["error"]["code"] == "origin_refused"
+    assert f"--allow-origin http://{grpc_target}" in out["error"]["message"]
+
+
+def test_refused_credentials_over_grpc_are_authorization_failed(
+    agent: ServedAgent, grpc_target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out = run(
+        capsys, "call", agent.url, "echo", "--args", "{}", "--binding", "grpc",
+        "--allow-origin", f"http://{grpc_target}", "--header", "X-API-Key: wrong",
+    )  # fmt: skip
+    assert status == 1 and out["error"]["code"] == "authorization_failed"
+    assert "gRPC" in out["error"]["message"]
+
+
+def test_base_skill_of_a_plain_agent_over_grpc(
+    plain: PlainAgent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    allow = ["--allow-origin", f"http://{plain.grpc_target}"]
+    for way in ([], ["--stream"]):
+        status, out = run(
+            capsys, "call", plain.url, "echo", "--text", "over grpc", "--binding", "grpc",
+            *allow, *way,
+        )  # fmt: skip
+        assert status == 0 and out.strip() == "echo: over grpc"
+
+
+def test_serve_offers_grpc_reflection(grpc_target: str) -> None:
+    with grpc.insecure_channel(grpc_target) as channel:
+        services = set(ProtoReflectionDescriptorDatabase(channel).get_services())
+        found = ProtoReflectionDescriptorDatabase(channel).FindFileContainingSymbol(
+            "lf.a2a.v1.A2AService"
+        )
+    assert {"lf.a2a.v1.A2AService", "grpc.reflection.v1alpha.ServerReflection"} <= services
+    assert found.package == "lf.a2a.v1"
+
+
+def test_unknown_binding_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["call", "http://127.0.0.1:9", "x", "--args", "{}", "--binding", "smoke"])
+    assert exited.value.code == 2
