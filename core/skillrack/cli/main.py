@@ -29,6 +29,7 @@ from skillrack.cli import inspect as cli_inspect
 from skillrack.cli import keys as cli_keys
 from skillrack.cli import operator as cli_operator
 from skillrack.cli import plugin as cli_plugin
+from skillrack.cli import push as cli_push
 from skillrack.cli import remote as cli_remote
 from skillrack.cli import scaffold as cli_scaffold
 from skillrack.cli import serve as cli_serve
@@ -50,6 +51,7 @@ COMMAND_GROUPS: tuple[ModuleType, ...] = (
     cli_serve,  # serve
     cli_remote,  # describe, call, check
     cli_skills,  # skills
+    cli_push,  # push list|get|delete
     cli_approvals,  # approvals
     cli_scaffold,  # new-plugin
     cli_operator,  # spec, doctor

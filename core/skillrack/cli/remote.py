@@ -38,6 +38,7 @@ from skillrack.cli.exits import EXIT_INTERRUPTED, EXIT_OK, EXIT_REFUSED, EXIT_WA
 
 if TYPE_CHECKING:
     from skillrack.client.outcome import SkillResult
+    from skillrack.client.push import PushTarget
     from skillrack.client.skill_client import Mode, SkillClient
     from skillrack.errors import SkillCallError
     from skillrack.ops.conformance import CheckReport
@@ -161,7 +162,7 @@ def _tell_waiting(args: argparse.Namespace, result: SkillResult) -> None:
 
 async def _first_result(client: SkillClient, args: argparse.Namespace, mode: Mode) -> SkillResult:
     if not args.task_id:
-        return await client.call(args.url, args.skill_id, args.args, mode=mode)
+        return await client.call(args.url, args.skill_id, args.args, mode=mode, push=_push(args))
     if args.args is not NO_ARGUMENTS:  # an answer to the handler's question
         return await client.respond(args.url, args.skill_id, args.task_id, args.args, mode=mode)
     return await client.resume(args.url, args.skill_id, args.task_id, mode=mode)
@@ -188,6 +189,20 @@ def _reply_lines(answer: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _push(args: argparse.Namespace) -> PushTarget | None:
+    """``--push-url``/``--push-token`` as a ``PushTarget`` (None without ``--push-url``)."""
+    if args.push_url is None:
+        if args.push_token is not None:
+            raise argparse.ArgumentTypeError("--push-token goes with --push-url")
+        return None
+    from skillrack.client.push import PushTarget
+
+    try:
+        return PushTarget(args.push_url, args.push_token or "")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--push-url: {exc}") from None
+
+
 def cmd_call_text(args: argparse.Namespace, mode: Mode) -> int:
     """``call URL [SKILL] --text TEXT``: a plain Message to a base-A2A skill."""
     import asyncio
@@ -204,6 +219,7 @@ def cmd_call_text(args: argparse.Namespace, mode: Mode) -> int:
                     skill=args.skill_id,
                     task_id=args.task_id or "",
                     mode=mode,
+                    push=_push(args),
                 )
             except SkillCallError as exc:
                 return _client_failure(exc)
@@ -217,6 +233,11 @@ def cmd_call_text(args: argparse.Namespace, mode: Mode) -> int:
         return EXIT_REFUSED
     for line in _reply_lines(answer):
         print(line)
+    if args.push_url and "task" in answer:  # push list|get|delete need its id
+        print(
+            f"skillrack: task {answer['task']['id']} posts its updates to {args.push_url}",
+            file=sys.stderr,
+        )
     if state and state != "TASK_STATE_COMPLETED":
         task_id = answer["task"]["id"]
         print(
@@ -367,6 +388,19 @@ def add_commands(sub: Any) -> None:
         "(each look is a message to the task; default 5)",
     )
     add_binding_option(p)
+    p.add_argument(
+        "--push-url",
+        metavar="URL",
+        help="also have the agent POST the task's updates to this webhook (A2A push "
+        "notifications; the agent's card must say pushNotifications, and the agent decides "
+        "whether it may connect there)",
+    )
+    p.add_argument(
+        "--push-token",
+        metavar="TOKEN",
+        help="the token the agent sends with each POST (X-A2A-Notification-Token), so the "
+        "webhook can tell its posts from others'",
+    )
     way = p.add_mutually_exclusive_group()
     way.add_argument("--stream", action="store_true", help="receive the result by streaming")
     way.add_argument("--poll", action="store_true", help="return immediately, then poll")

@@ -59,6 +59,22 @@ def grpc_origin(url: str, named_scheme: str) -> str:
     return f"{scheme}://{target}"
 
 
+def judged_url(interface: Any, named_scheme: str) -> str:
+    """The URL the origin policy judges for a card's interface (a gRPC target made a URL)."""
+    url = str(interface.url)
+    return grpc_origin(url, named_scheme) if interface.protocol_binding == GRPC else url
+
+
+def binding_name(name: str | None) -> str | None:
+    """A binding's name as the card spells it (``grpc`` -> ``GRPC``), or ValueError."""
+    if name is None:
+        return None
+    for known in ("JSONRPC", "HTTP+JSON", GRPC):
+        if name.upper() == known:
+            return known
+    raise ValueError(f"binding {name!r} is not JSONRPC, HTTP+JSON or GRPC")
+
+
 def _read(path: str | None) -> bytes | None:
     return Path(path).read_bytes() if path else None
 
@@ -143,4 +159,12 @@ def grpc_failure(exc: BaseException, what: str) -> SkillCallError | None:
     return None
 
 
-__all__ = ["GRPC", "channel_factory", "grpc_failure", "grpc_origin", "grpc_target"]
+__all__ = [
+    "GRPC",
+    "binding_name",
+    "channel_factory",
+    "grpc_failure",
+    "grpc_origin",
+    "grpc_target",
+    "judged_url",
+]

@@ -15,7 +15,7 @@ hand the credentials to anyone on the path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -110,3 +110,23 @@ class OriginPolicy:
         reason = self.refusal(url, what)
         if reason is not None:
             raise SkillCallError.local(ClientCode.ORIGIN_REFUSED, reason)
+
+
+def allowed_origins(
+    allow: Iterable[str] | Mapping[str, Iterable[str]],
+) -> dict[Origin | None, frozenset[Origin]]:
+    """``allow_origins`` read once: ``None`` -> for every call, an origin -> for calls to it."""
+
+    def origins(texts: Iterable[str]) -> frozenset[Origin]:
+        try:
+            return frozenset(parse_origin(text) for text in texts)
+        except ValueError as exc:
+            raise ValueError(f"allow_origins: {exc}") from None
+
+    if isinstance(allow, Mapping):
+        table: dict[Origin | None, frozenset[Origin]] = {}
+        for url, texts in allow.items():
+            named = Origin.of(url)
+            table[named] = table.get(named, frozenset()) | origins(texts)
+        return table
+    return {None: origins(allow)}

@@ -62,10 +62,17 @@ from skillrack.client.call_scope import call_scope, current, one_call, remaining
 from skillrack.client.card_security import Presented, check_card_security
 from skillrack.client.cards import CachedCard, parse_card, read_card
 from skillrack.client.disk_cache import DiskCache
-from skillrack.client.grpc_channel import GRPC, channel_factory, grpc_failure, grpc_origin
+from skillrack.client.grpc_channel import (
+    GRPC,
+    binding_name,
+    channel_factory,
+    grpc_failure,
+    judged_url,
+)
 from skillrack.client.oauth import ClientCredentials, TokenSource
-from skillrack.client.origin import Origin, parse_origin
+from skillrack.client.origin import Origin, allowed_origins
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
+from skillrack.client.push import PushTarget
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.tls import ClientTls, TlsByOrigin, refused_hint
 from skillrack.client.transport import current_policy, http_client
@@ -95,26 +102,6 @@ Mode = Literal["sync", "stream", "poll"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
-
-
-def _allowed_origins(
-    allow: Iterable[str] | Mapping[str, Iterable[str]],
-) -> dict[Origin | None, frozenset[Origin]]:
-    """``allow_origins`` read once: ``None`` -> for every call, an origin -> for calls to it."""
-
-    def origins(texts: Iterable[str]) -> frozenset[Origin]:
-        try:
-            return frozenset(parse_origin(text) for text in texts)
-        except ValueError as exc:
-            raise ValueError(f"allow_origins: {exc}") from None
-
-    if isinstance(allow, Mapping):
-        table: dict[Origin | None, frozenset[Origin]] = {}
-        for url, texts in allow.items():
-            named = Origin.of(url)
-            table[named] = table.get(named, frozenset()) | origins(texts)
-        return table
-    return {None: origins(allow)}
 
 
 class SkillClient:
@@ -222,10 +209,10 @@ class SkillClient:
         self.bounds = bounds
         #: Origins other than the one a call names that may receive the credentials:
         #: under ``None`` for every call, under an origin for calls naming it.
-        self.allow_origins = _allowed_origins(allow_origins)
+        self.allow_origins = allowed_origins(allow_origins)
         self.card_keys = CardKeys.load(card_keys) if card_keys is not None else None
         self.cache = cache or InterfaceCache(limits.max_cache_entries, limits.max_cache_bytes)
-        self.binding = _binding(binding)
+        self.binding = binding_name(binding)
         self._headers = dict(headers or {})
         self.poll_interval = poll_interval
         self.timeout = timeout
@@ -402,9 +389,18 @@ class SkillClient:
 
     @one_call
     async def call(
-        self, url: str, skill_id: str, arguments: Any, *, mode: Mode = "sync"
+        self,
+        url: str,
+        skill_id: str,
+        arguments: Any,
+        *,
+        mode: Mode = "sync",
+        push: PushTarget | None = None,
     ) -> SkillResult:
         """Invoke ``skill_id`` with ``arguments``; return the validated result and records.
+
+        ``push`` asks the agent to POST the task's updates to a webhook as well
+        (A2A push notifications; the agent decides whether it may connect there).
 
         A card taken from the disk cache without asking the agent may be
         older than the agent's documents: when the agent rejects the call
@@ -413,7 +409,7 @@ class SkillClient:
         """
         agent = url.rstrip("/")
         try:
-            return await self._call_once(agent, skill_id, arguments, mode)
+            return await self._call_once(agent, skill_id, arguments, mode, push)
         except SkillCallError as exc:
             if not (exc.remote and exc.code == ErrorCode.INTERFACE_MISMATCH):
                 raise
@@ -425,10 +421,10 @@ class SkillClient:
             self._cards.pop(agent)
             state.seen.discard(agent)
             state.unasked.discard(agent)
-            return await self._call_once(agent, skill_id, arguments, mode)
+            return await self._call_once(agent, skill_id, arguments, mode, push)
 
     async def _call_once(
-        self, agent: str, skill_id: str, arguments: Any, mode: Mode
+        self, agent: str, skill_id: str, arguments: Any, mode: Mode, push: PushTarget | None
     ) -> SkillResult:
         await self._check_security(agent, skill_id)
         interface = await self.describe(agent, skill_id)
@@ -439,7 +435,7 @@ class SkillClient:
             "interface_digest": interface.interface_digest,
             "arguments": arguments,
         }
-        task = await self._send(agent, request, mode)
+        task = await self._send(agent, request, mode, push=push)
         return outcome(task, skill_id, interface)
 
     @one_call
@@ -523,6 +519,20 @@ class SkillClient:
         """
         return await self._send(url.rstrip("/"), data, mode)
 
+    @one_call
+    async def a2a(
+        self,
+        url: str,
+        what: str,
+        operation: Callable[[Any, ClientCallContext], Awaitable[_T]],
+    ) -> _T:
+        """Run an a2a-sdk client method (push configs, :mod:`skillrack.client.push_configs`) under
+        the call's rules: origins, bounds, timeout, error codes (``what`` names it in errors)."""
+        agent = url.rstrip("/")
+        client = await self._sdk_client(agent, streaming=False)
+        async with _transport(f"{what} at {agent}"):
+            return await operation(client, ClientCallContext(timeout=self.timeout))
+
     # -- the A2A exchange ------------------------------------------------------------------------
 
     async def _sdk_client(self, agent: str, *, streaming: bool) -> Any:
@@ -535,11 +545,10 @@ class SkillClient:
             supported_protocol_bindings=bindings,
         )
         if GRPC in bindings:
-            tls = self.tls.get(Origin.of(agent)) or self.tls.get(None)
             config.grpc_channel_factory = channel_factory(
                 secure=Origin.of(agent).scheme == "https",
                 headers=self._headers,
-                tls=tls,
+                tls=self.tls.get(Origin.of(agent)) or self.tls.get(None),
                 max_message_bytes=self.bounds.max_response_bytes,
             )
         return ClientFactory(config).create(self._reachable(agent, entry.proto))
@@ -562,7 +571,14 @@ class SkillClient:
         async with _transport(f"looking up task {task_id} at {agent}"):
             return await self._poll(client, task_id, self._context())
 
-    async def _send(self, agent: str, data: Any, mode: Mode, task_id: str = "") -> Task:
+    async def _send(
+        self,
+        agent: str,
+        data: Any,
+        mode: Mode,
+        task_id: str = "",
+        push: PushTarget | None = None,
+    ) -> Task:
         skill_id = data.get("skill") if isinstance(data, dict) else None
         message = Message(
             message_id=str(uuid.uuid4()),
@@ -571,7 +587,7 @@ class SkillClient:
             extensions=[EXTENSION_URI],
             task_id=task_id,
         )
-        answer = await self._exchange(agent, message, mode, self._context(), skill_id)
+        answer = await self._exchange(agent, message, mode, self._context(), skill_id, push)
         if isinstance(answer, Message):
             raise SkillCallError.local(
                 ErrorCode.OUTPUT_INVALID, "the agent answered with a Message, not a Task"
@@ -587,6 +603,7 @@ class SkillClient:
         skill: str | None = None,
         task_id: str = "",
         mode: Mode = "sync",
+        push: PushTarget | None = None,
     ) -> dict[str, Any]:
         """Send a plain A2A Message (no request object) and return the agent's answer as JSON.
 
@@ -602,7 +619,7 @@ class SkillClient:
         agent = url.rstrip("/")
         message = user_message(parts, message_id=str(uuid.uuid4()), task_id=task_id, skill=skill)
         context = ClientCallContext(timeout=self.timeout)
-        answer = await self._exchange(agent, message, mode, context, skill)
+        answer = await self._exchange(agent, message, mode, context, skill, push)
         key = "message" if isinstance(answer, Message) else "task"
         return {key: json_format.MessageToDict(answer)}
 
@@ -613,6 +630,7 @@ class SkillClient:
         mode: Mode,
         context: ClientCallContext,
         skill_id: str | None = None,
+        push: PushTarget | None = None,
     ) -> Task | Message:
         """Send ``message`` (for ``skill_id``); its Task (polled unless ``sync``) or a reply."""
         client = await self._sdk_client(agent, streaming=mode == "stream")
@@ -621,6 +639,8 @@ class SkillClient:
             message=message,
             configuration=SendMessageConfiguration(return_immediately=mode == "poll"),
         )
+        if push is not None:
+            request.configuration.task_push_notification_config.CopyFrom(push.config())
 
         async def send() -> Task | Message:
             """One attempt: the events of the answer, up to the Task or a reply."""
@@ -673,19 +693,11 @@ class SkillClient:
         policy = current_policy()
         assert policy is not None, "_send runs inside a public call"
         usable = [i for i in card.supported_interfaces if i.protocol_binding in self._bindings()]
-
-        def judged(url: str, binding: str) -> str:  # a gRPC target is an origin too
-            return grpc_origin(url, policy.named.scheme) if binding == GRPC else url
-
-        reachable = [
-            i for i in usable if policy.refusal(judged(i.url, i.protocol_binding), "") is None
-        ]
+        scheme = policy.named.scheme
+        reachable = [i for i in usable if policy.refusal(judged_url(i, scheme), "") is None]
         if usable and not reachable:
-            first = usable[0]
-            policy.check(
-                judged(first.url, first.protocol_binding),
-                f"the Agent Card of {agent} names an interface on",
-            )
+            what = f"the Agent Card of {agent} names an interface on"
+            policy.check(judged_url(usable[0], scheme), what)
         trimmed = AgentCard()
         trimmed.CopyFrom(card)
         del trimmed.supported_interfaces[:]
@@ -705,16 +717,6 @@ class SkillClient:
             if task.status.state in TERMINAL | INTERRUPTED:
                 return task
             await asyncio.sleep(self.poll_interval)
-
-
-def _binding(name: str | None) -> str | None:
-    """A binding's name as the card spells it (``grpc`` -> ``GRPC``), or ValueError."""
-    if name is None:
-        return None
-    for known in ("JSONRPC", "HTTP+JSON", GRPC):
-        if name.upper() == known:
-            return known
-    raise ValueError(f"binding {name!r} is not JSONRPC, HTTP+JSON or GRPC")
 
 
 @asynccontextmanager
