@@ -1037,3 +1037,14 @@ def test_cli_bundle_of_a_red_tree_writes_nothing(
     assert cli.main(["plugin", "bundle", str(tree.root), "--out", str(tmp_path / "b")]) == 1
     assert "nothing bundled" in capsys.readouterr().out
     assert not (tmp_path / "b").exists()
+
+
+def test_a_resource_pointer_that_names_no_member_is_refused(tree: Tree) -> None:
+    tree.declare('resources=("/hots",),')
+    problem = only_error(check(tree))
+    assert (problem.klass, problem.rule, problem.skill_id) == (
+        "declaration",
+        "resource_pointer",
+        "ping",
+    )
+    assert "'/hots'" in problem.message and "the nearest member is 'host'" in problem.message

@@ -35,6 +35,7 @@ from skillrack.interface.declare import (
 )
 from skillrack.interface.inline import CompiledSchema, InlineSchemaError, compile_inline_schema
 from skillrack.interface.limits import DEFAULT_LIMITS, Limits
+from skillrack.interface.pointer_reach import pointer_problem
 from skillrack.interface.pointers import to_pointer
 from skillrack.interface.schemaref import SchemaReference, SchemaReferenceError
 from skillrack.interface.standard_schema import document_validator, document_validity_check
@@ -387,6 +388,20 @@ def _check_operations(skill: Skill, input_schema: Any) -> None:
         )
 
 
+def _check_resource_pointers(skill: Skill, input_schema: Any) -> None:
+    """Each of ``resources`` must be able to name a value in some valid argument."""
+    for index, pointer in enumerate(skill.resources):
+        problem = pointer_problem(input_schema, pointer)
+        if problem is not None:
+            raise _invalid(
+                "resource_pointer",
+                "/input_schema/resolution/schema",
+                f"skill {skill.id!r}: resource pointer {pointer!r} (resources[{index}]) cannot "
+                f"resolve in any valid argument: {problem}; policies on it would never match, "
+                "so fix the pointer or the input schema",
+            )
+
+
 def build_document(skill: Skill, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The Skill Interface Document for a declaration (not yet verified)."""
     _check_declaration(skill)
@@ -415,6 +430,7 @@ def build_document(skill: Skill, limits: Limits = DEFAULT_LIMITS) -> dict[str, A
         },
     }
     _check_operations(skill, document["input_schema"]["resolution"]["schema"])
+    _check_resource_pointers(skill, document["input_schema"]["resolution"]["schema"])
     return document
 
 
