@@ -8,6 +8,9 @@ serve`` line starts the agent in the background on a free loopback port, and
 ``http://127.0.0.1:8000`` in the lines after it names that agent; before any
 such line, it names an agent the test started (the README's: ``skillrack
 serve`` with the example vendor plugin; the guides': an in-process agent).
+A serve line's ``--grpc-port 50051`` is given a free port instead, and
+``127.0.0.1:50051`` in the lines after it names that port.  A line ending in
+``> FILE`` writes the command's output to FILE (no shell runs the lines).
 
 Besides: README.md stays short and every page of docs/ but the conformance
 matrix is at most 20 KB; every relative link in README.md and docs/ names an
@@ -57,7 +60,7 @@ from skillrack.host.config import (
 from skillrack.interface.limits import Limits
 from skillrack.serve.observability import traces
 from skillrack.testing import AgentClient
-from skillrack.testing.serve import skillrack_command, subprocess_agent
+from skillrack.testing.serve import free_port, skillrack_command, subprocess_agent
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -65,6 +68,9 @@ README = ROOT / "README.md"
 DOC_FILES = [README, *sorted(DOCS.glob("*.md"))]
 BLOCK = re.compile(r"<!-- doc-test(?::\s*file\s+(\S+))?\s*-->\s*```(\w+)\n(.*?)```", re.S)
 DOC_URL = "http://127.0.0.1:8000"
+#: A doc's `skillrack serve --grpc-port 50051` gets a free port; later lines name it.
+DOC_GRPC_PORT = "50051"
+DOC_GRPC = f"127.0.0.1:{DOC_GRPC_PORT}"
 README_MAX_BYTES = 10_000
 PAGE_MAX_BYTES = 20_000
 #: The requirements matrix: one row per requirement sentence of the draft, long by nature.
@@ -88,14 +94,19 @@ def agent_url() -> Iterator[str]:
 def run_doc(path: Path, workdir: Path, url: str, env: dict[str, str]) -> None:
     """Run ``path``'s marked blocks in ``workdir``; ``url`` stands for the doc's agent."""
     name = path.relative_to(ROOT)
+    grpc = DOC_GRPC
     with ExitStack() as servers:
         for file, body in blocks(path):
             if file:
                 (workdir / file).write_text(body.replace(DOC_URL, url))
                 continue
             for line in body.strip().splitlines():
+                line = line.replace(DOC_GRPC, grpc)
                 argv = shlex.split(line)
                 if argv[:2] == ["skillrack", "serve"]:
+                    if DOC_GRPC_PORT in argv:  # a free port for the doc's --grpc-port 50051
+                        grpc = f"127.0.0.1:{free_port()}"
+                        argv[argv.index(DOC_GRPC_PORT)] = grpc.rsplit(":", 1)[1]
                     served = servers.enter_context(
                         subprocess_agent(workdir, args=argv[2:], env=env)
                     )
@@ -103,6 +114,9 @@ def run_doc(path: Path, workdir: Path, url: str, env: dict[str, str]) -> None:
                     continue
                 line = line.replace(DOC_URL, url)
                 argv = shlex.split(line)
+                into = None
+                if len(argv) > 2 and argv[-2] == ">":  # `command > FILE`: stdout to FILE
+                    argv, into = argv[:-2], argv[-1]
                 if argv[0] == "skillrack":
                     argv[0] = skillrack_command()
                 elif argv[0] == "python":
@@ -111,6 +125,8 @@ def run_doc(path: Path, workdir: Path, url: str, env: dict[str, str]) -> None:
                     argv, cwd=workdir, capture_output=True, text=True, env=env, timeout=120
                 )
                 assert run.returncode == 0, f"{name}: {line}\n{run.stdout}\n{run.stderr}"
+                if into is not None:
+                    (workdir / into).write_text(run.stdout)
 
 
 def no_vendor_env() -> dict[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skillrack.cli.client_options import (
@@ -26,6 +27,22 @@ from skillrack.cli.exits import EXIT_OK, EXIT_REFUSED
 
 if TYPE_CHECKING:
     from skillrack.client.skill_client import SkillClient
+
+
+def _task_id(text: str) -> str:
+    """``TASK``: an id, or ``@FILE`` holding what ``call`` printed (its ``task_id``)."""
+    if not text.startswith("@"):
+        return text
+    try:
+        printed = json.loads(Path(text[1:]).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text[1:]}: {exc.strerror or exc}") from None
+    except ValueError:
+        printed = None
+    task_id = printed.get("task_id") if isinstance(printed, dict) else None
+    if not isinstance(task_id, str) or not task_id:
+        raise argparse.ArgumentTypeError(f"{text[1:]} holds no task_id (what call prints)")
+    return task_id
 
 
 async def _config_id(client: SkillClient, args: argparse.Namespace) -> str:
@@ -82,7 +99,13 @@ def add_commands(sub: Any) -> None:
     )
     p.add_argument("action", choices=["list", "get", "delete"], help="what to do")
     p.add_argument("url", help=URL_HELP)
-    p.add_argument("task_id", metavar="TASK", help="the task's id (call prints it as task_id)")
+    p.add_argument(
+        "task_id",
+        metavar="TASK",
+        type=_task_id,
+        help="the task's id (call prints it as task_id), or @FILE: the task_id in the JSON "
+        "`call` printed to FILE",
+    )
     p.add_argument(
         "config_id",
         nargs="?",
