@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,12 +35,20 @@ if TYPE_CHECKING:
     from skillrack.serve.security.approvals import Approval, Approvals
 
 
+class NoStoreYet(Exception):
+    """The configuration names an approvals file the agent has not created yet (none asked)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path))
+        self.path = path
+
+
 def _approval_store(args: argparse.Namespace) -> Approvals:
     from skillrack.host.config import load_config, parse_store
     from skillrack.serve.security.approvals import ApprovalStore, open_approvals
 
     if args.store and "://" not in args.store:
-        return ApprovalStore(Path(args.store))
+        return ApprovalStore(_existing(Path(args.store), "--store"))
     config = load_config(Path(args.config) if args.config else None)
     if args.store:  # a task store URL: approvals live beside those tasks
         if parse_store(args.store, Path.cwd()).kind != "postgresql":
@@ -50,7 +59,28 @@ def _approval_store(args: argparse.Namespace) -> Approvals:
             )
         server = dataclasses.replace(config.server, store=args.store)
         config = dataclasses.replace(config, server=server, base_dir=Path.cwd())
+    elif parse_store(config.server.store, config.base_dir).kind != "postgresql":
+        # A file nobody created holds no approvals: say so, rather than create an empty one.
+        path = config.base_dir / config.server.approvals_store
+        if args.config and args.action == "list" and not path.exists():
+            raise NoStoreYet(path)
+        _existing(path, "--config" if args.config else "the default configuration (no --config)")
     return open_approvals(config)
+
+
+def _existing(path: Path, source: str) -> Path:
+    """``path`` if the approvals file exists; else a usage error naming where it came from."""
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(
+            f"no approvals store at {path} (from {source}): give the agent's configuration "
+            "with --config, or its approvals file or PostgreSQL URL with --store"
+        )
+    return path
+
+
+def _approval_json(approval: Approval) -> dict[str, Any]:
+    """An approval as JSON, its id as ``approval_id`` as everywhere else (``id`` kept too)."""
+    return {"approval_id": approval.id, **approval.to_json()}
 
 
 def _already_decided(approval: Approval, action: str) -> str:
@@ -94,7 +124,17 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    store = _approval_store(args)
+    try:
+        store = _approval_store(args)
+    except NoStoreYet as none:
+        print(
+            f"skillrack: no approvals yet: {none.path} does not exist (the agent creates it "
+            "when a call first needs an approval)",
+            file=sys.stderr,
+        )
+        if args.json:
+            print("[]")
+        return EXIT_OK
     try:
         return await _act(store, args)
     finally:
@@ -114,7 +154,7 @@ async def _act(store: Approvals, args: argparse.Namespace) -> int:
     if args.action == "list":
         approvals = await store.alist(None if args.all else PENDING)
         if args.json:
-            print(json.dumps([a.to_json() for a in approvals], indent=2))
+            print(json.dumps([_approval_json(a) for a in approvals], indent=2))
         for approval in [] if args.json else approvals:
             print(
                 f"{approval.id} {approval.state} {approval.skill_id}"
@@ -129,6 +169,9 @@ async def _act(store: Approvals, args: argparse.Namespace) -> int:
     wanted = GRANTED if args.action == "grant" else DENIED
     decider = Decider(identity=args.by, roles=frozenset(args.role or ["operator"]), via="cli")
     try:
+        before = await store.aget(args.id)
+        if before.state != PENDING:  # decided or expired: nothing to do, and say so
+            return fail(_already_decided(before, args.action))
         decided = await store.adecide(
             args.id, granted=wanted == GRANTED, by=decider, reason=args.reason
         )
@@ -140,20 +183,20 @@ async def _act(store: Approvals, args: argparse.Namespace) -> int:
     if wanted == GRANTED and decided.state == PENDING and decided.decisions:
         # One grant of several recorded: the approval waits for the others.
         if args.json:
-            print(json.dumps(decided.to_json(), indent=2))
+            print(json.dumps(_approval_json(decided), indent=2))
         else:
             print(
                 f"{decided.id} pending: {decided.grants} of {decided.required} approvals "
                 f"granted ({describe_decisions(decided)})"
             )
         return EXIT_OK
-    if decided.state != wanted:
+    if decided.state != wanted or len(decided.decisions) == len(before.decisions):
         # Decided the other way before (here, on another replica, in the console).
         if args.json:
-            print(json.dumps(decided.to_json(), indent=2))
+            print(json.dumps(_approval_json(decided), indent=2))
         return fail(_already_decided(decided, args.action))
     if args.json:
-        print(json.dumps(decided.to_json(), indent=2))
+        print(json.dumps(_approval_json(decided), indent=2))
     else:
         print(f"{decided.id} {decided.state} ({describe_decisions(decided)})")
     return EXIT_OK

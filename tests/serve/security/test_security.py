@@ -277,7 +277,7 @@ def test_approval_granted_or_refused(
         assert error_of(final)["code"] == "authorization_failed"
     assert cli.main(
         ["approvals", "grant", waiting["approval_id"], "--store", store, "--reason", "ok"]
-    ) == (0 if decision == "grant" else 1)  # a decision is final
+    ) == 1  # a decision is final: granting it again changes nothing, exit 1
 
 
 def test_approval_store_cli_usage(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,91 @@
+"""The smaller command-line findings of issue 31, one test each (what a new user ran into)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from skillrack.cli import main as cli
+from skillrack.serve.security.approvals import ApprovalStore
+
+
+def _help(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit):
+        cli.main([*argv, "--help"])
+    return capsys.readouterr().out
+
+
+def test_call_help_shows_no_object_repr(capsys: pytest.CaptureFixture[str]) -> None:
+    text = _help(capsys, "call")
+    assert "<object object" not in text and "object at 0x" not in text
+    assert "--args JSON|@FILE" in text
+
+
+def test_help_lists_exit_status_3(capsys: pytest.CaptureFixture[str]) -> None:
+    text = " ".join(_help(capsys).split())
+    assert "3 waiting" in text and "130 interrupted" in text
+
+
+def _pending(path: Path) -> str:
+    store = ApprovalStore(path)
+    approval = store.request(
+        task_id="task-1",
+        skill_id="manage",
+        skill_version="1.0",
+        operation="delete",
+        caller="alice",
+        tenant="acme",
+        resources={"/device_id": "r1"},
+    )
+    return approval.id
+
+
+def test_granting_a_granted_approval_exits_1_already_decided(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "approvals.db"
+    approval_id = _pending(store)
+    grant = ["approvals", "grant", approval_id, "--store", str(store), "--reason", "ok"]
+    assert cli.main([*grant, "--by", "bob"]) == 0
+    capsys.readouterr()
+    assert cli.main([*grant, "--by", "carol"]) == 1
+    captured = capsys.readouterr()
+    assert "already decided: approved by bob" in captured.err and captured.out == ""
+    assert cli.main(["approvals", "list", "--all", "--store", str(store), "--json"]) == 0
+    [approval] = json.loads(capsys.readouterr().out)
+    assert [d["by"] for d in approval["decisions"]] == ["bob via cli"]  # not carol's
+
+
+def test_approval_id_is_named_approval_id_in_every_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "approvals.db"
+    approval_id = _pending(store)
+    assert cli.main(["approvals", "list", "--store", str(store), "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert listed["approval_id"] == approval_id
+    deny = ["approvals", "deny", approval_id, "--store", str(store), "--reason", "no", "--json"]
+    assert cli.main(deny) == 0
+    assert json.loads(capsys.readouterr().out)["approval_id"] == approval_id
+
+
+def test_approvals_list_without_a_store_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["approvals", "list"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "no approvals store at" in err and "--config" in err
+    assert list(tmp_path.iterdir()) == []
+    # With the agent's configuration, before any approval: says so, creates nothing.
+    (tmp_path / "skillrack.toml").write_text("[server]\n")
+    assert cli.main(["approvals", "list", "--config", "skillrack.toml"]) == 0
+    assert "no approvals yet" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["skillrack.toml"]
+    with pytest.raises(SystemExit):
+        cli.main(["approvals", "grant", "x", "--config", "skillrack.toml", "--reason", "r"])
+    assert [p.name for p in tmp_path.iterdir()] == ["skillrack.toml"]
