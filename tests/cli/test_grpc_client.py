@@ -135,3 +135,15 @@ def test_unknown_binding_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["call", "http://127.0.0.1:9", "x", "--args", "{}", "--binding", "smoke"])
     assert exited.value.code == 2
+
+
+def test_an_api_key_agents_refusal_suggests_its_header(
+    agent: ServedAgent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31: the refusal of an API-key agent suggested a Bearer header."""
+    status, out = run(
+        capsys, "call", agent.url, "echo", "--args", "{}", "--header", "X-API-Key: wrong"
+    )
+    message = out["error"]["message"]
+    assert status == 1 and out["error"]["code"] == "authorization_failed"
+    assert "--header 'X-API-Key: KEY'" in message and "Bearer" not in message

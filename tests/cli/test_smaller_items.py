@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from helpers.agent_harness import running_agent
+from helpers.builders import registry_of
 
+from skillrack import AuthorizationRequest, BaseSkill, Decision, hookimpl
 from skillrack.cli import main as cli
 from skillrack.serve.security.approvals import ApprovalStore
 
@@ -89,3 +93,30 @@ def test_approvals_list_without_a_store_creates_nothing(
     with pytest.raises(SystemExit):
         cli.main(["approvals", "grant", "x", "--config", "skillrack.toml", "--reason", "r"])
     assert [p.name for p in tmp_path.iterdir()] == ["skillrack.toml"]
+
+
+class _Denier:
+    @hookimpl
+    def authorize_invocation(self, request: AuthorizationRequest) -> Decision:
+        if request.kind == "base":
+            return Decision.deny("no help for you")
+        return Decision.allow()
+
+
+class _Helpdesk:
+    @hookimpl
+    def register_skills(self, register: Any) -> None:
+        async def answer(message: Any, context: Any) -> str:
+            return "hello"
+
+        register(BaseSkill(id="help", name="Help", description="help desk", handler=answer))
+
+
+def test_a_denied_text_call_prints_the_error_object(capsys: pytest.CaptureFixture[str]) -> None:
+    registry = registry_of([("helpdesk", _Helpdesk()), ("deny", _Denier())])
+    with running_agent(registry) as url:
+        status = cli.main(["call", url, "help", "--text", "hi"])
+    out = json.loads(capsys.readouterr().out)
+    assert status == 1 and set(out) == {"error"}
+    assert out["error"]["code"] == "authorization_failed"
+    assert out["error"]["state"] == "TASK_STATE_REJECTED" and out["error"]["task_id"]

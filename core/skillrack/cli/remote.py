@@ -189,6 +189,30 @@ def _reply_lines(answer: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _task_failure(task: dict[str, Any]) -> SkillCallError:
+    """A base skill's failed task as the error object every refusal prints.
+
+    The draft's ``{"error": ...}`` when the status message carries one (a
+    skillrack agent's denial); else its texts as the message, code ``unknown``.
+    """
+    from skillrack.errors import SkillCallError, parse_error_object
+
+    parts = task.get("status", {}).get("message", {}).get("parts", [])
+    data = [p["data"] for p in parts if "data" in p]
+    parsed = parse_error_object(data[0]) if len(data) == 1 else None
+    texts = " ".join(p["text"] for p in parts if "text" in p)
+    code, message, details = parsed or ("unknown", texts or None, [])
+    state = task["status"]["state"]
+    return SkillCallError(
+        code=code,
+        message=message or f"the remote task ended {state}",
+        details=tuple(details),
+        remote=True,
+        task_id=task.get("id"),
+        state=state,
+    )
+
+
 def _push(args: argparse.Namespace) -> PushTarget | None:
     """``--push-url``/``--push-token`` as a ``PushTarget`` (None without ``--push-url``)."""
     if args.push_url is None:
@@ -228,9 +252,8 @@ def cmd_call_text(args: argparse.Namespace, mode: Mode) -> int:
     if isinstance(answer, int):
         return answer
     state = "" if "message" in answer else answer["task"]["status"]["state"]
-    if state in ("TASK_STATE_FAILED", "TASK_STATE_REJECTED"):
-        print(json.dumps(answer, indent=2, ensure_ascii=False))
-        return EXIT_REFUSED
+    if state in ("TASK_STATE_FAILED", "TASK_STATE_REJECTED", "TASK_STATE_CANCELED"):
+        return _client_failure(_task_failure(answer["task"]))
     for line in _reply_lines(answer):
         print(line)
     if args.push_url and "task" in answer:  # push list|get|delete need its id

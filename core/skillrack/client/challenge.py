@@ -24,6 +24,7 @@ _REALM = re.compile(r'realm\s*=\s*(?:"([^"]*)"|([^\s,]*))', re.IGNORECASE)
 _UNSAFE = re.compile(r"[^\x20-\x7e]")
 
 HINT = "send the agent's credentials, e.g. --header 'Authorization: Bearer TOKEN' (CLI)"
+_HEADER_PARAM = re.compile(r'(?:header|name)\s*=\s*"?([A-Za-z0-9!#$%&\'*+.^_`|~-]{1,64})"?', re.I)
 #: An HTTP header name or auth scheme (RFC 9110 token), short enough to repeat.
 _TOKEN = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")
 BEARER = "Authorization: Bearer TOKEN"
@@ -53,8 +54,27 @@ def authorization_failed(status: int, challenge: str | None, where: str) -> Skil
     refused = "refuses this caller's credentials" if status == 403 else "requires valid credentials"
     return SkillCallError.local(
         ErrorCode.AUTHORIZATION_FAILED,
-        f"{where} answered HTTP {status}: the agent {refused}{asked}; {HINT}",
+        f"{where} answered HTTP {status}: the agent {refused}{asked}; {challenge_hint(challenge)}",
     )
+
+
+def challenge_hint(challenge: str | None) -> str:
+    """What to send, from the challenge's scheme: an API key's own header, Basic, else Bearer.
+
+    An API-key agent answers ``ApiKey header="X-API-Key"``; suggesting a bearer
+    token to it would send the operator the wrong way.
+    """
+    scheme = _SCHEME.match(challenge or "")
+    name = scheme.group(1).lower() if scheme else ""
+    if name in ("apikey", "api-key", "api_key"):
+        header = _HEADER_PARAM.search(challenge or "")
+        shown = header.group(1) if header else "X-API-Key"
+        return f"send the agent's API key, e.g. --header '{shown}: KEY' (CLI)"
+    if name == "basic":
+        return (
+            "send the agent's credentials, e.g. --header 'Authorization: Basic CREDENTIALS' (CLI)"
+        )
+    return HINT
 
 
 def credential_header(card: Mapping[str, Any]) -> str:
