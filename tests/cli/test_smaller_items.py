@@ -6,12 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from helpers.agent_harness import running_agent
 from helpers.builders import registry_of
+from helpers.served_process import serving
+from helpers.waiting import wait_until
 
 from skillrack import AuthorizationRequest, BaseSkill, Decision, hookimpl
 from skillrack.cli import main as cli
+from skillrack.cli.serve import metrics_access
 from skillrack.serve.security.approvals import ApprovalStore
 
 
@@ -120,3 +124,39 @@ def test_a_denied_text_call_prints_the_error_object(capsys: pytest.CaptureFixtur
     assert status == 1 and set(out) == {"error"}
     assert out["error"]["code"] == "authorization_failed"
     assert out["error"]["state"] == "TASK_STATE_REJECTED" and out["error"]["task_id"]
+
+
+def test_json_log_is_json_lines_banner_and_access_included(tmp_path: Path) -> None:
+    """Every line ``serve --log-format json`` writes is JSON; a request's parts are fields."""
+    with serving(tmp_path, args=("--log-format", "json"), log_level="info") as agent:
+        httpx.get(agent.url + "/.well-known/agent-card.json", timeout=10)
+        wait_until(
+            lambda: any('"uvicorn.access"' in x for x in agent.log.read_text().splitlines()),
+            "an access line in the log",
+        )
+        lines = agent.log.read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]  # every line parses
+    banner = [r for r in records if r["logger"] == "skillrack.serve"]
+    assert banner[0]["message"].startswith("skillrack serving at")
+    assert any(r["message"].startswith("metrics: ") for r in banner)
+    [access] = [r for r in records if r["logger"] == "uvicorn.access"][:1]
+    assert (access["method"], access["path"], access["status"]) == (
+        "GET",
+        "/.well-known/agent-card.json",
+        200,
+    )
+
+
+def test_the_banner_says_who_may_read_metrics(tmp_path: Path) -> None:
+    """Issue 31: the banner said loopback-only metrics though a key was needed."""
+    assert metrics_access(registry_of([])) == (
+        "loopback clients only, no authentication plugin configured"
+    )
+    keys = tmp_path / "keys.toml"
+    keys.write_text('[[key]]\nsha256 = "' + "0" * 64 + '"\nidentity = "a"\nroles = ["operator"]\n')
+    config = tmp_path / "skillrack.toml"
+    config.write_text(f'[plugins.api_keys]\nfile = "{keys}"\n')
+    with serving(tmp_path, config=config) as agent:
+        text = agent.log.read_text()
+    [line] = [x for x in text.splitlines() if "metrics:" in x]
+    assert "callers with the operator role" in line and "loopback" not in line

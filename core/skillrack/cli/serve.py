@@ -162,6 +162,36 @@ def _absolute(path: str | None) -> str | None:
     return str(Path(path).resolve()) if path else None
 
 
+def banner_printer(log_format: str) -> Any:
+    """``print`` for the text log; under ``--log-format json`` each banner line as a JSON object.
+
+    A log pipeline reading JSON lines must not meet plain text: the banner's
+    lines become records of logger ``skillrack.serve`` at INFO, formatted as
+    every other line is, on stdout where the banner always went.
+    """
+    if log_format != "json":
+        return print
+    import logging
+
+    from skillrack.serve.observability.logs import JsonFormatter
+
+    formatter = JsonFormatter()
+
+    def say(line: str) -> None:
+        record = logging.LogRecord("skillrack.serve", logging.INFO, "", 0, line.strip(), None, None)
+        print(formatter.format(record))
+
+    return say
+
+
+def metrics_access(registry: Any) -> str:
+    """Who may read ``/metrics`` on the agent's port, as the operator guard decides it."""
+    manager = registry.manager
+    if manager is not None and manager.hook.authenticate.get_hookimpls():
+        return "callers with the operator role, authenticated as any call"
+    return "loopback clients only, no authentication plugin configured"
+
+
 def _grpc_problem(grpc_port: int, port: int, metrics_port: int) -> str | None:
     """Why the gRPC binding cannot be served as asked (one line), or None."""
     if grpc_port == port:
@@ -566,52 +596,54 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
                 f"--metrics-port {metrics_port} on {args.host}: {reason}; choose another port"
             )
 
+    say = banner_printer(log_format)
+
     def announce() -> None:
-        print(f"skillrack serving at {base_url} (card: {base_url}/.well-known/agent-card.json)")
+        say(f"skillrack serving at {base_url} (card: {base_url}/.well-known/agent-card.json)")
         for skill in registry:
-            print(
+            say(
                 f"  advertised {skill.skill_id} {skill.skill.version} {skill.interface_digest}"
                 f" (plugin {skill.plugin})"
             )
         for refused in registry.refused:
-            print(f"  REFUSED {refused}")
+            say(f"  REFUSED {refused}")
         for failure in registry.failures:
-            print(f"  FAILED plugin {failure.name}: {failure.reason}")
+            say(f"  FAILED plugin {failure.name}: {failure.reason}")
         if host.development_policy:
-            print(f"  WARNING: development policy: {host.development_policy}")
-        print(f"  task store: {store.describe(cluster=cluster)}")
+            say(f"  WARNING: development policy: {host.development_policy}")
+        say(f"  task store: {store.describe(cluster=cluster)}")
         # Beside the tasks in PostgreSQL; else a SQLite file, even under --store memory:
         # pending approvals must survive a restart.
-        print(f"  approvals store: {approvals_location(config)}")
-        print(f"  limits counted in: {counter_location(config)} ([server] limits_store)")
-        print(f"  a2a-sdk tracing: {describe_tracing()}")
-        print(f"  traces: {traces}")
+        say(f"  approvals store: {approvals_location(config)}")
+        say(f"  limits counted in: {counter_location(config)} ([server] limits_store)")
+        say(f"  a2a-sdk tracing: {describe_tracing()}")
+        say(f"  traces: {traces}")
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)
-        print(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
+        say(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
         if config.server.a2a_0_3:
-            print("  A2A versions: 1.0 and 0.3 (a2a-sdk's compatibility layer; [server] a2a_0_3)")
+            say("  A2A versions: 1.0 and 0.3 (a2a-sdk's compatibility layer; [server] a2a_0_3)")
         if config.server.push_notifications:
             sealed = config.server.push_encryption_key_file
-            print(
+            say(
                 "  push notifications: on, configs "
                 + (f"encrypted with {sealed}" if sealed else "stored in clear")
                 + " ([server] push_encryption_key_file)"
             )
         if client_ca:
-            print(f"  client certificates: {client_auth}, verified against {client_ca}")
+            say(f"  client certificates: {client_auth}, verified against {client_ca}")
         if args.workers > 1:
             how = "SO_REUSEPORT: the kernel spreads connections" if spread else "one shared socket"
-            print(f"  workers: {args.workers} ({how})")
+            say(f"  workers: {args.workers} ({how})")
         if grpc_port:
             shown = f"[{args.host}]" if ":" in args.host else args.host
             secured = "TLS, the HTTPS certificate" if args.ssl_certfile else "plaintext"
-            print(f"  gRPC: {shown}:{grpc_port} ({secured}; [server] grpc_port)")
+            say(f"  gRPC: {shown}:{grpc_port} ({secured}; [server] grpc_port)")
         if config.server.mcp:
-            print(f"  MCP: {base_url}/mcp (Streamable HTTP, same authentication; [server] mcp)")
+            say(f"  MCP: {base_url}/mcp (Streamable HTTP, same authentication; [server] mcp)")
         if metrics_port:
-            print(f"  metrics: http://{args.host}:{metrics_port}/metrics (no authentication)")
+            say(f"  metrics: http://{args.host}:{metrics_port}/metrics (no authentication)")
         else:
-            print(f"  metrics: {base_url}/metrics (operators; loopback without authentication)")
+            say(f"  metrics: {base_url}/metrics ({metrics_access(registry)})")
         sys.stdout.flush()  # start-up lines reach a piped log at once
 
     options: dict[str, Any] = {

@@ -6,7 +6,9 @@ with ``time`` (UTC, ISO 8601), ``level``, ``logger``, ``message``, and
 ``task_id``, ``skill`` and ``code`` (the condition code) where the line is
 about a task, ``trace_id`` and ``span_id`` where an OpenTelemetry span is
 current (null otherwise, and always when ``opentelemetry`` is not
-installed).
+installed).  An access line also has ``client``, ``method``, ``path``,
+``http_version`` and ``status`` as fields of their own; ``serve``'s start-up
+banner is JSON lines too (logger ``skillrack.serve``).
 
 The hygiene is the text log's: a message is the same text either way (the
 executor's lines carry ids, skill names and codes, never argument values or
@@ -50,6 +52,17 @@ def current_trace_ids() -> tuple[str | None, str | None]:
     return format(context.trace_id, "032x"), format(context.span_id, "016x")
 
 
+#: uvicorn's access record: ``(client_addr, method, full_path, http_version, status_code)``.
+ACCESS_FIELDS = ("client", "method", "path", "http_version", "status")
+
+
+def _access_fields(args: tuple[Any, ...]) -> dict[str, Any]:
+    """An access line's request as separate fields, not one ``"GET /x HTTP/1.1"`` string."""
+    if len(args) != len(ACCESS_FIELDS):
+        return {}
+    return dict(zip(ACCESS_FIELDS, args, strict=True))
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per record (see the module docstring for the fields)."""
 
@@ -65,6 +78,8 @@ class JsonFormatter(logging.Formatter):
         }
         for name in TASK_FIELDS:
             line[name] = getattr(record, name, None)
+        if record.name == "uvicorn.access" and isinstance(record.args, tuple):
+            line.update(_access_fields(record.args))
         line["trace_id"] = trace_id
         line["span_id"] = span_id
         if record.exc_info and record.exc_info[1] is not None:
