@@ -160,3 +160,35 @@ def test_the_banner_says_who_may_read_metrics(tmp_path: Path) -> None:
         text = agent.log.read_text()
     [line] = [x for x in text.splitlines() if "metrics:" in x]
     assert "callers with the operator role" in line and "loopback" not in line
+
+
+def _doctor(tmp_path: Path, config: str, *flags: str) -> int:
+    path = tmp_path / "skillrack.toml"
+    path.write_text(config)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SKILLRACK_LOAD_PLUGINS", "")
+        return cli.main(["doctor", "--config", str(path), *flags])
+
+
+def test_doctor_names_the_postgresql_approvals_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _doctor(tmp_path, '[server]\nstore = "postgresql://u:pw@127.0.0.1:9/agentdb"\n')
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "approvals store" in x]
+    assert "agentdb" in line and "table" in line
+    assert "skillrack-approvals.db" not in line and "pw" not in line
+
+
+def test_doctor_quiet_and_an_unknown_skill_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = '[plugins]\nbuiltin = ["skillrack_example_vendor"]\n\n'
+    config += '[skills.evaluate_resource_conditon]\nsecurity = ["mtls"]\n'
+    status = _doctor(tmp_path, config, "--quiet")
+    out = capsys.readouterr().out.splitlines()
+    assert status == 1
+    assert all(line.split()[0] in ("FAIL", "WARN") for line in out[1:-1])
+    [fail] = [line for line in out if line.split()[0] == "FAIL"]
+    assert "[skills.evaluate_resource_conditon] names no skill" in fail
+    assert 'did you mean "evaluate_resource_condition"?' in fail
+    assert out[-1] == "1 problem(s)"

@@ -142,7 +142,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(diagnosis.to_json(), indent=2))
     else:
-        print(diagnosis.text())
+        print(diagnosis.text(quiet=args.quiet))
     return EXIT_OK if diagnosis.ok else EXIT_REFUSED
 
 
@@ -176,6 +176,12 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--config", help="TOML configuration (default: embedded defaults)")
     p.add_argument("--url", help="diagnose the running agent at URL instead (default: none)")
     p.add_argument("--json", action="store_true", help="print the diagnosis as JSON, for scripts")
+    p.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="print only failures and warnings, and the count (for cron and CI)",
+    )
     add_header_option(p)
     add_client_options(p)
     p.set_defaults(func=cmd_doctor)

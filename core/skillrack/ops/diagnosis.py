@@ -50,9 +50,12 @@ class Diagnosis:
             "findings": [f.to_json() for f in self.findings],
         }
 
-    def text(self) -> str:
+    def text(self, quiet: bool = False) -> str:
+        """The report; ``quiet``: only what needs doing (FAIL, WARN) and the count."""
         lines = [f"skillrack doctor: {self.target}"]
         for f in self.findings:
+            if quiet and f.status not in (FAIL, WARN):
+                continue
             subject = f" {f.subject}:" if f.subject else ""
             lines.append(f"  {f.status.upper():<5}{f.area:<10}{subject} {f.message}")
         problems = sum(1 for f in self.findings if f.status == FAIL)

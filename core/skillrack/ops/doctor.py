@@ -25,7 +25,13 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
-from skillrack.host.config import DEVELOPMENT_POLICY, FIRST_PARTY, Config, redact_url
+from skillrack.host.config import (
+    DEVELOPMENT_POLICY,
+    FIRST_PARTY,
+    Config,
+    parse_store,
+    redact_url,
+)
 from skillrack.host.health import plugin_health
 from skillrack.host.registry import Registry
 from skillrack.interface.document import InterfaceError, VerifiedInterface, verify_document
@@ -39,6 +45,7 @@ from skillrack.interface.standard_schema import (
 from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.ops.diagnosis import FAIL, INFO, OK, WARN, Diagnosis, Finding
 from skillrack.ops.doctor_checks import check_operator_mistakes
+from skillrack.serve.security.approvals import approvals_location
 
 if TYPE_CHECKING:
     from skillrack.client.oauth import ClientCredentials
@@ -201,6 +208,7 @@ def diagnose_configuration(
             f"{skill_refused.message} ({skill_refused.code})",
             skill_refused.skill_id,
         )
+    _unknown_skill_tables(diagnosis, config, registry)
     _configuration(diagnosis, config, registry)
     return diagnosis
 
@@ -217,6 +225,25 @@ def _health(diagnosis: Diagnosis, registry: Registry) -> None:
             status[finding.status],
             f"plugin {reported.plugin}: {finding.message}",
             finding.subject or reported.plugin,
+        )
+
+
+def _unknown_skill_tables(diagnosis: Diagnosis, config: Config, registry: Registry) -> None:
+    """``[skills.<id>]`` naming no skill: its security requirement would guard nothing."""
+    import difflib
+
+    known = sorted({s.skill_id for s in registry} | set(registry.base_skills))
+    for skill_id in sorted(config.skill_security):
+        if skill_id in known:
+            continue
+        close = difflib.get_close_matches(skill_id, known, n=1)
+        hint = f' (did you mean "{close[0]}"?)' if close else ""
+        diagnosis.add(
+            "skill",
+            FAIL,
+            f"[skills.{skill_id}] names no skill of this composition{hint}: its security "
+            "requirement applies to nothing",
+            skill_id,
         )
 
 
@@ -258,7 +285,10 @@ def _configuration(diagnosis: Diagnosis, config: Config, registry: Registry | No
     check_operator_mistakes(diagnosis, config, authenticators if registry is not None else None)
     approvals = config.base_dir / config.server.approvals_store
     directory = approvals.parent
-    if not directory.is_dir() or not os.access(directory, os.W_OK):
+    if parse_store(config.server.store, config.base_dir).kind == "postgresql":
+        # serve keeps them beside the tasks, so any replica's operator decides for all.
+        diagnosis.add("store", OK, f"approvals store {approvals_location(config)}")
+    elif not directory.is_dir() or not os.access(directory, os.W_OK):
         diagnosis.add("store", FAIL, f"approvals store {approvals}: {directory} is not writable")
     else:
         state = "exists" if approvals.exists() else "created at first start"
