@@ -192,3 +192,25 @@ def test_doctor_quiet_and_an_unknown_skill_table(
     assert "[skills.evaluate_resource_conditon] names no skill" in fail
     assert 'did you mean "evaluate_resource_condition"?' in fail
     assert out[-1] == "1 problem(s)"
+
+
+def test_release_keys_sign_bundles_and_verify_needs_a_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`keys new --release` makes the bundle key; `plugin verify` without a key exits 1."""
+    from helpers.example_vendor import EXAMPLE_VENDOR
+
+    key = tmp_path / "release-key.pem"
+    assert cli.main(["keys", "new", "--release", str(key)]) == 0
+    said = capsys.readouterr().out
+    assert f"plugin bundle ... --key {key}" in said and "plugin verify --jwks" in said
+    jwks = tmp_path / "release-key.jwks.json"
+    out = tmp_path / "bundle"
+    assert cli.main(["plugin", "bundle", EXAMPLE_VENDOR, "--out", str(out), "--key", str(key)]) == 0
+    capsys.readouterr()
+    assert cli.main(["plugin", "verify", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert "signature was not checked" in captured.err and "verified" not in captured.out
+    assert cli.main(["plugin", "verify", str(out), "--no-signature"]) == 0
+    assert cli.main(["plugin", "verify", str(out), "--jwks", str(jwks)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("verified")

@@ -79,8 +79,11 @@ def cmd_keys_hash(args: argparse.Namespace) -> int:
 
 def cmd_keys_new(args: argparse.Namespace) -> int:
     """A new API key and its ``[[key]]`` entry, or (``--card``) a card-signing key pair."""
-    if args.card:
-        return _new_card_key(Path(args.card), args.kid, args.force)
+    if args.card and args.release:
+        raise argparse.ArgumentTypeError("keys new takes --card or --release, not both")
+    if args.card or args.release:
+        purpose = "card" if args.card else "release"
+        return _new_signing_key(Path(args.card or args.release), args.kid, args.force, purpose)
     key = new_key()
     digest = hash_key(key)
     if args.json:
@@ -94,8 +97,24 @@ def cmd_keys_new(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _new_card_key(private: Path, kid: str | None, force: bool) -> int:
-    """An EC P-256 private key (PEM) at ``private`` and its public JWKS beside it."""
+#: What each kind of signing key is for, as the lines after writing it say.
+USES = {
+    "card": ("[signing] key = {path}", "give it to clients to pin (--card-key)"),
+    "release": (
+        "skillrack plugin bundle ... --key {path}",
+        "give it to whoever verifies your bundles (plugin verify --jwks)",
+    ),
+}
+
+
+def _new_signing_key(private: Path, kid: str | None, force: bool, purpose: str) -> int:
+    """An EC P-256 private key (PEM) at ``private`` and its public JWKS beside it.
+
+    ``purpose`` is ``card`` (an Agent Card's signature) or ``release`` (a
+    plugin bundle's): the same kind of key pair, kept apart so that a vendor's
+    release key is never an operator's card key; only what the lines after
+    say differs.
+    """
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec
 
@@ -118,17 +137,20 @@ def _new_card_key(private: Path, kid: str | None, force: bool) -> int:
         public.write_text(json.dumps(signer.jwks(), indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
         return _fail(f"cannot write {exc.filename}: {exc.strerror}")
+    use, share = USES[purpose]
     print(
         f"wrote {private} (private, ES256, kid {signer.kid}): "
-        f"[signing] key = {json.dumps(str(private))}"
+        + use.format(path=json.dumps(str(private)) if purpose == "card" else private)
     )
-    print(f"wrote {public} (public JWKS): give it to clients to pin")
+    print(f"wrote {public} (public JWKS): {share}")
     return EXIT_OK
 
 
 def add_commands(sub: Any) -> None:
     """Add ``keys hash`` and ``keys new`` to the ``skillrack`` sub-command parser."""
-    group = sub.add_parser("keys", help="hash or create API keys; create a card-signing key pair")
+    group = sub.add_parser(
+        "keys", help="hash or create API keys; create a card- or bundle-signing key pair"
+    )
     actions = group.add_subparsers(dest="keys_action", required=True, metavar="ACTION")
 
     p = actions.add_parser(
@@ -144,7 +166,8 @@ def add_commands(sub: Any) -> None:
 
     p = actions.add_parser(
         "new",
-        help="a new random API key, its hash and its [[key]] entry; or --card: a signing key pair",
+        help="a new random API key, its hash and its [[key]] entry; or --card/--release: "
+        "a signing key pair for Agent Cards or plugin bundles",
     )
     p.add_argument("--identity", default="caller", help="identity of the entry (default: caller)")
     p.add_argument("--tenant", default="", help="tenant of the entry (default: none)")
@@ -158,8 +181,16 @@ def add_commands(sub: Any) -> None:
         help="instead: write a new EC P-256 card-signing key to FILE (PEM, for [signing] key) "
         "and its public JWKS to FILE's name with .jwks.json",
     )
-    p.add_argument("--kid", help="key id of the card key (default: its RFC 7638 thumbprint)")
-    p.add_argument("--force", action="store_true", help="overwrite existing --card files")
+    p.add_argument(
+        "--release",
+        metavar="FILE",
+        help="instead: write a new EC P-256 key for signing plugin bundles to FILE (PEM, for "
+        "plugin bundle --key) and its public JWKS to FILE's name with .jwks.json",
+    )
+    p.add_argument(
+        "--kid", help="key id of the --card or --release key (default: its RFC 7638 thumbprint)"
+    )
+    p.add_argument("--force", action="store_true", help="overwrite existing key files")
     p.set_defaults(func=cmd_keys_new)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,10 +111,21 @@ def cmd_verify(args: argparse.Namespace) -> int:
             public_key=Path(args.public_key) if args.public_key else None,
         )
     report = verify_bundle(directory, keys)
+    # Without a trusted key the files match a manifest anyone could have written.
+    unchecked = keys is None and not args.no_signature
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
-        print(_render_verify(report))
+        print(
+            _render_verify(report) if not unchecked else _render_verify(report).rsplit("\n", 1)[0]
+        )
+    if unchecked:
+        print(
+            "skillrack plugin verify: the signature was not checked: give the vendor's "
+            "--jwks FILE or --public-key PEM (or --no-signature to check the files alone)",
+            file=sys.stderr,
+        )
+        return EXIT_RED
     return EXIT_OK if report.passed else EXIT_RED
 
 
@@ -164,5 +176,11 @@ def add_commands(sub: Any) -> None:
     keys = p.add_mutually_exclusive_group()
     keys.add_argument("--jwks", metavar="FILE", help="trusted keys (JWKS)")
     keys.add_argument("--public-key", metavar="PEM", help="the trusted public key")
+    keys.add_argument(
+        "--no-signature",
+        action="store_true",
+        help="check the files against the manifest only, trusting no signature (without "
+        "this, --jwks or --public-key, verify exits 1)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.set_defaults(func=cmd_verify)
