@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from helpers.agent_harness import running_agent
+from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
 from helpers.served_process import serving
 from helpers.waiting import wait_until
@@ -214,3 +215,20 @@ def test_release_keys_sign_bundles_and_verify_needs_a_key(
     assert cli.main(["plugin", "verify", str(out), "--no-signature"]) == 0
     assert cli.main(["plugin", "verify", str(out), "--jwks", str(jwks)]) == 0
     assert capsys.readouterr().out.rstrip().endswith("verified")
+
+
+def test_skillrack_started_metadata_is_documented_as_sent(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The key the executor writes is the one docs/wire.md documents, with its members."""
+    from skillrack.serve.execution.executor import STARTED_METADATA_KEY
+
+    wire = (Path(__file__).parents[2] / "docs" / "wire.md").read_text()
+    assert f'`metadata.{STARTED_METADATA_KEY}` `{{"identity", "tenant", "at"}}`' in wire
+    registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
+    with running_agent(registry) as url:
+        assert cli.main(["call", url, "crash", "--args", "{}"]) == 1
+        tasks = httpx.get(url + "/tasks", headers={"A2A-Version": "1.0"}, timeout=10).json()
+    assert len(tasks["tasks"]) == 2  # describe_skill, then the call
+    for task in tasks["tasks"]:
+        assert set(task["metadata"][STARTED_METADATA_KEY]) == {"identity", "tenant", "at"}

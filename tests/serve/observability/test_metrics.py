@@ -238,6 +238,10 @@ def test_approvals_and_limits_are_counted(tmp_path: Path) -> None:
         found = exposition()
         assert value(found, "skillrack_approvals_total", skill="change", outcome="waiting") == 1
         assert value(found, "skillrack_approvals_waiting") == 1
+        # A look at the waiting task (what `call` does while it waits) is not another approval.
+        assert _follow_up(url, parked["id"])["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        found = exposition()
+        assert value(found, "skillrack_approvals_total", skill="change", outcome="waiting") == 1
         store = ApprovalStore(tmp_path / config.server.approvals_store)
         [pending] = store.list("pending")
         store.decide(pending.id, granted=True, by=Decider("test"), reason="test")

@@ -275,9 +275,10 @@ def test_approval_granted_or_refused(
     else:
         assert final["status"]["state"] == "TASK_STATE_REJECTED"
         assert error_of(final)["code"] == "authorization_failed"
-    assert cli.main(
-        ["approvals", "grant", waiting["approval_id"], "--store", store, "--reason", "ok"]
-    ) == 1  # a decision is final: granting it again changes nothing, exit 1
+    assert (
+        cli.main(["approvals", "grant", waiting["approval_id"], "--store", store, "--reason", "ok"])
+        == 1
+    )  # a decision is final: granting it again changes nothing, exit 1
 
 
 def test_approval_store_cli_usage(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -36,6 +36,7 @@ one task.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -150,6 +151,7 @@ async def seek_approval(
             ErrorCode.AUTHORIZATION_FAILED,
             f"{request.skill_id!r} requires an approval and this agent has no approval store",
         )
+    asked_at = dt.datetime.now(dt.UTC) - dt.timedelta(milliseconds=2)  # created_at is cut to ms
     try:
         approval = await store.arequest(
             task_id=task_id,
@@ -184,8 +186,26 @@ async def seek_approval(
             f"approval {approval.id} expired at {approval.expires_at} before it was decided "
             "([server] approval_ttl); call the skill again to ask anew",
         )
-    note(skill_id, "waiting", None)
+    if _created_since(approval, asked_at):  # an approval that starts waiting, not a poll of it
+        note(skill_id, "waiting", None)
     return approval
+
+
+def _created_since(approval: Approval, moment: dt.datetime) -> bool:
+    """Whether ``approval`` was created at or after ``moment`` (this request created it).
+
+    Each look at a waiting task (a caller's follow-up, ``call`` polling its
+    approval) asks again and gets the same pending approval back; counting
+    those would make ``skillrack_approvals_total{outcome="waiting"}`` a count
+    of polls instead of approvals.
+    """
+    try:
+        created = dt.datetime.fromisoformat(approval.created_at)
+    except ValueError:
+        return True
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=dt.UTC)
+    return created >= moment
 
 
 def _audit(task_id: str, approval: Approval) -> None:
