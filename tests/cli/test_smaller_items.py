@@ -16,7 +16,7 @@ from helpers.waiting import wait_until
 
 from skillrack import AuthorizationRequest, BaseSkill, Decision, hookimpl
 from skillrack.cli import main as cli
-from skillrack.cli.serve import metrics_access
+from skillrack.serve.bindings.metrics_endpoint import metrics_access
 from skillrack.serve.security.approvals import ApprovalStore
 
 

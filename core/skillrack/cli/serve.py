@@ -162,36 +162,6 @@ def _absolute(path: str | None) -> str | None:
     return str(Path(path).resolve()) if path else None
 
 
-def banner_printer(log_format: str) -> Any:
-    """``print`` for the text log; under ``--log-format json`` each banner line as a JSON object.
-
-    A log pipeline reading JSON lines must not meet plain text: the banner's
-    lines become records of logger ``skillrack.serve`` at INFO, formatted as
-    every other line is, on stdout where the banner always went.
-    """
-    if log_format != "json":
-        return print
-    import logging
-
-    from skillrack.serve.observability.logs import JsonFormatter
-
-    formatter = JsonFormatter()
-
-    def say(line: str) -> None:
-        record = logging.LogRecord("skillrack.serve", logging.INFO, "", 0, line.strip(), None, None)
-        print(formatter.format(record))
-
-    return say
-
-
-def metrics_access(registry: Any) -> str:
-    """Who may read ``/metrics`` on the agent's port, as the operator guard decides it."""
-    manager = registry.manager
-    if manager is not None and manager.hook.authenticate.get_hookimpls():
-        return "callers with the operator role, authenticated as any call"
-    return "loopback clients only, no authentication plugin configured"
-
-
 def _grpc_problem(grpc_port: int, port: int, metrics_port: int) -> str | None:
     """Why the gRPC binding cannot be served as asked (one line), or None."""
     if grpc_port == port:
@@ -595,6 +565,9 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             return fail(
                 f"--metrics-port {metrics_port} on {args.host}: {reason}; choose another port"
             )
+
+    from skillrack.serve.bindings.metrics_endpoint import metrics_access
+    from skillrack.serve.observability.logs import banner_printer
 
     say = banner_printer(log_format)
 

@@ -36,6 +36,15 @@ from starlette.responses import Response
 from skillrack.serve.observability.metrics import Metrics, multiprocess_dir
 from skillrack.serve.security.operator_access import OperatorGuard
 
+
+def metrics_access(registry: Any) -> str:
+    """Who may read ``/metrics`` on the agent's port, for ``serve``'s banner."""
+    manager = registry.manager
+    if manager is not None and manager.hook.authenticate.get_hookimpls():
+        return "callers with the operator role, authenticated as any call"
+    return "loopback clients only, no authentication plugin configured"
+
+
 #: Where the exposition is served, on the agent's port and on ``--metrics-port``.
 METRICS_PATH = "/metrics"
 
@@ -132,6 +141,7 @@ def serve_metrics_port(
 __all__ = [
     "METRICS_PATH",
     "exposition_registry",
+    "metrics_access",
     "metrics_route",
     "render",
     "serve_metrics_port",

@@ -27,6 +27,7 @@ import datetime as dt
 import json
 import logging
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 try:  # opentelemetry-api arrives with a2a-sdk; a missing one only means no trace ids
@@ -135,4 +136,29 @@ def log_config(log_format: str, level: str) -> dict[str, Any]:
     }
 
 
-__all__ = ["LOG_FORMATS", "TASK_FIELDS", "JsonFormatter", "current_trace_ids", "log_config"]
+def banner_printer(log_format: str) -> Callable[[str], None]:
+    """``print`` for the text log; under ``--log-format json`` each banner line as a JSON object.
+
+    A log pipeline reading JSON lines must not meet plain text: ``serve``'s
+    banner lines become records of logger ``skillrack.serve`` at INFO,
+    formatted as every other line is, on stdout where the banner always went.
+    """
+    if log_format != "json":
+        return print
+    formatter = JsonFormatter()
+
+    def say(line: str) -> None:
+        record = logging.LogRecord("skillrack.serve", logging.INFO, "", 0, line.strip(), None, None)
+        print(formatter.format(record))
+
+    return say
+
+
+__all__ = [
+    "LOG_FORMATS",
+    "TASK_FIELDS",
+    "JsonFormatter",
+    "banner_printer",
+    "current_trace_ids",
+    "log_config",
+]
