@@ -147,3 +147,51 @@ def test_an_api_key_agents_refusal_suggests_its_header(
     message = out["error"]["message"]
     assert status == 1 and out["error"]["code"] == "authorization_failed"
     assert "--header 'X-API-Key: KEY'" in message and "Bearer" not in message
+
+
+def test_skills_and_describe_over_grpc(
+    agent: ServedAgent, grpc_target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    via = ["--binding", "grpc", "--allow-origin", f"http://{grpc_target}"]
+    via += ["--header", f"X-API-Key: {KEY}"]
+    status, over_grpc = run(capsys, "skills", agent.url, "--json", *via)
+    assert status == 0
+    status, over_http = run(capsys, "skills", agent.url, "--json", "--header", f"X-API-Key: {KEY}")
+    assert status == 0 and over_grpc == over_http
+    status, document = run(capsys, "describe", agent.url, "echo", "--json", *via)
+    assert status == 0 and document["interface"]["skill_id"] == "echo"
+
+
+async def test_skill_client_speaks_grpc_from_python(agent: ServedAgent, grpc_target: str) -> None:
+    from skillrack.client.skill_client import SkillClient
+
+    async with SkillClient(
+        binding="grpc",
+        headers={"X-API-Key": KEY},
+        allow_origins=[f"http://{grpc_target}"],
+    ) as client:
+        result = await client.call(agent.url, "echo", {"text": "py"}, mode="stream")
+    assert result.result == {"echo": "py"}
+    with pytest.raises(ValueError, match="is not JSONRPC, HTTP\\+JSON or GRPC"):
+        SkillClient(binding="smoke")
+
+
+async def test_headers_and_trace_context_travel_as_grpc_metadata(plain: PlainAgent) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from skillrack.client.skill_client import SkillClient
+
+    tracer = TracerProvider().get_tracer("test")
+    plain.grpc_metadata.clear()
+    async with SkillClient(
+        binding="GRPC",
+        headers={"X-Probe": "p-1"},
+        allow_origins=[f"http://{plain.grpc_target}"],
+    ) as client:
+        with tracer.start_as_current_span("caller") as span:
+            answer = await client.send_message(plain.url, ["traced"], skill="echo")
+    assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    [sent] = plain.grpc_metadata
+    ids = span.get_span_context()
+    assert sent["x-probe"] == "p-1"
+    assert sent["traceparent"].split("-")[1:3] == [f"{ids.trace_id:032x}", f"{ids.span_id:016x}"]

@@ -14,7 +14,8 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import grpc.aio
 import uvicorn
@@ -65,6 +66,17 @@ class EchoExecutor(AgentExecutor):
 class PlainAgent:
     url: str
     grpc_target: str
+    #: The metadata of every gRPC call received, in order (what a client sent).
+    grpc_metadata: list[dict[str, str]] = field(default_factory=list)
+
+
+class _Recorder(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    def __init__(self, seen: list[dict[str, str]]) -> None:
+        self.seen = seen
+
+    async def intercept_service(self, continuation: Any, details: Any) -> Any:
+        self.seen.append({k: str(v) for k, v in details.invocation_metadata or ()})
+        return await continuation(details)
 
 
 def _card(url: str, grpc_target: str) -> AgentCard:
@@ -115,10 +127,11 @@ def plain_agent() -> Iterator[PlainAgent]:
     )
     web = uvicorn.Server(config)
     stop = threading.Event()
+    seen: list[dict[str, str]] = []
 
     async def serve_both() -> None:
         """One event loop for both bindings: the handler's stores are not shared across loops."""
-        rpc = grpc.aio.server()
+        rpc = grpc.aio.server(interceptors=[_Recorder(seen)])
         a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), rpc)
         rpc.add_insecure_port(target)
         await rpc.start()
@@ -138,7 +151,7 @@ def plain_agent() -> Iterator[PlainAgent]:
             raise RuntimeError("the plain a2a-sdk agent did not start")
         time.sleep(0.02)
     try:
-        yield PlainAgent(url, target)
+        yield PlainAgent(url, target, seen)
     finally:
         stop.set()
         thread.join(10)

@@ -13,7 +13,8 @@ channel is made:
   an allowed one (``--allow-origin``), and an ``https`` agent never leads to
   plaintext gRPC; :func:`grpc_origin` gives the URL the origin policy judges;
 * the caller's headers go as metadata (names in lower case, as gRPC wants
-  them) on that channel only, by an interceptor; an OAuth token is sent only
+  them) on that channel only, by an interceptor, with the current span's
+  ``traceparent``/``tracestate`` as over HTTP; an OAuth token is sent only
   to the origin the call named, as over HTTP, so it never reaches a gRPC
   port (another origin) and OAuth callers use JSON-RPC or HTTP+JSON;
 * the largest message read is ``max_response_bytes`` (grpcio's
@@ -36,12 +37,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
 from skillrack.client.tls import ClientTls
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 
 #: The card's protocolBinding of A2A's gRPC binding.
 GRPC = "GRPC"
 _SECURE = {"https", "grpcs"}
+#: W3C Trace Context, as the HTTP transport sends it (skillrack.client.transport).
+_TRACE_CONTEXT = TraceContextTextMapPropagator()
 
 
 def grpc_target(url: str) -> tuple[str, bool | None]:
@@ -93,7 +98,9 @@ def channel_factory(
     metadata = tuple((name.lower(), value) for name, value in headers.items())
 
     def with_headers(details: Any) -> Any:
-        return details._replace(metadata=[*(details.metadata or ()), *metadata])
+        trace: dict[str, str] = {}
+        _TRACE_CONTEXT.inject(trace)  # the current span's, as over HTTP; nothing without one
+        return details._replace(metadata=[*(details.metadata or ()), *metadata, *trace.items()])
 
     # Two classes: grpc.aio files an interceptor under the first kind it is an instance of.
     class _Unary(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
@@ -110,7 +117,7 @@ def channel_factory(
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.enable_http_proxy", 0),  # as trust_env=False over HTTP: no proxy routes around
     ]
-    interceptors = [_Unary(), _Stream()] if metadata else None
+    interceptors = [_Unary(), _Stream()]
 
     def factory(url: str) -> Any:
         target, _ = grpc_target(url)
