@@ -16,6 +16,7 @@ from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import registry_of
 from helpers.plain_a2a_agent import PlainAgent, plain_agent
+from helpers.tamper import Tamper
 
 from skillrack.cli import main as cli
 
@@ -153,3 +154,23 @@ def test_unknown_skill_gets_a_suggestion(
     if which == "ours":  # call says it too
         status, out = run(capsys, "call", url, typo, "--args", "{}")
         assert json.loads(out)["error"]["message"].endswith(f"did you mean {meant!r}?")
+
+
+def test_a_document_that_does_not_verify_is_shown_not_hidden(
+    agent: tuple[str, Tamper], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url, tamper = agent
+    tamper.clear()
+
+    def edit(data: Any) -> Any:
+        data["result"]["interface"]["authority"]["default_mode"] = "execute"
+        return data
+
+    tamper.describe = edit
+    try:
+        status, out = run(capsys, "skills", url)
+    finally:
+        tamper.clear()
+    assert status == 1
+    rows = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert "NOT VERIFIED: interface_invalid" in rows["evaluate_resource_condition"]
