@@ -174,3 +174,36 @@ def test_a_document_that_does_not_verify_is_shown_not_hidden(
     assert status == 1
     rows = {line.split()[0]: line for line in out.splitlines()[1:]}
     assert "NOT VERIFIED: interface_invalid" in rows["evaluate_resource_condition"]
+
+
+def test_the_tree_follows_local_refs_and_stops_at_recursion() -> None:
+    from skillrack.cli.skill_view import schema_tree
+
+    schema = {
+        "type": "object",
+        "$defs": {
+            "iface": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "maxLength": 15},
+                    "next": {"$ref": "#/$defs/iface"},
+                },
+                "required": ["name"],
+            }
+        },
+        "properties": {
+            "interfaces": {"type": "array", "items": {"$ref": "#/$defs/iface"}},
+            "device_id": {"type": "string", "description": "the device"},
+        },
+        "required": ["device_id"],
+    }
+    assert schema_tree(schema) == [
+        "  object",
+        "    device_id  string  required  - the device",
+        "    interfaces  array of object",
+        "      []  object  required",
+        "        name  string  required  [maxLength 15]",
+        "        next  object",
+        "          name  string  required  [maxLength 15]",
+        "          next  (recursive: as #/$defs/iface above)",
+    ]

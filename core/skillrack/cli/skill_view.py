@@ -154,8 +154,20 @@ def _constraints(schema: Mapping[str, Any]) -> str:
     return "; ".join(shown)
 
 
-def schema_tree(schema: Any, indent: str = "  ", depth: int = 0, limit: int = 8) -> list[str]:
-    """A schema's members as indented lines: ``name  type  required  constraints  description``."""
+def schema_tree(
+    schema: Any,
+    indent: str = "  ",
+    depth: int = 0,
+    limit: int = 8,
+    root: Any = None,
+    seen: frozenset[str] = frozenset(),
+) -> list[str]:
+    """A schema's members as indented lines: ``name  type  required  constraints  description``.
+
+    A local ``$ref`` (``#/$defs/...``) is shown as what it names, once per path: a
+    recursive one says so instead of unrolling to ``limit`` levels.
+    """
+    root = schema if root is None else root
     if not isinstance(schema, Mapping):
         return [f"{indent}(any value)" if schema is True else f"{indent}(no value)"]
     lines: list[str] = []
@@ -166,26 +178,50 @@ def schema_tree(schema: Any, indent: str = "  ", depth: int = 0, limit: int = 8)
     required = set(schema.get("required") or [])
     if isinstance(properties, Mapping):
         for name, sub in sorted(properties.items()):
-            lines.extend(_member(name, sub, name in required, indent + "  ", depth, limit))
+            lines.extend(
+                _member(name, sub, name in required, indent + "  ", depth, limit, root, seen)
+            )
     items = schema.get("items")
+    items = _dereferenced(items, root) if isinstance(items, Mapping) else items
     if isinstance(items, Mapping) and isinstance(items.get("properties"), Mapping):
-        lines.extend(_member("[]", items, True, indent + "  ", depth, limit))
+        lines.extend(_member("[]", items, True, indent + "  ", depth, limit, root, seen))
     for word in ("oneOf", "anyOf"):
         for index, alternative in enumerate(schema.get(word) or []):
             if isinstance(alternative, Mapping):
                 lines.extend(
                     _member(
-                        f"({word} {index + 1})", alternative, False, indent + "  ", depth, limit
+                        f"({word} {index + 1})",
+                        alternative,
+                        False,
+                        indent + "  ",
+                        depth,
+                        limit,
+                        root,
+                        seen,
                     )
                 )
     return lines
 
 
 def _member(
-    name: str, schema: Any, required: bool, indent: str, depth: int, limit: int
+    name: str,
+    schema: Any,
+    required: bool,
+    indent: str,
+    depth: int,
+    limit: int,
+    root: Any,
+    seen: frozenset[str],
 ) -> list[str]:
     if not isinstance(schema, Mapping):
         return [f"{indent}{name}  {'any' if schema is True else 'never'}"]
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref in seen:
+        return [f"{indent}{name}  (recursive: as {ref} above)"]
+    seen = seen | {ref} if isinstance(ref, str) else seen
+    schema = _dereferenced(schema, root)
+    if isinstance(schema.get("items"), Mapping):
+        schema = {**schema, "items": _dereferenced(schema["items"], root)}
     parts = [f"{indent}{name}", _type_of(schema)]
     if required:
         parts.append("required")
@@ -202,8 +238,23 @@ def _member(
         return lines
     nested = dict(schema)
     nested.pop("enum", None)
-    lines.extend(schema_tree(nested, indent, depth + 1, limit)[0:])
+    lines.extend(schema_tree(nested, indent, depth + 1, limit, root, seen))
     return lines
+
+
+def _dereferenced(schema: Mapping[str, Any], root: Any) -> Mapping[str, Any]:
+    """``schema`` with a local ``$ref`` replaced by what it names (its own keywords kept)."""
+    from urllib.parse import unquote
+
+    from skillrack.interface.pointers import MISSING, find
+
+    ref = schema.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#"):
+        return schema
+    target = find(root, unquote(ref[1:]))
+    if target is MISSING or not isinstance(target, Mapping):
+        return schema
+    return {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
 
 
 def _inline(reference: Any) -> Any:
