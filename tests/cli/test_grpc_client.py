@@ -195,3 +195,15 @@ async def test_headers_and_trace_context_travel_as_grpc_metadata(plain: PlainAge
     ids = span.get_span_context()
     assert sent["x-probe"] == "p-1"
     assert sent["traceparent"].split("-")[1:3] == [f"{ids.trace_id:032x}", f"{ids.span_id:016x}"]
+
+
+def test_describe_is_the_same_on_every_binding(
+    agent: ServedAgent, grpc_target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = ["--header", f"X-API-Key: {KEY}", "--allow-origin", f"http://{grpc_target}"]
+    printed = set()
+    for binding in ("JSONRPC", "HTTP+JSON", "GRPC"):
+        status, out = run(capsys, "describe", agent.url, "echo", "--binding", binding, *key)
+        assert status == 0 and out.startswith("echo 1.0")
+        printed.add(out)
+    assert len(printed) == 1  # the summary, byte for byte
