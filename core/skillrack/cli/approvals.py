@@ -35,15 +35,9 @@ if TYPE_CHECKING:
     from skillrack.serve.security.approvals import Approval, Approvals
 
 
-class NoStoreYet(Exception):
-    """The configuration names an approvals file the agent has not created yet (none asked)."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(str(path))
-        self.path = path
-
-
-def _approval_store(args: argparse.Namespace) -> Approvals:
+def _approval_store(args: argparse.Namespace) -> Approvals | Path:
+    """The store to read and decide in; a ``Path`` when ``list --config`` names a file the
+    agent has not created yet (no call needed an approval so far)."""
     from skillrack.host.config import load_config, parse_store
     from skillrack.serve.security.approvals import ApprovalStore, open_approvals
 
@@ -63,7 +57,7 @@ def _approval_store(args: argparse.Namespace) -> Approvals:
         # A file nobody created holds no approvals: say so, rather than create an empty one.
         path = config.base_dir / config.server.approvals_store
         if args.config and args.action == "list" and not path.exists():
-            raise NoStoreYet(path)
+            return path
         _existing(path, "--config" if args.config else "the default configuration (no --config)")
     return open_approvals(config)
 
@@ -124,11 +118,10 @@ def cmd_approvals(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    try:
-        store = _approval_store(args)
-    except NoStoreYet as none:
+    store = _approval_store(args)
+    if isinstance(store, Path):
         print(
-            f"skillrack: no approvals yet: {none.path} does not exist (the agent creates it "
+            f"skillrack: no approvals yet: {store} does not exist (the agent creates it "
             "when a call first needs an approval)",
             file=sys.stderr,
         )
