@@ -221,10 +221,11 @@ def test_skillrack_started_metadata_is_documented_as_sent(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The key the executor writes is the one docs/wire.md documents, with its members."""
-    from skillrack.serve.execution.executor import STARTED_METADATA_KEY
+    from skillrack.serve.execution.task_record import SKILL_METADATA_KEY, STARTED_METADATA_KEY
 
     wire = (Path(__file__).parents[2] / "docs" / "wire.md").read_text()
     assert f'`metadata.{STARTED_METADATA_KEY}` `{{"identity", "tenant", "at"}}`' in wire
+    assert f"`metadata.{SKILL_METADATA_KEY}`" in wire
     registry = registry_of([("tests", TestSkills()), ("allow", AllowAll())])
     with running_agent(registry) as url:
         assert cli.main(["call", url, "crash", "--args", "{}"]) == 1
