@@ -168,6 +168,10 @@ class ServerSettings:
     memory_max_tasks: int = 10_000
     #: ``store = "memory"``: seconds a settled task is kept; 0: no age limit.
     memory_task_ttl: float = 3600.0
+    #: Cluster mode: seconds a replica's tasks stay in progress after it stops renewing their
+    #: leases (killed, frozen, cut off); then a surviving replica ends them failed
+    #: (``skillrack.serve.stores.leases``).
+    task_lease_seconds: float = 15.0
     #: ``Host`` names the agent answers to (``*.example.net``, ``*`` for any); empty:
     #: the public URL's host, plus the loopback names when listening on loopback.
     allowed_hosts: tuple[str, ...] = ()

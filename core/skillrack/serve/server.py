@@ -81,8 +81,9 @@ from skillrack.serve.security.operator_access import OperatorGuard
 from skillrack.serve.security.requirements import skill_requirements
 from skillrack.serve.stores.cluster import ClusterTaskStore
 from skillrack.serve.stores.counters import open_counter
+from skillrack.serve.stores.leases import LeaseKeeper
 from skillrack.serve.stores.new_task_notice import NewTaskNotice
-from skillrack.serve.stores.recovery import fail_interrupted
+from skillrack.serve.stores.recovery import fail_interrupted, fail_orphaned
 from skillrack.serve.stores.storage import (
     SingleProcessTaskStore,
     TaskStorage,
@@ -161,6 +162,7 @@ def build_server(
             push_encryption_key=load_push_key(
                 config.server.push_encryption_key_file, config.base_dir
             ),
+            task_lease_seconds=config.server.task_lease_seconds,
         )
     elif config.server.push_notifications and push_config_store is None:
         raise ConfigError(
@@ -296,6 +298,21 @@ def build_server(
     # Last: see the module docstring.
     routes += create_rest_routes(handler, context_builder=builder, enable_v0_3_compat=legacy)
 
+    cluster_store = (
+        storage.task_store
+        if storage is not None and isinstance(storage.task_store, ClusterTaskStore)
+        else None
+    )
+    keeper = (
+        LeaseKeeper(
+            cluster_store.renew_leases,
+            lambda: cluster_store.end_orphans(fail_orphaned),
+            lease_s=cluster_store.lease_s,
+        )
+        if cluster_store is not None
+        else None
+    )
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         if storage is None:
@@ -326,6 +343,13 @@ def build_server(
                     len(settled),
                     ", ".join(settled[:10]) + (" ..." if len(settled) > 10 else ""),
                 )
+        if keeper is not None and cluster_store is not None:
+            keeper.start()
+            logger.info(
+                "task leases: this replica is %s (leases of %g s)",
+                cluster_store.replica,
+                cluster_store.lease_s,
+            )
         grpc_server = None
         try:
             if grpc_port:  # needs the grpc extra: imported only when served
@@ -349,6 +373,8 @@ def build_server(
                 await grpc_server.stop(GRPC_STOP_GRACE_S)
             await executor.deadlines.close()
             await handler.aclose()
+            if keeper is not None:
+                await keeper.aclose()
             if push_delivery is not None:
                 await push_delivery.aclose()
             await peers.aclose()

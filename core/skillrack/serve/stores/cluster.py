@@ -47,6 +47,12 @@ which saves through this store every event a2a-sdk's path would save).
 A move to CANCELED is a2a-sdk's own write (it locks the rows and checks
 the stored state), after this task's pending saves are committed.
 
+Each commit also keeps the task leases (:mod:`skillrack.serve.stores.leases`)
+in step with the states it writes, in the same transaction: a task written in
+progress takes a lease for this replica (once: renewals are the lease
+keeper's), a task written settled drops it.  :meth:`ClusterTaskStore.renew_leases`
+and :meth:`ClusterTaskStore.end_orphans` are what the keeper runs.
+
 The cost of the write-behind: a replica killed within ``write_behind_s`` of
 an in-progress save loses that save (the task is absent, or in its previous
 state); a replica streaming that task's events from the log sees them up to
@@ -58,6 +64,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,14 +77,21 @@ from a2a.server.cluster import (
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event
 from a2a.server.owner_resolver import OwnerResolver
-from a2a.types import Task, TaskState
+from a2a.types import Task, TaskState, TaskStatusUpdateEvent
 from a2a.utils.proto_utils import to_stream_response
-from sqlalchemy import Table, and_, bindparam, insert, select, text, update
+from sqlalchemy import Table, and_, bindparam, delete, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import class_mapper
 
 from skillrack.protocol.states import TERMINAL
+from skillrack.serve.stores.leases import (
+    LEASES,
+    SWEEP_BATCH,
+    TASK_LEASE_S,
+    database_now,
+    replica_name,
+)
 from skillrack.serve.stores.notified_events import CHANNEL
 from skillrack.serve.stores.write_behind import SETTLED_STATES, WRITE_BEHIND_S, WriteBehind
 
@@ -122,8 +136,15 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         owner_resolver: OwnerResolver,
         write_behind_s: float = WRITE_BEHIND_S,
         writer: AsyncEngine | None = None,
+        replica: str | None = None,
+        lease_s: float = TASK_LEASE_S,
     ) -> None:
         super().__init__(engine, owner_resolver=owner_resolver)
+        #: This process's name in the leases of the tasks it runs.
+        self.replica = replica or replica_name()
+        self.lease_s = lease_s
+        #: The tasks this replica holds a committed lease for (renewed by the keeper).
+        self._leased: set[tuple[str, str]] = set()
         self._engine = engine
         #: The engine commits use (SQLite: one whose driver begins them, see storage.py).
         self._writer = writer or engine
@@ -169,6 +190,34 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             .values(version=bindparam("b_new"))
         )
         self._append_events = insert(events)
+        now = database_now(engine)
+        take = dialect.insert(LEASES).values(
+            task_id=bindparam("l_id"),
+            owner=bindparam("l_owner"),
+            replica=self.replica,
+            expires=now + lease_s,
+        )
+        self._take_lease = take.on_conflict_do_update(
+            index_elements=[LEASES.c.task_id, LEASES.c.owner],
+            set_={"replica": take.excluded.replica, "expires": take.excluded.expires},
+        )
+        self._drop_lease = delete(LEASES).where(
+            and_(LEASES.c.task_id == bindparam("l_id"), LEASES.c.owner == bindparam("l_owner"))
+        )
+        self._renew = (
+            update(LEASES).where(LEASES.c.replica == self.replica).values(expires=now + lease_s)
+        )
+        expired = (
+            select(LEASES.c.task_id, LEASES.c.owner, LEASES.c.replica)
+            .where(LEASES.c.expires < now)
+            .limit(SWEEP_BATCH)
+        )
+        # Two survivors sweeping together each take other leases (SQLite: one writer anyway).
+        self._expired = (
+            expired.with_for_update(skip_locked=True)
+            if engine.dialect.name == "postgresql"
+            else expired
+        )
         # PostgreSQL: wake the replicas streaming these tasks when the transaction commits.
         self._notify = (
             text("SELECT pg_notify(:b_channel, t) FROM unnest(CAST(:b_ids AS text[])) AS t")
@@ -227,10 +276,13 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             written = await super().save(
                 task, event=event, prev=prev, prev_version=prev_version, context=context
             )
-            if self._notify is not None and event is not None:
-                notice = {"b_channel": CHANNEL, "b_ids": [task.id]}
-                async with self._engine.begin() as connection:
+            async with self._engine.begin() as connection:
+                # Ended: nobody runs it any more, whichever replica held its lease.
+                await connection.execute(self._drop_lease, {"l_id": task.id, "l_owner": owner})
+                if self._notify is not None and event is not None:
+                    notice = {"b_channel": CHANNEL, "b_ids": [task.id]}
                     await connection.execute(self._notify, notice)
+            self._leased.discard(key)
             return written
         previous = _counter(prev_version)
         pending = self._behind.pending.get(key)
@@ -268,7 +320,9 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         await self._db._ensure_initialized()
         await self._ensure_cluster_tables()
         async with self._writer.begin() as connection:
-            lost = await self._write(connection, batch)
+            lost, taken, dropped = await self._write(connection, batch)
+        self._leased.update(taken)
+        self._leased.difference_update(dropped)
         if len(self._conflicted) > NEW_IDS_KEPT:
             # Only a shortcut: a stale save fails its own compare-and-swap anyway.
             self._conflicted.clear()
@@ -281,9 +335,15 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
 
     async def _write(
         self, connection: AsyncConnection, batch: dict[tuple[str, str], _Pending]
-    ) -> set[tuple[str, str]]:
-        """The batch's statements on ``connection``; the keys whose compare-and-swap failed."""
+    ) -> tuple[set[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]]]:
+        """The batch's statements on ``connection``.
+
+        Returns the keys whose compare-and-swap failed, the tasks whose lease
+        this replica took, and those whose lease it dropped.
+        """
         lost: set[tuple[str, str]] = set()
+        taken: list[tuple[str, str]] = []
+        dropped: list[tuple[str, str]] = []
         rows: list[dict[str, Any]] = []
         events: list[dict[str, Any]] = []
         for key, pending in batch.items():
@@ -313,6 +373,11 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 lost.add(key)
                 continue
             rows.append(row)
+            if pending.task.status.state not in SETTLED_STATES:
+                if key not in self._leased:
+                    taken.append(key)
+            elif pending.base != 0:
+                dropped.append(key)
             events.extend(
                 {
                     "task_id": pending.task.id,
@@ -329,7 +394,12 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             if self._notify is not None:
                 ids = sorted({event["task_id"] for event in events})
                 await connection.execute(self._notify, {"b_channel": CHANNEL, "b_ids": ids})
-        return lost
+        for statement, keys in ((self._take_lease, taken), (self._drop_lease, dropped)):
+            if keys:
+                await connection.execute(
+                    statement, [{"l_id": task_id, "l_owner": owner} for owner, task_id in keys]
+                )
+        return lost, taken, dropped
 
     def _row(self, pending: _Pending) -> dict[str, Any] | None:
         """The task's row; None when it cannot be converted (logged)."""
@@ -343,6 +413,98 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             )
             return None
         return {column: getattr(model, name) for name, column in self._task_columns}
+
+    # -- leases ------------------------------------------------------------------------------
+
+    async def renew_leases(self) -> None:
+        """Push back the expiry of every lease this replica holds (one statement)."""
+        async with self._writer.begin() as connection:
+            await connection.execute(self._renew)
+
+    async def end_orphans(self, settle: Callable[[Task, str], None]) -> int:
+        """End the tasks of up to ``SWEEP_BATCH`` expired leases; how many were ended.
+
+        Each task still in progress gets ``settle(task, replica)`` (the lost
+        replica's name) and is written as any settled state is: the version
+        swapped from the one stored, the row, the status event in the log and
+        the notification, in one transaction with the lease's removal.  A
+        task already settled only loses its lease; one whose version moved
+        meanwhile (its replica wrote after all) keeps it, to be looked at again.
+        """
+        await self._db._ensure_initialized()
+        await self._ensure_cluster_tables()
+        ended: list[str] = []
+        by_replica: dict[str, list[str]] = {}
+        async with self._writer.begin() as connection:
+            found = (await connection.execute(self._expired)).all()
+            for task_id, owner, replica in found:
+                lease = {"l_id": task_id, "l_owner": owner}
+                row = (
+                    await connection.execute(self._read, {"b_id": task_id, "b_owner": owner})
+                ).first()
+                task = self._task_of(row) if row is not None else None
+                version = row._mapping["version"] if row is not None else None
+                if task is None or version is None or task.status.state in SETTLED_STATES:
+                    await connection.execute(self._drop_lease, lease)
+                    continue
+                settle(task, replica)
+                written = await self._end_orphan(connection, task, owner, version)
+                if written:
+                    await connection.execute(self._drop_lease, lease)
+                    ended.append(task_id)
+                    by_replica.setdefault(replica, []).append(task_id)
+            if ended and self._notify is not None:
+                await connection.execute(self._notify, {"b_channel": CHANNEL, "b_ids": ended})
+        for replica, ids in by_replica.items():
+            logger.warning(
+                "task leases: replica %s stopped renewing its leases; %d task(s) it was running "
+                "ended failed: %s",
+                replica,
+                len(ids),
+                ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""),
+            )
+        return len(ended)
+
+    async def _end_orphan(
+        self, connection: AsyncConnection, task: Task, owner: str, version: int
+    ) -> bool:
+        """Write ``task``'s new (settled) state over ``version``; False if the version moved."""
+        parameters = {"b_id": task.id, "b_owner": owner, "b_base": version, "b_new": version + 1}
+        if (await connection.execute(self._swap_version, parameters)).rowcount == 0:
+            return False
+        row = self._row(_Pending(owner, version, version + 1, task))
+        if row is None:
+            return False
+        await connection.execute(self._upsert, row)
+        update_event = TaskStatusUpdateEvent(
+            task_id=task.id, context_id=task.context_id, status=task.status
+        )
+        await connection.execute(
+            self._append_events,
+            {
+                "task_id": task.id,
+                "owner": owner,
+                "task_version": version + 1,
+                "event_data": to_stream_response(update_event).SerializeToString(),
+            },
+        )
+        return True
+
+    def _task_of(self, row: Any) -> Task | None:
+        """The task a row read with ``_read`` holds; None when it cannot be read (logged)."""
+        values = row._mapping
+        try:
+            model = self._db.task_model(
+                **{name: values[column] for name, column in self._task_columns}
+            )
+            return self._db._from_orm(model)
+        except Exception as exc:
+            logger.error(
+                "task leases: task %s cannot be read (%s); its lease is dropped",
+                values["id"],
+                type(exc).__name__,
+            )
+            return None
 
     async def aclose(self) -> None:
         """Commit what is pending; called before the engine is disposed."""

@@ -10,8 +10,11 @@ as a handler that failed before producing a result is failed
 (``output_invalid``).  Tasks waiting for input are left as they are: a new
 process can take the answer.
 
-Cluster mode (PostgreSQL, ``--workers``) does not do this: another replica
-may be running those tasks right now.
+Cluster mode (PostgreSQL, ``--workers``) does not do this at start-up:
+another replica may be running those tasks right now.  There a task's lease
+says who runs it (:mod:`skillrack.serve.stores.leases`), and a surviving
+replica ends the tasks of one whose leases expired with
+:func:`fail_orphaned`, naming the lost replica.
 """
 
 from __future__ import annotations
@@ -32,7 +35,24 @@ INTERRUPTED = (
 
 def fail_interrupted(task: Task) -> None:
     """Give ``task`` a FAILED status whose message carries the draft's error object."""
-    error = ConditionError(ErrorCode.OUTPUT_INVALID, INTERRUPTED)
+    _fail(task, INTERRUPTED)
+
+
+def orphaned(replica: str) -> str:
+    """The error message of a task whose replica stopped renewing its lease."""
+    return (
+        f"replica {replica} stopped while this task was running (its task lease expired), "
+        "so the skill did not finish; send the request again"
+    )
+
+
+def fail_orphaned(task: Task, replica: str) -> None:
+    """Like :func:`fail_interrupted`, naming the replica that was running ``task``."""
+    _fail(task, orphaned(replica))
+
+
+def _fail(task: Task, reason: str) -> None:
+    error = ConditionError(ErrorCode.OUTPUT_INVALID, reason)
     if task.status.HasField("message"):
         task.history.append(task.status.message)
     now = Timestamp()

@@ -107,7 +107,7 @@ from skillrack.host.config import ConfigError, StoreSpec
 from skillrack.host.config import StoreKind as StoreKind
 from skillrack.host.config import parse_store as parse_store
 from skillrack.protocol.states import TERMINAL
-from skillrack.serve.stores import published
+from skillrack.serve.stores import leases, published
 from skillrack.serve.stores.bounded_memory import BoundedMemoryTaskStore
 from skillrack.serve.stores.cluster import ClusterTaskStore
 from skillrack.serve.stores.metadata_migration import migrate_metadata_keys
@@ -574,6 +574,8 @@ class TaskStorage:
                 if isinstance(self.event_stream, DatabaseTaskEventStream):
                     await self.event_stream.initialize()
                 await published.create_table(self.engine)
+                if self.cluster:
+                    await leases.create_table(self.engine)
                 if isinstance(self.push_config_store, DatabasePushNotificationConfigStore):
                     await self.push_config_store.initialize()
                 return
@@ -635,13 +637,15 @@ def open_storage(
     memory_max_tasks: int = 10_000,
     memory_task_ttl: float = 3600.0,
     push_encryption_key: bytes | None = None,
+    task_lease_seconds: float = leases.TASK_LEASE_S,
 ) -> TaskStorage:
     """The stores for ``spec``; PostgreSQL always runs in cluster mode, SQLite when asked.
 
     ``memory_max_tasks`` and ``memory_task_ttl`` bound the memory store (0: no bound).
     ``push_encryption_key`` (a Fernet key) encrypts each push config in the database:
     its ``authentication`` credentials never lie there in clear (the memory store keeps
-    them in this process only).
+    them in this process only).  ``task_lease_seconds``: cluster mode's task leases
+    (:mod:`skillrack.serve.stores.leases`).
     """
     if spec.kind == "memory":
         if cluster:
@@ -667,6 +671,7 @@ def open_storage(
                 engine,
                 owner_resolver=owner_resolver,
                 writer=create_commit_engine(spec) if spec.kind == "sqlite" else None,
+                lease_s=task_lease_seconds,
             ),
             (
                 NotifiedEventStream(engine)

@@ -1,0 +1,149 @@
+"""Replicas that die: real ``skillrack serve`` processes on PostgreSQL, one of them killed.
+
+Two replicas share a fresh database with ``task_lease_seconds = 2``.  Replica A
+runs tasks (two in progress, one of them streamed through replica B, one
+waiting for input); A is killed with SIGKILL.  Within the lease and a few
+seconds, B ends both running tasks ``TASK_STATE_FAILED`` with a status message
+naming A, the stream on B receives that terminal event, the waiting task still
+waits and is answered through B, and B goes on serving.  What the clients see
+is checked against an independent SQL read of the tables.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers.postgres import fresh_database
+from helpers.served_process import probe_request, send, start, write_config
+
+from skillrack.testing.serve import error_of, get_task, stream, wait_for_state
+
+#: Served processes on PostgreSQL, and a lease to wait out: seconds per test.
+pytestmark = pytest.mark.slow
+
+LEASE_S = 2.0
+#: The issue's target: orphans end within the lease plus this.
+MARGIN_S = 5.0
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    with fresh_database() as url:
+        yield url
+
+
+def _sql(pg_url: str, query: str) -> list[Any]:
+    """Rows of ``query``, read with asyncpg directly (not through skillrack)."""
+    import asyncpg  # type: ignore[import-untyped]
+
+    dsn = pg_url.replace("postgresql+asyncpg://", "postgresql://")
+
+    async def read() -> list[Any]:
+        connection = await asyncpg.connect(dsn, timeout=5)
+        try:
+            return list(await connection.fetch(query))
+        finally:
+            await connection.close()
+
+    return asyncio.run(read())
+
+
+def _stored_states(pg_url: str) -> dict[str, str]:
+    """Each task's state as its row in ``tasks`` holds it."""
+    rows = _sql(pg_url, "SELECT id, status FROM tasks")
+    return {
+        row["id"]: (json.loads(row["status"]) if isinstance(row["status"], str) else row["status"])[
+            "state"
+        ]
+        for row in rows
+    }
+
+
+def _replicas(tmp_path: Path, pg_url: str, count: int = 2) -> list[Any]:
+    config = write_config(tmp_path, f"task_lease_seconds = {LEASE_S}\n")
+    started = [
+        start(tmp_path / f"replica-{index}", args=("--store", pg_url), config=config)
+        for index in range(count)
+    ]
+    try:
+        return [served.wait_ready() for served in started]
+    except BaseException:
+        for served in started:
+            served.stop()
+        raise
+
+
+def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_path: Path) -> None:
+    a, b = _replicas(tmp_path, pg_url)
+    try:
+        ticking = probe_request(a.url, "ticker", {"ticks": 1000, "interval": 0.1})
+        running = send(a.url, ticking, immediately=True)
+        streamed = send(a.url, ticking, immediately=True)
+        waiting = send(a.url, probe_request(a.url, "ask", {}))
+        assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        for task in (running, streamed):
+            wait_for_state(b.url, task["id"], {"TASK_STATE_WORKING"})
+        leases = {
+            row["task_id"]: row["replica"]
+            for row in _sql(pg_url, "SELECT task_id, replica FROM skillrack_task_leases")
+        }
+        assert set(leases) == {running["id"], streamed["id"]}  # the waiting task holds none
+        [lost] = set(leases.values())
+        assert f":{a.process.pid}:" in lost
+
+        seen: list[Any] = []
+
+        def subscribe_through_b() -> None:
+            seen.extend(stream(b.url, "SubscribeToTask", {"id": streamed["id"]}, timeout=60))
+
+        subscriber = threading.Thread(target=subscribe_through_b)
+        subscriber.start()
+        deadline = time.monotonic() + 15
+        while not any("artifactUpdate" in event for event in seen):  # A's ticks, relayed by B
+            assert time.monotonic() < deadline and subscriber.is_alive(), seen
+            time.sleep(0.05)
+
+        a.process.send_signal(signal.SIGKILL)
+        a.process.wait(timeout=10)
+        killed = time.monotonic()
+        subscriber.join(timeout=LEASE_S + MARGIN_S + 10)
+        ended = time.monotonic() - killed
+        assert not subscriber.is_alive(), "the stream on B did not end"
+        assert ended < LEASE_S + MARGIN_S, ended
+        final = seen[-1]["statusUpdate"]["status"]
+        assert final["state"] == "TASK_STATE_FAILED", seen[-1]
+
+        for task in (running, streamed):
+            failed = wait_for_state(b.url, task["id"], {"TASK_STATE_FAILED"}, timeout=5)
+            error = error_of(failed)
+            assert error["code"] == "output_invalid"
+            assert lost in error["message"], error
+        stored = _stored_states(pg_url)
+        assert stored[running["id"]] == stored[streamed["id"]] == "TASK_STATE_FAILED"
+        assert stored[waiting["id"]] == "TASK_STATE_INPUT_REQUIRED"
+        assert _sql(pg_url, "SELECT task_id FROM skillrack_task_leases") == []
+        events = _sql(
+            pg_url,
+            f"SELECT task_version FROM task_events WHERE task_id = '{streamed['id']}' ORDER BY seq",
+        )
+        versions = [row["task_version"] for row in events]
+        assert versions == sorted(versions) and len(set(versions)) == len(versions)
+
+        # The waiting task kept waiting; B takes the answer.  B serves new work.
+        answered = send(b.url, {"window": "tonight"}, task_id=waiting["id"])
+        assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
+        echoed = send(b.url, probe_request(b.url, "echo", {"text": "still here"}))
+        assert echoed["status"]["state"] == "TASK_STATE_COMPLETED", echoed
+        assert _stored_states(pg_url)[waiting["id"]] == "TASK_STATE_COMPLETED"
+        assert get_task(b.url, waiting["id"])["status"]["state"] == "TASK_STATE_COMPLETED"
+    finally:
+        for served in (a, b):
+            served.stop()
