@@ -59,6 +59,8 @@ if TYPE_CHECKING:
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 #: ``--ssl-client-auth`` values (the same as [server] ssl_client_auth; host/config.py).
 CLIENT_AUTH_MODES = ("required", "optional")
+#: Seconds uvicorn waits for open connections once the agent has drained (SIGTERM).
+STREAMS_CLOSED_AFTER_S = 5
 
 
 def port_number(text: str) -> int:
@@ -527,6 +529,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             cluster=cluster,
             listen_host=args.host,
             tls=tls_files(args, config),
+            drain_on_sigterm=True,
         )
         served_metrics = agent.state.metrics
         app = QuietStartup(agent)
@@ -640,6 +643,9 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         "access_log": args.log_level in ("info", "debug"),
         # h11 with a deadline on request headers, which uvicorn lacks ([server] header_timeout).
         "http": HeaderDeadlineProtocol,
+        # After the drain (skillrack.serve.bindings.shutdown) only streams of tasks other
+        # replicas run are left open: they are cut this long after (clients resubscribe).
+        "timeout_graceful_shutdown": STREAMS_CLOSED_AFTER_S,
     }
     try:
         if app is None:

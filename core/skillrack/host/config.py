@@ -172,6 +172,9 @@ class ServerSettings:
     #: leases (killed, frozen, cut off); then a surviving replica ends them failed
     #: (``skillrack.serve.stores.leases``).
     task_lease_seconds: float = 15.0
+    #: Seconds a stopping replica (``SIGTERM``) lets running tasks finish before it ends
+    #: them failed (``skillrack.serve.bindings.shutdown``); match the orchestrator's grace.
+    shutdown_grace: float = 30.0
     #: ``Host`` names the agent answers to (``*.example.net``, ``*`` for any); empty:
     #: the public URL's host, plus the loopback names when listening on loopback.
     allowed_hosts: tuple[str, ...] = ()

@@ -17,11 +17,13 @@ so another tenant's task answers as if it did not exist.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
 import logging
 import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from a2a.server.routes import (
     create_rest_routes,
 )
 from a2a.server.tasks import PushNotificationConfigStore, TaskStore
+from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -49,7 +52,15 @@ from skillrack.serve.bindings.card import (
 )
 from skillrack.serve.bindings.jsonrpc import jsonrpc_routes
 from skillrack.serve.bindings.metrics_endpoint import METRICS_PATH, counted_card, metrics_route
-from skillrack.serve.bindings.operator_endpoints import HOPS_PATH, hops_endpoint
+from skillrack.serve.bindings.operator_endpoints import (
+    HOPS_PATH,
+    LIVEZ_PATH,
+    READYZ_PATH,
+    Check,
+    hops_endpoint,
+    livez,
+    readyz_endpoint,
+)
 from skillrack.serve.bindings.outbound import delegation_peers
 from skillrack.serve.bindings.outbound import push_delivery as outbound_push
 from skillrack.serve.bindings.push import load_push_key
@@ -58,6 +69,7 @@ from skillrack.serve.bindings.request_handler import (
     SkillrackRequestHandler,
     tenant_scope,
 )
+from skillrack.serve.bindings.shutdown import GracefulStop
 from skillrack.serve.bindings.tls import TlsFiles
 from skillrack.serve.console import CONSOLE_PATH, Console, ConsoleSources
 from skillrack.serve.console.oidc_flow import CodeFlow, OidcClient
@@ -69,19 +81,20 @@ from skillrack.serve.middleware import (
     JSONRPC_PATH,
 )
 from skillrack.serve.middleware.authentication import Authenticator
+from skillrack.serve.middleware.drain import DrainState
 from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.middleware.stack import install, middleware_stack
 from skillrack.serve.observability.metrics import Metrics, multiprocess_dir
 from skillrack.serve.observability.traces import configure as configure_traces
 from skillrack.serve.observability.traces import enabled as tracing_enabled
-from skillrack.serve.process import freeze_startup_heap
+from skillrack.serve.process import freeze_startup_heap, take_signal
 from skillrack.serve.scope import HEADER_TIMEOUT_KEY
 from skillrack.serve.security.approvals import PENDING, ApprovalStore, open_approvals
 from skillrack.serve.security.operator_access import OperatorGuard
 from skillrack.serve.security.requirements import skill_requirements
 from skillrack.serve.stores.cluster import ClusterTaskStore
-from skillrack.serve.stores.counters import open_counter
-from skillrack.serve.stores.leases import LeaseKeeper
+from skillrack.serve.stores.counters import RedisCounter, open_counter
+from skillrack.serve.stores.leases import LeaseKeeper, replica_name
 from skillrack.serve.stores.new_task_notice import NewTaskNotice
 from skillrack.serve.stores.recovery import fail_interrupted, fail_orphaned
 from skillrack.serve.stores.storage import (
@@ -121,6 +134,7 @@ def build_server(
     tls: TlsFiles | None = None,
     workers: int = 1,
     lean: bool = True,
+    drain_on_sigterm: bool = False,
 ) -> Starlette:
     """The composed agent as an ASGI app.
 
@@ -142,6 +156,9 @@ def build_server(
     JSON-RPC dispatcher (:mod:`skillrack.serve.bindings.blocking`,
     :mod:`skillrack.serve.bindings.jsonrpc`):
     the wire answer is the same, which the tests hold by comparing the two.
+    ``drain_on_sigterm`` (``skillrack serve``, which owns its process): the first
+    ``SIGTERM`` drains the agent before uvicorn stops it
+    (:mod:`skillrack.serve.bindings.shutdown`).
     """
     manager = registry.manager
     assert manager is not None, "a registry built from plugins carries its manager"
@@ -247,7 +264,10 @@ def build_server(
             oidc=CodeFlow(oidc_client) if oidc_client is not None else None,
         )
     )
-    public = {CARD_PATH, JWKS_PATH} if signer is not None else {CARD_PATH}
+    public = {CARD_PATH, LIVEZ_PATH, READYZ_PATH}
+    if signer is not None:
+        public.add(JWKS_PATH)
+    drain = DrainState()
     stack_hosts = config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host)
     mcp = None
     if config.server.mcp:  # needs the mcp extra: imported only when served
@@ -273,10 +293,17 @@ def build_server(
         traced=tracing_enabled(),
         forms=CONSOLE_PATH + "/",
         signs_in=CONSOLE_PATH,
+        drain=drain,
     )
     routes: list[BaseRoute] = [
         Route(CARD_PATH, counted_card(card_endpoint.respond, metrics, "card"), methods=["GET"]),
         Route(HOPS_PATH, hops_endpoint(peers.hops.recent, guard), methods=["GET"]),
+        Route(LIVEZ_PATH, livez, methods=["GET"]),
+        Route(
+            READYZ_PATH,
+            readyz_endpoint(_readiness_checks(storage, limits, registry), lambda: drain.draining),
+            methods=["GET"],
+        ),
         Route(METRICS_PATH, metrics_route(metrics, guard), methods=["GET"]),
         *console.routes(),
     ]
@@ -311,6 +338,14 @@ def build_server(
         )
         if cluster_store is not None
         else None
+    )
+
+    stopper = GracefulStop(
+        drain,
+        executor,
+        replica=cluster_store.replica if cluster_store is not None else replica_name(),
+        grace=config.server.shutdown_grace,
+        commit=cluster_store.commit if cluster_store is not None else None,
     )
 
     @contextlib.asynccontextmanager
@@ -351,7 +386,14 @@ def build_server(
                 cluster_store.lease_s,
             )
         grpc_server = None
+        release_signal = None
         try:
+            if drain_on_sigterm:
+                loop = asyncio.get_running_loop()
+                release_signal = take_signal(
+                    signal.SIGTERM,
+                    lambda proceed: loop.call_soon_threadsafe(stopper.begin, proceed),
+                )
             if grpc_port:  # needs the grpc extra: imported only when served
                 from skillrack.serve.bindings.grpc_server import start_grpc_server
 
@@ -369,6 +411,8 @@ def build_server(
                 # uvicorn hands this state to each connection (serve.bindings.connections).
                 yield {HEADER_TIMEOUT_KEY: config.server.header_timeout}
         finally:
+            if release_signal is not None:
+                release_signal()
             if grpc_server is not None:  # first: its calls use the handler and the stores
                 await grpc_server.stop(GRPC_STOP_GRACE_S)
             await executor.deadlines.close()
@@ -393,6 +437,7 @@ def build_server(
         exception_handlers={404: _json_http_error, 405: _json_http_error},
     )
     app.state.metrics = metrics
+    app.state.graceful_stop = stopper
     # A POST to a path with a missing or extra slash must not be redirected (307).
     app.router.redirect_slashes = False
     install(app, stack)
@@ -405,6 +450,38 @@ def build_server(
 #: ``grpc_port``, ``mcp``, ``workers``, ``ssl_certfile``, ``ssl_keyfile`` and ``ssl_client_ca``
 #: (absolute, or null), ``ssl_client_auth``.
 SERVE_ENV = "SKILLRACK_SERVE"
+
+
+def _readiness_checks(
+    storage: TaskStorage | None, limits: object, registry: Registry
+) -> dict[str, Check]:
+    """What ``/-/readyz`` asks: the task store, the limits store (Redis), the plugins."""
+    checks: dict[str, Check] = {}
+    engine = storage.engine if storage is not None else None
+    if engine is not None:
+
+        async def task_store() -> str | None:
+            async with engine.connect() as connection:
+                await connection.execute(text("SELECT 1"))
+            return None
+
+        checks["task_store"] = task_store
+    if isinstance(limits, RedisCounter):
+        counter = limits
+
+        async def limits_store() -> str | None:
+            await counter.ping()
+            return None
+
+        checks["limits_store"] = limits_store
+
+    async def plugins() -> str | None:
+        if not list(registry) and registry.failures:
+            return f"no skill is served: {len(registry.failures)} plugin(s) failed to load"
+        return None
+
+    checks["plugins"] = plugins
+    return checks
 
 
 def server_from_environment() -> Starlette:
@@ -449,6 +526,7 @@ def server_from_environment() -> Starlette:
             else None
         ),
         workers=int(settings.get("workers", 1)),
+        drain_on_sigterm=True,
     )
     freeze_startup_heap()  # a worker is a process skillrack serve owns, as the parent is
     return app

@@ -20,11 +20,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from helpers.postgres import fresh_database
 from helpers.served_process import probe_request, send, start, write_config
 
-from skillrack.testing.serve import error_of, get_task, stream, wait_for_state
+from skillrack.serve.bindings.operator_endpoints import LIVEZ_PATH, READYZ_PATH
+from skillrack.testing.serve import (
+    HEADERS,
+    error_of,
+    get_task,
+    message,
+    stream,
+    wait_for_state,
+)
 
 #: Served processes on PostgreSQL, and a lease to wait out: seconds per test.
 pytestmark = pytest.mark.slow
@@ -32,6 +41,8 @@ pytestmark = pytest.mark.slow
 LEASE_S = 2.0
 #: The issue's target: orphans end within the lease plus this.
 MARGIN_S = 5.0
+#: shutdown_grace of the drain test: longer than the short task, shorter than the long one.
+GRACE_S = 4.0
 
 
 @pytest.fixture
@@ -146,4 +157,92 @@ def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_p
         assert get_task(b.url, waiting["id"])["status"]["state"] == "TASK_STATE_COMPLETED"
     finally:
         for served in (a, b):
+            served.stop()
+
+
+def test_sigterm_drains_finishes_what_it_can_and_fails_the_rest(
+    pg_url: str, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, f"task_lease_seconds = {LEASE_S}\nshutdown_grace = {GRACE_S}\n")
+    started = [
+        start(tmp_path / f"replica-{index}", args=("--store", pg_url), config=config)
+        for index in range(2)
+    ]
+    a, b = (served.wait_ready() for served in started)
+    try:
+        assert httpx.get(a.url + READYZ_PATH, timeout=5).json()["status"] == "ready"
+        short = probe_request(a.url, "ticker", {"ticks": 10, "interval": 0.2})  # 2 s < grace
+        long = probe_request(a.url, "ticker", {"ticks": 1000, "interval": 0.1})
+        finished: list[Any] = []
+        blocking = threading.Thread(target=lambda: finished.append(send(a.url, short)))
+        blocking.start()
+        running = send(a.url, long, immediately=True)
+        waiting = send(a.url, probe_request(a.url, "ask", {}))
+        wait_for_state(a.url, running["id"], {"TASK_STATE_WORKING"})
+        seen: list[Any] = []
+        subscriber = threading.Thread(
+            target=lambda: seen.extend(
+                stream(a.url, "SubscribeToTask", {"id": running["id"]}, timeout=60)
+            )
+        )
+        subscriber.start()
+        while not any("artifactUpdate" in event for event in seen):
+            assert subscriber.is_alive(), seen
+            time.sleep(0.05)
+        [lost] = {
+            row["replica"] for row in _sql(pg_url, "SELECT replica FROM skillrack_task_leases")
+        }
+
+        a.process.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        deadline = stopped + 5
+        while httpx.get(a.url + READYZ_PATH, timeout=5).status_code != 503:
+            assert time.monotonic() < deadline, "readyz never turned 503"
+            time.sleep(0.02)
+        readiness = httpx.get(a.url + READYZ_PATH, timeout=5).json()
+        assert readiness["status"] == "unready" and "shutdown" in readiness["checks"]
+        assert httpx.get(a.url + LIVEZ_PATH, timeout=5).status_code == 200
+
+        # New messages are refused, retryably, in each HTTP binding's form.
+        refused = httpx.post(
+            a.url + "/",
+            json={
+                "jsonrpc": "2.0",
+                "id": "1",
+                "method": "SendMessage",
+                "params": {"message": message(probe_request(a.url, "echo", {}))},
+            },
+            headers=HEADERS,
+            timeout=5,
+        )
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        [info] = refused.json()["error"]["data"]
+        assert info["metadata"]["code"] == "resource_limit_exceeded"
+        rest = httpx.post(a.url + "/message:send", json={}, headers=HEADERS, timeout=5)
+        assert rest.status_code == 503 and rest.headers["retry-after"] == "1"
+        assert rest.json()["error"]["status"] == "UNAVAILABLE"
+        # Reads go on while draining.
+        assert get_task(a.url, waiting["id"])["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+
+        blocking.join(timeout=GRACE_S + 10)
+        assert finished and finished[0]["status"]["state"] == "TASK_STATE_COMPLETED", finished
+        subscriber.join(timeout=GRACE_S + 15)
+        assert not subscriber.is_alive(), "the stream of the unfinished task was not closed"
+        final = seen[-1]["statusUpdate"]["status"]
+        assert final["state"] == "TASK_STATE_FAILED", seen[-1]
+        failure = final["message"]["parts"][0]["data"]["error"]
+        assert failure["code"] == "output_invalid"
+        assert lost in failure["message"] and "shutdown_grace" in failure["message"]
+        assert a.process.wait(timeout=GRACE_S + 20) is not None
+        assert time.monotonic() - stopped < GRACE_S + 15
+
+        stored = _stored_states(pg_url)
+        assert stored[finished[0]["id"]] == "TASK_STATE_COMPLETED"
+        assert stored[running["id"]] == "TASK_STATE_FAILED"
+        assert stored[waiting["id"]] == "TASK_STATE_INPUT_REQUIRED"
+        assert _sql(pg_url, "SELECT task_id FROM skillrack_task_leases") == []
+        answered = send(b.url, {"window": "tonight"}, task_id=waiting["id"])
+        assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
+    finally:
+        for served in started:
             served.stop()

@@ -82,11 +82,13 @@ from skillrack.serve.bindings.tls import TlsFiles, grpc_server_credentials
 from skillrack.serve.middleware.authentication import Authenticator
 from skillrack.serve.middleware.binding_errors import error_info, status_name
 from skillrack.serve.middleware.body_guard import struct_too_deep
+from skillrack.serve.middleware.drain import DRAINING, RETRY_AFTER_S, DrainState
 from skillrack.serve.middleware.error_sanitizer import sanitize
 from skillrack.serve.middleware.rate_limit import rate_key
 from skillrack.serve.middleware.stack import (
     AUTHENTICATION,
     BODY_GUARD,
+    DRAIN,
     ERROR_SANITIZER,
     EXTENSION_ECHO,
     FAILED_AUTHENTICATION_LIMIT,
@@ -378,6 +380,19 @@ class SkillrackGrpcHandler(GrpcHandler):
 
 # -- each layer's step: what the middleware does, on a gRPC call ---------------------------------
 
+
+async def _drain_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) -> None:
+    """A draining replica refuses Messages: ``UNAVAILABLE`` with ``retry-after``."""
+    state: DrainState = layer.options["state"]
+    if state.draining and isinstance(call.request, SendMessageRequest):
+        raise CallRefused(
+            503,
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            DRAINING,
+            trailing=[("retry-after", str(RETRY_AFTER_S))],
+        )
+
+
 _Step = Callable[[SkillrackGrpcHandler, Layer, _Call], Awaitable[None]]
 
 
@@ -503,6 +518,7 @@ GRPC_STEPS: Mapping[str, _Step] = {
     AUTHENTICATION: _authentication_step,
     RATE_LIMIT: _rate_limit_step,
     BODY_GUARD: _body_guard_step,
+    DRAIN: _drain_step,
 }
 
 

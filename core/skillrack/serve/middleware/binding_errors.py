@@ -26,10 +26,12 @@ _STATUS_NAMES = {
     413: "INVALID_ARGUMENT",
     421: "FAILED_PRECONDITION",
     429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
 }
-#: Statuses a JSON-RPC error keeps: they speak of the connection, the credential or the
-#: request rate, which HTTP clients and proxies act on, not of the JSON-RPC call.
-_HTTP_LEVEL = frozenset({401, 408, 421, 429})
+#: Statuses a JSON-RPC error keeps: they speak of the connection, the credential, the
+#: request rate or the replica (503, draining), which HTTP clients and proxies act on, not
+#: of the JSON-RPC call.
+_HTTP_LEVEL = frozenset({401, 408, 421, 429, 503})
 
 
 def status_name(status: int) -> str:
@@ -72,8 +74,8 @@ async def binding_error(
 
     JSON-RPC errors keep their HTTP status only for authentication (401), a
     request too slow to arrive (408), a Host the agent does not answer to
-    (421) and rate limiting (429), where HTTP clients and proxies rely on it;
-    other JSON-RPC errors answer 200, as JSON-RPC over HTTP does.
+    (421), rate limiting (429) and a draining replica (503), where HTTP
+    clients and proxies rely on it; other JSON-RPC errors answer 200, as JSON-RPC over HTTP does.
     """
     if scope["path"] == JSONRPC_PATH:
         payload: dict[str, Any] = {

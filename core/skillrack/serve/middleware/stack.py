@@ -27,6 +27,7 @@ from skillrack.host.config import ServerSettings
 from skillrack.serve.middleware.authentication import AuthenticationGate
 from skillrack.serve.middleware.body_guard import BodyGuard
 from skillrack.serve.middleware.body_timeout import BodyTimeout
+from skillrack.serve.middleware.drain import Drain, DrainState
 from skillrack.serve.middleware.error_sanitizer import ErrorSanitizer
 from skillrack.serve.middleware.extension_echo import ExtensionEcho
 from skillrack.serve.middleware.failed_auth_limit import FailedAuthenticationLimit
@@ -47,6 +48,7 @@ AUTHENTICATION = "authentication"
 RATE_LIMIT = "rate_limit"
 BODY_TIMEOUT = "body_timeout"
 BODY_GUARD = "body_guard"
+DRAIN = "drain"
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ def middleware_stack(
     traced: bool,
     forms: str,
     signs_in: str = "",
+    drain: DrainState | None = None,
 ) -> Stack:
     """Every middleware of the agent, outermost first, with the settings of ``[server]``.
 
@@ -107,7 +110,8 @@ def middleware_stack(
     under which a request without credentials reaches the console's sign-in
     (:class:`~skillrack.serve.middleware.authentication.AuthenticationGate`); ``traced`` whether
     a tracer provider records spans (the caller's trace context is not even read
-    otherwise).  Failed authentications are counted in one window that both
+    otherwise); ``drain`` the state a stopping replica sets (a fresh one, never set,
+    when not given).  Failed authentications are counted in one window that both
     bindings share, so failures on one block the address on both.
     """
     failures = SlidingWindow(server.failed_auth_per_minute)
@@ -171,6 +175,7 @@ def middleware_stack(
                     "forms": forms,
                 },
             ),
+            Layer(DRAIN, Drain, {"state": drain if drain is not None else DrainState()}),
         )
     )
 

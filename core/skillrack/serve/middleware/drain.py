@@ -1,0 +1,110 @@
+"""A replica being drained refuses new work with a retryable 503, and reads on.
+
+When ``skillrack serve`` is asked to stop (``SIGTERM``, what an orchestrator
+sends before it replaces a replica), it drains first
+(:mod:`skillrack.serve.server`): its readiness endpoint answers 503, so the
+load balancer stops sending it traffic, and every Message (``SendMessage``,
+``SendStreamingMessage``, in every binding) is refused with HTTP 503,
+``Retry-After`` and ``resource_limit_exceeded``, gRPC ``UNAVAILABLE`` with the
+same ``retry-after`` in its trailing metadata.  A client retrying lands on
+another replica.  Everything else goes on: ``GetTask``, ``ListTasks``,
+``CancelTask``, ``SubscribeToTask``, the card, metrics, so callers can follow
+and collect the tasks still running here until they end.
+
+The JSON-RPC error keeps HTTP 503 too (``binding_errors``): proxies and
+clients act on it whatever the body says.  Nothing is read while the
+replica is not draining: the check is one attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from skillrack.errors import ErrorCode
+from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error
+
+#: What a client is told to wait before it tries again (another replica by then).
+RETRY_AFTER_S = 1
+#: JSON-RPC methods that start or continue a task (A2A 1.0 and 0.3 names).
+MESSAGE_METHODS = frozenset(
+    {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
+)
+#: HTTP+JSON routes that do the same, under any tenant prefix (and 0.3's ``/v1``).
+_MESSAGE_ROUTE = re.compile(r".*/message:(send|stream)")
+DRAINING = "this agent replica is shutting down and takes no new messages; send it again"
+
+
+class DrainState:
+    """Whether this process is draining: set once, by the shutdown sequence."""
+
+    def __init__(self) -> None:
+        self.draining = False
+
+    def begin(self) -> None:
+        self.draining = True
+
+
+async def refuse_draining(scope: Scope, send: Send) -> None:
+    """HTTP 503 with ``Retry-After`` and ``resource_limit_exceeded``, in the binding's form."""
+    await binding_error(
+        scope,
+        send,
+        status=503,
+        jsonrpc_code=-32000,
+        code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        message=DRAINING,
+        headers=[(b"retry-after", str(RETRY_AFTER_S).encode())],
+    )
+
+
+class Drain:
+    """Refuses Messages while ``state`` is draining (after the body guard: the body is JSON)."""
+
+    def __init__(self, app: ASGIApp, *, state: DrainState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.state.draining or scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        if path != JSONRPC_PATH:
+            if _MESSAGE_ROUTE.fullmatch(path):
+                await refuse_draining(scope, send)
+                return
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            value = json.loads(body)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and value.get("method") in MESSAGE_METHODS:
+            await refuse_draining(scope, send)
+            return
+        await self.app(scope, _replaying(bytes(body), receive), send)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` that hands the body read here once, then defers to the server."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
