@@ -10,7 +10,7 @@ serve`` does not stop at once.  :class:`GracefulStop`:
    seconds; their callers get their answers, their streams their last events;
 3. ends the handlers still running then ``TASK_STATE_FAILED``
    (``output_invalid``, naming this replica and the grace), through each
-   task's own event path (:meth:`~skillrack.serve.execution.executor.SkillExecutor.stop_running`),
+   task's own event path (:mod:`skillrack.serve.execution.stop_signal`),
    so a stream of such a task receives that terminal event, and their leases
    are dropped with that write (cluster mode);
 4. commits what the task store holds pending, then lets uvicorn stop: it
@@ -81,7 +81,7 @@ class GracefulStop:
     async def run(self) -> None:
         """Steps 1 to 4 of the module docstring (without uvicorn's own stop)."""
         self.drain.begin()
-        running = self.executor.running
+        running = self.executor.stopping.running
         logger.warning(
             "shutting down: unready, refusing new messages; waiting up to %g s "
             "(shutdown_grace) for %d running task(s)",
@@ -90,18 +90,18 @@ class GracefulStop:
         )
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.grace
-        while self.executor.running and loop.time() < deadline:
+        while self.executor.stopping.running and loop.time() < deadline:
             await asyncio.sleep(0.05)
-        left = self.executor.running
+        left = self.executor.stopping.running
         if left:
             logger.warning(
                 "shutting down: %d task(s) still running after %g s end failed",
                 left,
                 self.grace,
             )
-            self.executor.stop_running(stopped_before_finishing(self.replica, self.grace))
+            self.executor.stopping.stop(stopped_before_finishing(self.replica, self.grace))
             deadline = loop.time() + FINAL_WRITE_S
-            while self.executor.running and loop.time() < deadline:
+            while self.executor.stopping.running and loop.time() < deadline:
                 await asyncio.sleep(0.05)
         if self._commit is not None:
             try:

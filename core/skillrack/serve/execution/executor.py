@@ -31,13 +31,7 @@ back *without waiting for the handler*: one that swallows ``CancelledError``
 or awaits something that never comes keeps running in the background (logged,
 its outputs closed) but holds no caller's slot.  A handler that blocks the
 event loop itself (a synchronous call that never returns) cannot be stopped
-by any deadline; handlers must not block.
-
-A replica that stops (``SIGTERM``) lets running handlers finish within
-``[server] shutdown_grace``, then :meth:`SkillExecutor.stop_running` ends the
-rest the same way as at a deadline, ``TASK_STATE_FAILED`` saying why, through
-the task's own event path, so that a stream of the task gets that terminal
-event before the process goes.
+by any deadline; handlers must not block.  So does a replica stopping (``stop_signal``).
 """
 
 from __future__ import annotations
@@ -94,6 +88,7 @@ from skillrack.serve.execution.outputs import (
 )
 from skillrack.serve.execution.replay import replay_turn, user_messages
 from skillrack.serve.execution.skill_context import Delegation, SkillContext
+from skillrack.serve.execution.stop_signal import StopSignal
 from skillrack.serve.execution.task_record import new_task, skill_of
 from skillrack.serve.execution.turn import Turn, begin_turn
 from skillrack.serve.observability.metrics import Metrics
@@ -157,26 +152,8 @@ class SkillExecutor(AgentExecutor):
         self._running: dict[str, SkillContext | BaseSkillContext] = {}
         #: Handlers still running after their deadline (held here: asyncio keeps weak references).
         self._overdue: set[asyncio.Task[Any]] = set()
-        #: Set by :meth:`stop_running` to why every running handler is to stop.
-        self._stopping: asyncio.Future[str] | None = None
-
-    @property
-    def running(self) -> int:
-        """How many turns are running a handler now."""
-        return len(self._running)
-
-    def stop_running(self, reason: str) -> None:
-        """End every running handler's task ``FAILED`` (``output_invalid``) with ``reason``."""
-        stopping = self._stop_signal()
-        if not stopping.done():
-            stopping.set_result(reason)
-
-    def _stop_signal(self) -> asyncio.Future[str]:
-        """The future :meth:`stop_running` sets, on the running loop (an app may be re-run)."""
-        loop = asyncio.get_running_loop()
-        if self._stopping is None or self._stopping.get_loop() is not loop:
-            self._stopping = loop.create_future()
-        return self._stopping
+        #: Ends running handlers (``output_invalid``) when a replica stops; counts them too.
+        self.stopping = StopSignal(lambda: len(self._running))
 
     # -- entry points called by a2a-sdk ---------------------------------------------------------
 
@@ -627,7 +604,7 @@ class SkillExecutor(AgentExecutor):
         """
         timeout = skill.skill.timeout or self.handler_timeout
         running = asyncio.ensure_future(handler)
-        stopping = self._stop_signal()
+        stopping = self.stopping.future()
         try:
             done, _ = await asyncio.wait(
                 {running, stopping},
@@ -644,14 +621,7 @@ class SkillExecutor(AgentExecutor):
         running.cancel()
         self._overdue.add(running)
         running.add_done_callback(self._overdue_finished(skill.skill_id, skill.plugin, turn))
-        if stopping in done:
-            logger.warning(
-                "task %s: handler of %s (plugin %s) stopped: %s",
-                turn.task_id,
-                skill.skill_id,
-                skill.plugin,
-                stopping.result(),
-            )
+        if stopping in done:  # the replica stops (skillrack.serve.bindings.shutdown logs it)
             raise ConditionError(ErrorCode.OUTPUT_INVALID, stopping.result())
         logger.warning(
             "task %s: handler of %s (plugin %s) passed its deadline of %g s; cancelled",
