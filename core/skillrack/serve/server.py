@@ -96,6 +96,7 @@ from skillrack.serve.stores.cluster import ClusterTaskStore
 from skillrack.serve.stores.counters import RedisCounter, open_counter
 from skillrack.serve.stores.leases import LeaseKeeper, replica_name
 from skillrack.serve.stores.new_task_notice import NewTaskNotice
+from skillrack.serve.stores.outages import watch_outages
 from skillrack.serve.stores.recovery import fail_interrupted, fail_orphaned
 from skillrack.serve.stores.storage import (
     SingleProcessTaskStore,
@@ -335,10 +336,15 @@ def build_server(
             cluster_store.renew_leases,
             lambda: cluster_store.end_orphans(fail_orphaned),
             lease_s=cluster_store.lease_s,
+            reachable=lambda problem: (
+                drain.store_up() if problem is None else drain.store_down(problem)
+            ),
         )
         if cluster_store is not None
         else None
     )
+    if cluster_store is not None and storage is not None and storage.engine is not None:
+        watch_outages(storage.engine, drain.store_down)
 
     stopper = GracefulStop(
         drain,

@@ -82,7 +82,13 @@ from skillrack.serve.bindings.tls import TlsFiles, grpc_server_credentials
 from skillrack.serve.middleware.authentication import Authenticator
 from skillrack.serve.middleware.binding_errors import error_info, status_name
 from skillrack.serve.middleware.body_guard import struct_too_deep
-from skillrack.serve.middleware.drain import DRAINING, RETRY_AFTER_S, DrainState
+from skillrack.serve.middleware.drain import (
+    DRAINING,
+    RETRY_AFTER_S,
+    STORE_RETRY_AFTER_S,
+    DrainState,
+    store_unreachable,
+)
 from skillrack.serve.middleware.error_sanitizer import sanitize
 from skillrack.serve.middleware.rate_limit import rate_key
 from skillrack.serve.middleware.stack import (
@@ -384,6 +390,13 @@ class SkillrackGrpcHandler(GrpcHandler):
 async def _drain_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) -> None:
     """A draining replica refuses Messages: ``UNAVAILABLE`` with ``retry-after``."""
     state: DrainState = layer.options["state"]
+    if state.unavailable is not None:
+        raise CallRefused(
+            503,
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            store_unreachable(state.unavailable),
+            trailing=[("retry-after", str(STORE_RETRY_AFTER_S))],
+        )
     if state.draining and isinstance(call.request, SendMessageRequest):
         raise CallRefused(
             503,

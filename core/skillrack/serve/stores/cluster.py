@@ -417,7 +417,12 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
     # -- leases ------------------------------------------------------------------------------
 
     async def renew_leases(self) -> None:
-        """Push back the expiry of every lease this replica holds (one statement)."""
+        """Commit what is pending, then push back the expiry of every lease held here.
+
+        The commit first: saves a database outage left pending are written as
+        soon as it is back, even if no new save comes to arm the write-behind.
+        """
+        await self.commit()
         async with self._writer.begin() as connection:
             await connection.execute(self._renew)
 

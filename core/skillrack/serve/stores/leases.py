@@ -94,6 +94,11 @@ async def create_table(engine: AsyncEngine) -> None:
         await connection.run_sync(_METADATA.create_all, checkfirst=True)
 
 
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
+
+
 class LeaseKeeper:
     """Renews this replica's leases and ends the tasks of replicas whose leases expired.
 
@@ -112,8 +117,11 @@ class LeaseKeeper:
         sweep: Callable[[], Awaitable[int]],
         *,
         lease_s: float = TASK_LEASE_S,
+        reachable: Callable[[str | None], None] = lambda problem: None,
     ) -> None:
         self._renew = renew
+        #: Told after each renewal: None when it reached the database, else why not.
+        self._reachable = reachable
         self._sweep = sweep
         self.lease_s = lease_s
         self.interval = lease_s / 3
@@ -135,9 +143,11 @@ class LeaseKeeper:
         """
         try:
             await self._renew()
-        except Exception:
+        except Exception as exc:
             self._renewing_since = None
+            self._reachable(_one_line(exc))
             raise
+        self._reachable(None)
         now = time.monotonic()
         if self._renewing_since is None:
             self._renewing_since = now

@@ -1,0 +1,35 @@
+"""Noticing at once that the database went away, from the errors of the store's own connections.
+
+The lease keeper (:mod:`skillrack.serve.stores.leases`) learns that the task
+store is unreachable at its next round, up to a third of a lease later, and
+that it is back the same way.  :func:`watch_outages` shortens the first half:
+SQLAlchemy tells it of every error on the engine's connections, and an error
+that says the connection is gone or cannot be made (a disconnect, a refused
+or timed-out connect) marks the store down at once, so the next requests are
+answered 503 straight away rather than each failing on its own connect
+(:mod:`skillrack.serve.middleware.drain`).  Errors of a statement (a
+constraint, a conflict) are not outages and are left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import event
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+#: Exceptions a failed connect surfaces as, underneath SQLAlchemy's wrapper.
+_CONNECT_ERRORS = (OSError, TimeoutError)
+
+
+def watch_outages(engine: AsyncEngine, down: Callable[[str], None]) -> None:
+    """Call ``down(reason)`` whenever a connection of ``engine`` is lost or cannot be made."""
+
+    def handle_error(context: ExceptionContext) -> None:
+        original = context.original_exception
+        if context.is_disconnect or isinstance(original, _CONNECT_ERRORS):
+            text = str(original).splitlines()[0] if str(original) else ""
+            down(f"{type(original).__name__}: {text}"[:200] if text else type(original).__name__)
+
+    event.listen(engine.sync_engine, "handle_error", handle_error)

@@ -1,0 +1,116 @@
+"""The task store goes away and comes back: a real ``skillrack serve`` on a PostgreSQL of its own.
+
+The test's own PostgreSQL (:mod:`helpers.own_postgres`; the machine's is
+shared) is stopped with a fast shutdown while a task runs.  The replica stays
+up, reports unready, and answers every A2A request at once with a retryable
+503 naming the store (no request waits past a few seconds); when the server
+is started again it serves again without a restart, and the task that ran
+across the outage ends with its result, as an SQL read of the table shows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from helpers.own_postgres import OwnPostgres, own_postgres
+from helpers.served_process import probe_request, send, start, write_config
+
+from skillrack.serve.bindings.operator_endpoints import READYZ_PATH
+from skillrack.testing.serve import HEADERS, message, wait_for_state
+
+pytestmark = pytest.mark.slow
+
+LEASE_S = 1.5
+#: No request may take longer than this while the store is down.
+FAST_S = 5.0
+
+
+@pytest.fixture
+def postgres() -> Iterator[OwnPostgres]:
+    with own_postgres() as server:
+        yield server
+
+
+def _states(server: OwnPostgres) -> dict[str, str]:
+    import asyncio
+
+    import asyncpg  # type: ignore[import-untyped]
+
+    async def read() -> list[Any]:
+        connection = await asyncpg.connect(server.url.replace("+asyncpg", ""), timeout=5)
+        try:
+            return list(await connection.fetch("SELECT id, status FROM tasks"))
+        finally:
+            await connection.close()
+
+    return {
+        row["id"]: (json.loads(row["status"]) if isinstance(row["status"], str) else row["status"])[
+            "state"
+        ]
+        for row in asyncio.run(read())
+    }
+
+
+def _send_echo(url: str) -> tuple[httpx.Response, float]:
+    body = {
+        "jsonrpc": "2.0",
+        "id": "1",
+        "method": "SendMessage",
+        "params": {"message": message(probe_request(url, "echo", {"text": "x"}))},
+    }
+    began = time.monotonic()
+    answer = httpx.post(url + "/", json=body, headers=HEADERS, timeout=30)
+    return answer, time.monotonic() - began
+
+
+def test_a_database_outage_is_ridden_out(postgres: OwnPostgres, tmp_path: Path) -> None:
+    config = write_config(tmp_path, f"task_lease_seconds = {LEASE_S}\n")
+    agent = start(tmp_path / "replica", args=("--store", postgres.url), config=config)
+    agent.wait_ready()
+    try:
+        request = probe_request(agent.url, "echo", {"text": "x"})  # the digest, read now
+        across = send(
+            agent.url,
+            probe_request(agent.url, "ticker", {"ticks": 40, "interval": 0.2}),
+            immediately=True,
+        )
+        wait_for_state(agent.url, across["id"], {"TASK_STATE_WORKING"})
+
+        postgres.stop()
+        down = time.monotonic()
+        refused = None
+        while refused is None:
+            answer, took = _send_echo(agent.url)
+            assert took < FAST_S, f"a request waited {took:.1f} s while the store was down"
+            if answer.status_code == 503:
+                refused = answer
+            assert time.monotonic() - down < LEASE_S + FAST_S, answer.text
+        assert refused.headers["retry-after"] == "2"
+        error = refused.json()["error"]
+        assert error["message"].startswith("the task store is unreachable")
+        assert error["data"][0]["metadata"]["code"] == "resource_limit_exceeded"
+        ready = httpx.get(agent.url + READYZ_PATH, timeout=10)
+        assert ready.status_code == 503 and ready.json()["checks"]["task_store"] != "ok"
+        assert agent.process.poll() is None  # the process stays up
+
+        postgres.start()
+        back = time.monotonic()
+        while httpx.get(agent.url + READYZ_PATH, timeout=10).status_code != 200:
+            assert time.monotonic() - back < LEASE_S + FAST_S, "not ready after the store returned"
+            time.sleep(0.1)
+        echoed = send(agent.url, request)
+        assert echoed["status"]["state"] == "TASK_STATE_COMPLETED", echoed
+        ended = wait_for_state(agent.url, across["id"], {"TASK_STATE_COMPLETED"}, timeout=30)
+        assert ended["artifacts"], ended
+        stored = _states(postgres)
+        assert stored[across["id"]] == "TASK_STATE_COMPLETED"
+        assert stored[echoed["id"]] == "TASK_STATE_COMPLETED"
+        assert "Traceback" not in agent.output()
+    finally:
+        agent.stop()
