@@ -215,6 +215,9 @@ class ServerSettings:
     #: ``redis://HOST:PORT/DB`` (``rediss://``, ``unix://``), in Redis shared by every
     #: replica (the ``redis`` extra; ``skillrack.serve.stores.counters``).
     limits_store: str = ""
+    #: While that Redis is unreachable: ``allow`` counts in each process meanwhile, ``deny``
+    #: refuses requests with a retryable 503 until it answers again.
+    limits_on_outage: str = "allow"
     #: Prefix of the Redis keys of those counters (agents sharing one Redis differ here).
     limits_key_prefix: str = "skillrack:limits:"
     #: PEM bundle of the CAs whose client certificates TLS connections are verified against
@@ -585,6 +588,10 @@ def load_config(path: Path | None) -> Config:
         raise ConfigError(
             f'server.ssl_client_auth must be "required" or "optional", '
             f"not {server.ssl_client_auth!r}"
+        )
+    if server.limits_on_outage not in ("allow", "deny"):
+        raise ConfigError(
+            f'server.limits_on_outage must be "allow" or "deny", not {server.limits_on_outage!r}'
         )
     for key in ("metrics_port", "grpc_port"):
         if getattr(server, key) > 65535:

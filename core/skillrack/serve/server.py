@@ -202,6 +202,8 @@ def build_server(
     push_check, push_delivery = outbound_push(config, push_store)
     # Per-caller limits: in this process, or in Redis shared by the replicas.
     limits = open_counter(config)
+    if isinstance(limits, RedisCounter):
+        limits.on_outage = metrics.limits_store_outage
     executor = SkillExecutor(
         registry,
         manager,

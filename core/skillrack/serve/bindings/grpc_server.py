@@ -107,7 +107,7 @@ from skillrack.serve.middleware.trace_context import attach_trace_context
 from skillrack.serve.observability.metrics import Metrics
 from skillrack.serve.security.caller import Caller
 from skillrack.serve.security.client_certificate import ClientCertificate
-from skillrack.serve.stores.counters import LimitCounter
+from skillrack.serve.stores.counters import OUTAGE_RETRY_AFTER_S, LimitCounter, LimitsUnavailable
 from skillrack.serve.stores.sliding_window import SlidingWindow
 
 logger = logging.getLogger(__name__)
@@ -467,9 +467,14 @@ async def _rate_limit_step(handler: SkillrackGrpcHandler, layer: Layer, call: _C
     """One budget per caller across bindings (the HTTP rate limit's ``rate_key``)."""
     counter: LimitCounter = layer.options["counter"]
     metrics: Metrics | None = layer.options["metrics"]
-    retry_after = await counter.rate(
-        rate_key(call.caller, call.client_host), layer.options["per_minute"], 60.0
-    )
+    try:
+        retry_after = await counter.rate(
+            rate_key(call.caller, call.client_host), layer.options["per_minute"], 60.0
+        )
+    except LimitsUnavailable as exc:  # Redis down, limits_on_outage = "deny"
+        raise CallRefused(
+            503, exc.code, exc.message, trailing=[("retry-after", str(OUTAGE_RETRY_AFTER_S))]
+        ) from None
     if retry_after is not None:
         if metrics is not None:
             metrics.limit_refused("rate")

@@ -20,7 +20,7 @@ from skillrack.serve.middleware.binding_errors import binding_error
 from skillrack.serve.observability.metrics import Metrics
 from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.caller import Caller
-from skillrack.serve.stores.counters import LimitCounter
+from skillrack.serve.stores.counters import OUTAGE_RETRY_AFTER_S, LimitCounter, LimitsUnavailable
 
 
 def rate_key(caller: Caller | None, client_host: str | None) -> str:
@@ -32,6 +32,10 @@ def rate_key(caller: Caller | None, client_host: str | None) -> str:
     if caller is not None and caller.authenticated:
         return f"id:{caller.tenant}/{caller.identity}"
     return f"ip:{client_host or '?'}"
+
+
+#: Paths of operator reads, served uncounted while the limits store is down under "deny".
+OPERATOR_PATHS = ("/-/", "/metrics")
 
 
 async def too_many(scope: Scope, send: Send, message: str, retry_after: int) -> None:
@@ -73,7 +77,23 @@ class RateLimit:
         if scope["type"] != "http" or scope["path"] in self.public:
             await self.app(scope, receive, send)
             return
-        retry_after = await self._counter.rate(self._key(scope), self.per_minute, 60.0)
+        try:
+            retry_after = await self._counter.rate(self._key(scope), self.per_minute, 60.0)
+        except LimitsUnavailable as exc:  # Redis down, limits_on_outage = "deny"
+            if scope["path"].startswith(OPERATOR_PATHS):
+                # Operators must see the outage (metrics, console, health): not A2A work.
+                await self.app(scope, receive, send)
+                return
+            await binding_error(
+                scope,
+                send,
+                status=503,
+                jsonrpc_code=-32000,
+                code=exc.code,
+                message=exc.message,
+                headers=[(b"retry-after", str(OUTAGE_RETRY_AFTER_S).encode())],
+            )
+            return
         if retry_after is not None:
             if self.metrics is not None:
                 self.metrics.limit_refused("rate")

@@ -224,6 +224,11 @@ class Metrics:
             buckets=STORE_BUCKETS,
             registry=on,
         )
+        self.limits_store_outages = Counter(
+            "skillrack_limits_store_outages",
+            "Times the Redis limits store became unreachable (limits_on_outage says what then)",
+            registry=on,
+        )
         self.store_errors = Counter(
             "skillrack_task_store_errors",
             "Task-store operations that raised",
@@ -345,6 +350,10 @@ class Metrics:
 
     def limit_refused(self, limit: str) -> None:
         self._child(self.limit_refusals, limit).inc()
+
+    def limits_store_outage(self) -> None:
+        """The Redis limits store stopped answering (counted once per outage)."""
+        self.limits_store_outages.inc()
 
     def approval(self, skill: str | None, outcome: str, requested_at: str | None = None) -> None:
         """An approval step's outcome; a granted wait also times ``approval_wait``."""

@@ -20,10 +20,15 @@ the same Redis, so the limits hold across all of them:
   that while its handler runs, so the slots of a replica that dies (no
   release, no renewal) are free again within ``LEASE_S``.
 
-Redis unreachable while serving: the request is counted in this process
-instead (the limits then hold per process, as without Redis), with a warning
-at most once a minute; skillrack never refuses every caller because its
-counter is down.  ``skillrack serve`` checks at start-up that Redis answers.
+Redis unreachable while serving: the operator chooses (``[server]
+limits_on_outage``).  ``allow`` (the default) counts the request in this
+process instead (the limits then hold per process, as without Redis);
+``deny`` refuses it with :class:`LimitsUnavailable` (a retryable 503 at the
+rate limit, ``resource_limit_exceeded`` for a slot), for operators whose
+limits protect devices that must not see N times the rate.  Either way the
+outage is logged once when it starts and once when Redis answers again, and
+counted (``skillrack_limits_store_outages_total``).  ``skillrack serve`` checks
+at start-up that Redis answers.
 Keys start with ``[server] limits_key_prefix``, so several agents can share
 one Redis.  The failed-authentication limit stays per process.
 
@@ -37,8 +42,10 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
+from skillrack.errors import ConditionError, ErrorCode
 from skillrack.host.config import Config, ConfigError
 from skillrack.serve.stores.sliding_window import SlidingWindow
 
@@ -46,8 +53,8 @@ logger = logging.getLogger(__name__)
 
 #: Seconds a concurrency lease lasts without renewal (the slots of a dead replica free up then).
 LEASE_S = 30.0
-#: Seconds between two warnings that Redis could not be used.
-WARN_EVERY_S = 60.0
+#: What a client is told to wait while the limits store is down under ``deny``.
+OUTAGE_RETRY_AFTER_S = 2
 #: Schemes redis-py's ``from_url`` reads.
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
@@ -153,10 +160,29 @@ class LocalCounter:
         """Nothing to close."""
 
 
+class LimitsUnavailable(ConditionError):
+    """Redis is unreachable and ``limits_on_outage = "deny"``: the request is not counted."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(
+            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+            f"the limits store ({where}) is unreachable and the operator chose to refuse "
+            'requests meanwhile ([server] limits_on_outage = "deny"); retry shortly',
+        )
+
+
 class RedisCounter:
     """Counters in Redis (see the module docstring), this process's as the fallback."""
 
-    def __init__(self, url: str, prefix: str, *, lease_s: float = LEASE_S) -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        *,
+        lease_s: float = LEASE_S,
+        deny_on_outage: bool = False,
+        on_outage: Callable[[], None] = lambda: None,
+    ) -> None:
         try:
             import redis.asyncio as aioredis
         except ImportError:
@@ -177,18 +203,36 @@ class RedisCounter:
         #: Tokens handed out by the fallback (Redis was down when they were taken).
         self._local_tokens: set[str] = set()
         self._renewer: asyncio.Task[None] | None = None
-        self._warned = -WARN_EVERY_S
+        self.deny_on_outage = deny_on_outage
+        #: Called once at the start of each outage (the metric).
+        self.on_outage = on_outage
+        #: Since when (monotonic) Redis has been unreachable; None while it answers.
+        self.down_since: float | None = None
 
     def _warn(self, exc: Exception) -> None:
-        now = time.monotonic()
-        if now - self._warned >= WARN_EVERY_S:
-            self._warned = now
+        """Redis failed: log and count the outage once, when it starts."""
+        if self.down_since is not None:
+            return
+        self.down_since = time.monotonic()
+        self.on_outage()
+        logger.warning(
+            "limits store %s unreachable (%s: %s): %s until it answers again",
+            self.where,
+            type(exc).__name__,
+            exc,
+            "refusing requests (limits_on_outage = deny)"
+            if self.deny_on_outage
+            else "counting in this process",
+        )
+
+    def _answered(self) -> None:
+        if self.down_since is not None:
             logger.warning(
-                "limits store %s unreachable (%s: %s): counting in this process meanwhile",
+                "limits store %s answers again after %.1f s",
                 self.where,
-                type(exc).__name__,
-                exc,
+                time.monotonic() - self.down_since,
             )
+            self.down_since = None
 
     async def ping(self) -> None:
         """Raise when Redis does not answer (the start-up check)."""
@@ -200,9 +244,12 @@ class RedisCounter:
                 keys=[f"{self.prefix}rate:{key}"],
                 args=[limit, int(window_s * 1000), uuid.uuid4().hex],
             )
-        except Exception as exc:  # any failure of the counter: count here instead
+        except Exception as exc:  # any failure of the counter: the operator's choice
             self._warn(exc)
+            if self.deny_on_outage:
+                raise LimitsUnavailable(self.where) from None
             return await self._fallback.rate(key, limit, window_s)
+        self._answered()
         return int(retry) or None
 
     async def acquire(self, key: str, limit: int) -> str | None:
@@ -212,10 +259,13 @@ class RedisCounter:
             taken = await self._acquire(keys=[redis_key], args=[limit, self.lease_ms, token])
         except Exception as exc:
             self._warn(exc)
+            if self.deny_on_outage:
+                raise LimitsUnavailable(self.where) from None
             local = await self._fallback.acquire(key, limit)
             if local is not None:
                 self._local_tokens.add(local)
             return local
+        self._answered()
         if not int(taken):
             return None
         self._held.add((redis_key, token))
@@ -287,7 +337,11 @@ def open_counter(config: Config) -> LimitCounter:
             f"[server] limits_store {url!r}: give a redis:// (or rediss://, unix://) URL, "
             "or leave it empty to count in each process"
         )
-    return RedisCounter(url, config.server.limits_key_prefix)
+    return RedisCounter(
+        url,
+        config.server.limits_key_prefix,
+        deny_on_outage=config.server.limits_on_outage == "deny",
+    )
 
 
 async def check_counter_store(config: Config) -> None:
