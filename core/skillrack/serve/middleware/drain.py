@@ -79,7 +79,9 @@ async def refuse_draining(scope: Scope, send: Send) -> None:
         jsonrpc_code=-32000,
         code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
         message=DRAINING,
-        headers=[(b"retry-after", str(RETRY_AFTER_S).encode())],
+        # Closed after the answer: a connection kept alive would be cut when the replica
+        # stops, possibly under the client's next request.
+        headers=[(b"retry-after", str(RETRY_AFTER_S).encode()), (b"connection", b"close")],
     )
 
 
