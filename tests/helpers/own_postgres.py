@@ -23,16 +23,14 @@ import pytest
 
 from skillrack.ops.loopback import free_port
 
-#: Where Debian and the PostgreSQL images put the binaries, besides PATH.
-_SEARCH = ("/usr/local/bin", "/usr/lib/postgresql/17/bin", "/usr/lib/postgresql/16/bin")
-
 
 def _binary(name: str) -> str | None:
+    """``name`` on PATH, else in Debian's per-version directories (newest first)."""
     found = shutil.which(name)
     if found:
         return found
-    for directory in _SEARCH:
-        candidate = Path(directory) / name
+    for directory in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        candidate = directory / name
         if candidate.is_file():
             return str(candidate)
     return None
