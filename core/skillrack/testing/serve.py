@@ -65,6 +65,10 @@ def skillrack_command() -> str:
     return found
 
 
+#: Seconds ``ServedAgent.stop`` lets a stopping agent drain before it insists.
+DRAIN_WAIT_S = 3.0
+
+
 @dataclass
 class ServedAgent:
     """A running ``skillrack serve``: its base URL, its process, its combined output."""
@@ -108,12 +112,24 @@ class ServedAgent:
             time.sleep(0.05)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        """Send ``sig`` (a graceful stop by default) and wait; kill if it does not stop."""
+        """Send ``sig`` (a graceful stop by default) and wait; kill if it does not stop.
+
+        A SIGTERM lets running tasks finish for up to ``[server] shutdown_grace``
+        (30 s); a test does not wait that long: after ``DRAIN_WAIT_S`` a second
+        SIGTERM stops the agent at once.
+        """
         if self.process.poll() is None:
             self.process.send_signal(sig)
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(timeout=DRAIN_WAIT_S if sig == signal.SIGTERM else 20)
             except subprocess.TimeoutExpired:
+                try:
+                    if sig == signal.SIGTERM:
+                        self.process.send_signal(sig)
+                        self.process.wait(timeout=15)
+                        return
+                except subprocess.TimeoutExpired:
+                    pass
                 self.process.kill()
                 self.process.wait(timeout=10)
 
