@@ -24,7 +24,12 @@ from helpers.served_process import digests
 from starlette.requests import Request
 
 from skillrack.host.config import Config, ServerSettings
-from skillrack.serve.bindings.operator_endpoints import HOPS_PATH, OPERATOR_PREFIX
+from skillrack.serve.bindings.operator_endpoints import (
+    HOPS_PATH,
+    LIVEZ_PATH,
+    OPERATOR_PREFIX,
+    READYZ_PATH,
+)
 from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.caller import Caller
 from skillrack.serve.security.operator_access import OperatorGuard
@@ -114,7 +119,11 @@ def test_callers_without_the_operator_role_get_403(upstream: str) -> None:
 
 
 def test_every_operations_endpoint_needs_the_operator_role(upstream: str, tmp_path: Path) -> None:
-    """Any route under ``/-/`` (today ``/-/hops``; later ones too) is guarded the same way."""
+    """Any route under ``/-/`` (``/-/hops``; later ones too) is guarded the same way.
+
+    Except the orchestrators' probes, ``/-/livez`` and ``/-/readyz``: they answer
+    without credentials (a kubelet has none) and say nothing of tasks or callers.
+    """
     registry = registry_of([("allow", AllowAll()), ("callers", HeaderCallers())])
     config = Config(base_dir=tmp_path, server=ServerSettings(store="memory"))
     app = build_server(registry, config, "http://127.0.0.1:9")
@@ -125,9 +134,15 @@ def test_every_operations_endpoint_needs_the_operator_role(upstream: str, tmp_pa
         and path.startswith(OPERATOR_PREFIX)
     ]
     assert HOPS_PATH in paths
+    probes = {LIVEZ_PATH, READYZ_PATH}
+    assert probes <= set(paths)
     for path in paths:
         answer = httpx.get(upstream + path, headers=caller_header("t1", "plain"), timeout=10)
-        assert answer.status_code == 403, path
+        if path in probes:
+            assert answer.status_code == 200, path
+            assert set(answer.json()) <= {"status", "checks"}, answer.json()
+        else:
+            assert answer.status_code == 403, path
 
 
 def test_without_authentication_loopback_clients_see_every_hop(development: str) -> None:
