@@ -604,25 +604,14 @@ class SkillExecutor(AgentExecutor):
         """
         timeout = skill.skill.timeout or self.handler_timeout
         running = asyncio.ensure_future(handler)
-        stopping = self.stopping.future()
-        try:
-            done, _ = await asyncio.wait(
-                {running, stopping},
-                timeout=timeout if math.isfinite(timeout) else None,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-        except asyncio.CancelledError:  # the task was cancelled: so is its handler
-            running.cancel()
-            raise
-        if running in done:
+        if await self.stopping.wait(running, timeout if math.isfinite(timeout) else None):
             return running.result()
         close()
         context._mark_cancelled()
         running.cancel()
         self._overdue.add(running)
         running.add_done_callback(self._overdue_finished(skill.skill_id, skill.plugin, turn))
-        if stopping in done:  # the replica stops (skillrack.serve.bindings.shutdown logs it)
-            raise ConditionError(ErrorCode.OUTPUT_INVALID, stopping.result())
+        self.stopping.check()  # the replica stops: the task fails saying why (no deadline)
         logger.warning(
             "task %s: handler of %s (plugin %s) passed its deadline of %g s; cancelled",
             turn.task_id,

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
+
+from skillrack.errors import ConditionError, ErrorCode
 
 
 class StopSignal:
@@ -34,6 +37,26 @@ class StopSignal:
         if self._future is None or self._future.get_loop() is not loop:
             self._future = loop.create_future()
         return self._future
+
+    async def wait(self, running: asyncio.Future[Any], timeout: float | None) -> bool:
+        """True once ``running`` (a handler) is done; False at ``timeout`` or at a stop.
+
+        If the waiting turn is cancelled, so is the handler.
+        """
+        try:
+            done, _ = await asyncio.wait(
+                {running, self.future()}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:  # the task was cancelled: so is its handler
+            running.cancel()
+            raise
+        return running in done
+
+    def check(self) -> None:
+        """Raise ``output_invalid`` with the stop's reason, once :meth:`stop` was called."""
+        future = self.future()
+        if future.done():
+            raise ConditionError(ErrorCode.OUTPUT_INVALID, future.result())
 
     def stop(self, reason: str) -> None:
         """End every handler waiting on :meth:`future` with ``reason`` (once)."""
