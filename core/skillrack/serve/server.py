@@ -304,7 +304,9 @@ def build_server(
         Route(LIVEZ_PATH, livez, methods=["GET"]),
         Route(
             READYZ_PATH,
-            readyz_endpoint(_readiness_checks(storage, limits, registry), lambda: drain.draining),
+            readyz_endpoint(
+                _readiness_checks(storage, limits, registry, drain), lambda: drain.draining
+            ),
             methods=["GET"],
         ),
         Route(METRICS_PATH, metrics_route(metrics, guard), methods=["GET"]),
@@ -461,9 +463,14 @@ SERVE_ENV = "SKILLRACK_SERVE"
 
 
 def _readiness_checks(
-    storage: TaskStorage | None, limits: object, registry: Registry
+    storage: TaskStorage | None, limits: object, registry: Registry, drain: DrainState
 ) -> dict[str, Check]:
-    """What ``/-/readyz`` asks: the task store, the limits store (Redis), the plugins."""
+    """What ``/-/readyz`` asks: the task store, the limits store (Redis), the plugins.
+
+    A task store that answers is marked up at once (``drain``), so that the
+    replica serves as soon as it says it is ready, not at the lease keeper's
+    next round.
+    """
     checks: dict[str, Check] = {}
     engine = storage.engine if storage is not None else None
     if engine is not None:
@@ -471,6 +478,7 @@ def _readiness_checks(
         async def task_store() -> str | None:
             async with engine.connect() as connection:
                 await connection.execute(text("SELECT 1"))
+            drain.store_up()
             return None
 
         checks["task_store"] = task_store

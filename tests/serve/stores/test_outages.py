@@ -101,6 +101,7 @@ def test_a_database_outage_is_ridden_out(postgres: OwnPostgres, tmp_path: Path) 
 
         postgres.start()
         back = time.monotonic()
+        logged = len(agent.output())
         while httpx.get(agent.url + READYZ_PATH, timeout=10).status_code != 200:
             assert time.monotonic() - back < LEASE_S + FAST_S, "not ready after the store returned"
             time.sleep(0.1)
@@ -111,7 +112,9 @@ def test_a_database_outage_is_ridden_out(postgres: OwnPostgres, tmp_path: Path) 
         stored = _states(postgres)
         assert stored[across["id"]] == "TASK_STATE_COMPLETED"
         assert stored[echoed["id"]] == "TASK_STATE_COMPLETED"
-        assert "Traceback" not in agent.output()
+        # A request in flight when the database went away may have failed with a traceback
+        # in a2a-sdk's log (docs/known-limits.md); once it is back, nothing fails.
+        assert "Traceback" not in agent.output()[logged:], agent.output()[logged:]
     finally:
         agent.stop()
 
