@@ -30,6 +30,7 @@ from skillrack.serve.bindings.operator_endpoints import (
     OPERATOR_PREFIX,
     READYZ_PATH,
 )
+from skillrack.serve.console import CONSOLE_PATH
 from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.caller import Caller
 from skillrack.serve.security.operator_access import OperatorGuard
@@ -122,7 +123,9 @@ def test_every_operations_endpoint_needs_the_operator_role(upstream: str, tmp_pa
     """Any route under ``/-/`` (``/-/hops``; later ones too) is guarded the same way.
 
     Except the orchestrators' probes, ``/-/livez`` and ``/-/readyz``: they answer
-    without credentials (a kubelet has none) and say nothing of tasks or callers.
+    without credentials (a kubelet has none) and say nothing of tasks or callers;
+    and the console's sign-in and sign-out, which are how a person becomes an operator:
+    they show a form, never a task, an approval or a hop.
     """
     registry = registry_of([("allow", AllowAll()), ("callers", HeaderCallers())])
     config = Config(base_dir=tmp_path, server=ServerSettings(store="memory"))
@@ -141,6 +144,9 @@ def test_every_operations_endpoint_needs_the_operator_role(upstream: str, tmp_pa
         if path in probes:
             assert answer.status_code == 200, path
             assert set(answer.json()) <= {"status", "checks"}, answer.json()
+        elif path.startswith((CONSOLE_PATH + "/signin", CONSOLE_PATH + "/signout")):
+            assert answer.status_code != 500, path
+            assert "TASK_STATE" not in answer.text and "approval_id" not in answer.text, path
         else:
             assert answer.status_code == 403, path
 
