@@ -17,6 +17,7 @@ builtin in parentheses is a second base)::
         + InterfaceError                      interface.document
         + InlineSchemaError                   interface.schemaerror
         + InputDeadlinePassed                 errors
+        + LimitsUnavailable                   serve.stores.counters
       x SkillCallError                        errors
         + AgentBusy                           client.busy
       x ProtocolError                         errors
@@ -53,7 +54,8 @@ What each one means, in one line:
 
 * ``ConditionError``: one of the draft's ten conditions, with a message safe to
   send to a remote caller; ``InterfaceError`` and ``InlineSchemaError`` add the
-  rule broken and where (a JSON Pointer).
+  rule broken and where (a JSON Pointer); ``LimitsUnavailable`` is a request
+  refused because the shared limits store is down (``limits_on_outage = "deny"``).
 * ``SkillCallError``: the client procedure failed, locally (``remote`` false) or
   as a remote task reported it; its ``code`` is an :class:`ErrorCode` or a
   :class:`ClientCode`.  ``AgentBusy`` is one an agent answered HTTP 429 or
