@@ -130,7 +130,14 @@ def run_doc(path: Path, workdir: Path, url: str, env: dict[str, str]) -> None:
 
 
 def no_vendor_env() -> dict[str, str]:
-    return {**os.environ, "SKILLRACK_LOAD_PLUGINS": ""}
+    """No plugin from entry points; the example vendor's module importable for ``builtin``.
+
+    A page may name ``skillrack_example_vendor`` in ``[plugins] builtin``; tox's core
+    environment holds the host only, so its source tree goes on ``PYTHONPATH``.
+    """
+    source = str(ROOT / "example_vendor_plugin" / "src")
+    path = os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "SKILLRACK_LOAD_PLUGINS": "", "PYTHONPATH": path}
 
 
 @pytest.mark.parametrize("path", docs_with_commands(), ids=lambda p: str(p.relative_to(ROOT)))

@@ -163,11 +163,17 @@ def test_the_banner_says_who_may_read_metrics(tmp_path: Path) -> None:
     assert "callers with the operator role" in line and "loopback" not in line
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def _doctor(tmp_path: Path, config: str, *flags: str) -> int:
     path = tmp_path / "skillrack.toml"
     path.write_text(config)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SKILLRACK_LOAD_PLUGINS", "")
+        # The example vendor's module, importable where its distribution is not installed
+        # (tox's core environment holds the host only).
+        patch.syspath_prepend(str(ROOT / "example_vendor_plugin" / "src"))
         return cli.main(["doctor", "--config", str(path), *flags])
 
 
@@ -199,15 +205,14 @@ def test_release_keys_sign_bundles_and_verify_needs_a_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`keys new --release` makes the bundle key; `plugin verify` without a key exits 1."""
-    from helpers.example_vendor import EXAMPLE_VENDOR
-
     key = tmp_path / "release-key.pem"
     assert cli.main(["keys", "new", "--release", str(key)]) == 0
     said = capsys.readouterr().out
     assert f"plugin bundle ... --key {key}" in said and "plugin verify --jwks" in said
     jwks = tmp_path / "release-key.jwks.json"
     out = tmp_path / "bundle"
-    assert cli.main(["plugin", "bundle", EXAMPLE_VENDOR, "--out", str(out), "--key", str(key)]) == 0
+    tree = str(ROOT / "example_vendor_plugin")  # its source tree: installed or not
+    assert cli.main(["plugin", "bundle", tree, "--out", str(out), "--key", str(key)]) == 0
     capsys.readouterr()
     assert cli.main(["plugin", "verify", str(out)]) == 1
     captured = capsys.readouterr()

@@ -354,9 +354,11 @@ def test_walk_edges_and_graph_as_before(schema: Any) -> None:
     old_registry = schema_registry(root_uri, private, old_retriever, crawl=crawl)
     new_registry = schema_registry(root_uri, private, new_retriever, crawl=crawl)
     new = outcome(
-        lambda: schemawalk.reference_edges(locations, new_registry, new_retriever, resources)
+        lambda: schemawalk.reference_edges(locations, new_registry, new_retriever, resources.by_uri)
     )
-    old = outcome(lambda: old_reference_edges(locations, old_registry, old_retriever, resources))
+    old = outcome(
+        lambda: old_reference_edges(locations, old_registry, old_retriever, resources.by_uri)
+    )
     assert new == old
     if new[0] != "ok":
         return
@@ -374,7 +376,8 @@ def verdict(schema: Any) -> str:
         resources = check_ids(locations, root_uri)
         retriever = RefusingRetriever()
         registry = schema_registry(root_uri, locations[0].node, retriever)
-        edges = schemawalk.reference_edges(locations, registry, retriever, resources)
+        edges = schemawalk.reference_edges(locations, registry, retriever, resources.by_uri)
+        schemawalk.check_targets_identified(resources, edges)
         schemawalk.check_reference_graph(locations, edges, Limits(max_reference_depth=0))
     except InlineSchemaError as exc:
         return exc.rule

@@ -17,8 +17,18 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message, Part, Role, TaskState
-from a2a.utils import errors as a2a_errors
+from a2a.types import (
+    ContentTypeNotSupportedError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    Message,
+    Part,
+    Role,
+    TaskState,
+    UnsupportedOperationError,
+)
+from a2a.utils.errors import A2AError
 
 from skillrack.errors import (
     BaseSkillUsageError,
@@ -234,15 +244,15 @@ def returned_parts(value: object) -> list[PartLike]:
 
 
 #: Each protocol error a base skill may raise -> a2a-sdk's, which every binding renders.
-_A2A_ERRORS: dict[ProtocolCode, type[a2a_errors.A2AError]] = {
-    ProtocolCode.INVALID_PARAMS: a2a_errors.InvalidParamsError,
-    ProtocolCode.INVALID_REQUEST: a2a_errors.InvalidRequestError,
-    ProtocolCode.UNSUPPORTED_OPERATION: a2a_errors.UnsupportedOperationError,
-    ProtocolCode.CONTENT_TYPE_NOT_SUPPORTED: a2a_errors.ContentTypeNotSupportedError,
-    ProtocolCode.INTERNAL_ERROR: a2a_errors.InternalError,
+_A2A_ERRORS: dict[ProtocolCode, type[A2AError]] = {
+    ProtocolCode.INVALID_PARAMS: InvalidParamsError,
+    ProtocolCode.INVALID_REQUEST: InvalidRequestError,
+    ProtocolCode.UNSUPPORTED_OPERATION: UnsupportedOperationError,
+    ProtocolCode.CONTENT_TYPE_NOT_SUPPORTED: ContentTypeNotSupportedError,
+    ProtocolCode.INTERNAL_ERROR: InternalError,
 }
 
 
-def a2a_error(error: ProtocolError) -> a2a_errors.A2AError:
+def a2a_error(error: ProtocolError) -> A2AError:
     """a2a-sdk's error for a base skill's :class:`~skillrack.errors.ProtocolError`."""
     return _A2A_ERRORS[error.code](error.message)
