@@ -40,9 +40,13 @@ needs every resource value to match while one matching value is enough for a
 refuse or require rule (adding an unprotected resource cannot slip past them).
 
 Decision: a matching refuse rule refuses (the task ends
-``TASK_STATE_REJECTED`` with ``authorization_failed``); otherwise a matching
-require rule makes the call wait for people (the matching one asking for the
-most approvers; ``Decision.require``), even when an approve rule matches too;
+``TASK_STATE_REJECTED`` with ``authorization_failed``); otherwise the matching
+require rules make the call wait for people (``Decision.require``), even when
+an approve rule matches too.  Several matching require rules must all be met:
+they combine as :meth:`skillrack.Decision.all_of` says (the largest
+``approvals_required``, approvers holding a role every one of them names;
+rules naming no role in common refuse the call, so a deployment that stacks
+rules gives them a shared approver role);
 otherwise a matching approve rule approves; otherwise the plugin has no
 opinion (``None``) and the call waits for an operator when its declarations
 say so, as it would without the plugin.  The host asks approvers only after
@@ -101,27 +105,25 @@ class ApprovalRules:
     @hookimpl
     def approve_invocation(self, request: AuthorizationRequest) -> Decision | None:
         approved: Rule | None = None
-        required: ApprovalRule | None = None
+        required: list[Decision] = []
         for entry in self.rules:
             rule = entry.rule
             if not rule.matches(request):
                 continue
             if entry.requirement is not None:
-                if (
-                    required is None
-                    or required.requirement is None
-                    or entry.requirement.approvals > required.requirement.approvals
-                ):
-                    required = entry
+                asked = entry.requirement
+                required.append(
+                    Decision.require(
+                        asked.approvals, asked.roles, f"approval required by {rule.label}"
+                    )
+                )
             elif rule.blocking:
                 return Decision.deny(f"refused by {rule.label}")
             else:
                 approved = approved or rule
-        if required is not None and required.requirement is not None:
-            asked = required.requirement
-            return Decision.require(
-                asked.approvals, asked.roles, f"approval required by {required.rule.label}"
-            )
+        combined = Decision.all_of(required)
+        if combined is not None:
+            return combined
         if approved is not None:
             return Decision.allow(f"approved by {approved.label}")
         return None  # left to an operator

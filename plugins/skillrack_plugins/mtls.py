@@ -29,11 +29,16 @@ SAN DNS name), ``subject`` (the whole subject, RFC 4514) or ``fingerprint``
 certificate).  Values other than ``fingerprint`` are
 :func:`fnmatch.fnmatchcase` patterns: ``*`` matches any characters,
 ``/`` and ``.`` included, so ``spiffe://acme.example/ns/noc/*`` also matches
-deeper paths.  A ``subject`` pattern is matched against the RFC 4514 text,
-in which a comma inside a value is escaped (``CN=a\\,O=Acme``): prefer exact
-subjects, or SPIFFE IDs and SAN names, which a CA issues one value per
-field.  ``identity`` defaults to the value that matched (the SPIFFE
-ID, URI, DNS name, subject or fingerprint).
+deeper paths.  A ``subject`` pattern is RFC 4514 text parsed into its
+relative distinguished names (RDNs) at start-up, and matched on the
+certificate's parsed subject, never on its text: the subject must have
+exactly the pattern's RDNs, in order, each with the same attribute types,
+and each value must match that RDN's value pattern.  So ``CN=*,O=Acme``
+matches ``CN=inventory,O=Acme`` but not a certificate whose only RDN is a
+common name spelled ``evil,O=Acme`` (its text ``CN=evil\\,O=Acme`` would match
+the pattern as a string), and a ``*`` never spans RDNs.  ``identity``
+defaults to the value that matched (the SPIFFE ID, URI, DNS name, the
+subject's RFC 4514 text, or the fingerprint).
 
 A request without a client certificate is not this plugin's business
 (``None``: with ``ssl_client_auth = "optional"`` another scheme may
@@ -56,6 +61,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from cryptography import x509
 
 from skillrack import (
     AuthenticationFailed,
@@ -83,6 +90,32 @@ _ENTRY_FIELDS = frozenset({*_MATCHERS, "identity", "tenant", "roles"})
 _FINGERPRINT = re.compile(r"[0-9a-fA-F]{64}")
 _SCHEME_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
+#: A parsed distinguished name: its RDNs in order, each its (attribute OID, value) pairs
+#: sorted by OID (a multi-valued RDN is a set).
+Rdns = tuple[tuple[tuple[str, str], ...], ...]
+
+
+def rdns_of(name: x509.Name) -> Rdns:
+    """``name``'s RDNs as comparable values (each value unescaped, as the CA issued it)."""
+    return tuple(
+        tuple(sorted((a.oid.dotted_string, str(a.value)) for a in rdn)) for rdn in name.rdns
+    )
+
+
+def subject_matches(pattern: Rdns, subject: Rdns) -> bool:
+    """Whether a parsed subject has the pattern's RDNs, each value matching its pattern."""
+    if len(pattern) != len(subject):
+        return False
+    for wanted, held in zip(pattern, subject, strict=True):
+        if [oid for oid, _ in wanted] != [oid for oid, _ in held]:
+            return False
+        if not all(
+            fnmatch.fnmatchcase(value, want)
+            for (_, want), (_, value) in zip(wanted, held, strict=True)
+        ):
+            return False
+    return True
+
 
 @dataclass(frozen=True)
 class _Entry:
@@ -91,20 +124,25 @@ class _Entry:
     identity: str | None
     tenant: str
     roles: tuple[str, ...]
+    #: ``subject`` entries: the pattern's parsed RDNs.
+    rdns: Rdns = ()
 
     def match(self, cert: ClientCertificate) -> str | None:
         """The certificate value this entry matches, or None."""
         if self.field == "fingerprint":
             return cert.fingerprint if cert.fingerprint == self.pattern else None
+        if self.field == "subject":
+            if not cert.der:
+                return None
+            parsed = rdns_of(x509.load_der_x509_certificate(cert.der).subject)
+            return cert.subject if subject_matches(self.rdns, parsed) else None
         values: tuple[str, ...]
         if self.field == "spiffe_id":
             values = (cert.spiffe_id,) if cert.spiffe_id else ()
         elif self.field == "uri":
             values = cert.uris
-        elif self.field == "dns":
-            values = cert.dns_names
         else:
-            values = (cert.subject,)
+            values = cert.dns_names
         for value in values:
             if fnmatch.fnmatchcase(value, self.pattern):
                 return value
@@ -190,6 +228,14 @@ def _entry(entry: Any, where: str) -> _Entry:
         pattern = pattern.replace(":", "").lower()
     if field == "spiffe_id" and not pattern.lower().startswith("spiffe://"):
         raise ConfigError(f"{where}.spiffe_id must start with spiffe://")
+    rdns: Rdns = ()
+    if field == "subject":
+        try:
+            rdns = rdns_of(x509.Name.from_rfc4514_string(pattern))
+        except ValueError as exc:
+            raise ConfigError(
+                f"{where}.subject is not an RFC 4514 name such as 'CN=*,O=Acme' ({exc})"
+            ) from None
     identity = entry.get("identity")
     if identity is not None and (not isinstance(identity, str) or not identity):
         raise ConfigError(f"{where}.identity must be a non-empty string")
@@ -199,4 +245,4 @@ def _entry(entry: Any, where: str) -> _Entry:
     roles = entry.get("roles", [])
     if not isinstance(roles, list) or not all(isinstance(r, str) and r for r in roles):
         raise ConfigError(f"{where}.roles must be a list of non-empty strings")
-    return _Entry(field, pattern, identity, tenant, tuple(roles))
+    return _Entry(field, pattern, identity, tenant, tuple(roles), rdns)

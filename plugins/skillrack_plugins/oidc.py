@@ -52,6 +52,19 @@ Settings (``[plugins.oidc]``):
     standard ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` apply, else httpx's CAs.
 ``leeway_seconds``
     Clock skew tolerated on ``exp``, ``nbf`` and ``iat``; default 30.
+``token_types``
+    The JWT ``typ`` header values accepted, compared without case and
+    without an ``application/`` prefix; default ``["at+jwt"]`` (RFC 9068
+    access tokens).  An ID token (``JWT``), a logout token (``logout+jwt``)
+    or a token without ``typ`` is refused unless listed: signed by the same
+    issuer for the same audience, they are not access tokens.  An issuer
+    that marks its access tokens otherwise (Keycloak: ``JWT``) is listed
+    here knowingly.
+
+Claim types are checked as well as values: ``exp``, ``nbf`` and ``iat``
+must be numbers (``"exp": "9999999999"`` is refused, where a library would
+convert it), ``iss`` a string, ``aud`` a string or a list of strings; an
+introspection answer's ``exp`` and ``nbf`` likewise.
 ``card_scheme``
     What the Agent Card advertises: ``"openIdConnect"`` (default; scheme
     name ``oidc``, its ``openIdConnectUrl`` the discovery document) or
@@ -154,11 +167,16 @@ _SETTINGS = frozenset(
         "introspection",
         "ca_bundle",
         "console",
+        "token_types",
     }
 )
 #: ``[plugins.oidc.console]``: the console's sign-in as a client of this issuer; the console
 #: (``skillrack.serve.console.oidc_flow``) reads it, this plugin only refuses unknown keys.
 _CONSOLE = frozenset({"client_id", "client_secret_file", "scopes"})
+#: ``token_types``' default: RFC 9068 JWT access tokens only.
+DEFAULT_TOKEN_TYPES = ("at+jwt",)
+#: Claims that must be NumericDate values (RFC 7519 section 2) when present.
+_NUMERIC_CLAIMS = ("exp", "nbf", "iat")
 _INTROSPECTION = frozenset(
     {
         "endpoint",
@@ -262,10 +280,12 @@ class OidcBearer:
         card: Mapping[str, Any],
         introspection: Mapping[str, Any] | None = None,
         tls: ssl.SSLContext | None = None,
+        token_types: tuple[str, ...] = DEFAULT_TOKEN_TYPES,
     ) -> None:
         self.issuer = issuer
         #: The CAs the issuer's certificate must chain to (``ca_bundle``); None: httpx's.
         self.tls = tls
+        self._token_types = frozenset(_media_type(t) for t in token_types)
         self._audience = audience
         self._algorithms = algorithms
         self._jwks_uri = jwks_uri
@@ -341,6 +361,11 @@ class OidcBearer:
             raise ValueError("kid or alg missing")
         if alg not in self._algorithms:
             raise ValueError(f"algorithm {alg!r} is not allowed")
+        typ = header.get("typ")
+        if not isinstance(typ, str) or _media_type(typ) not in self._token_types:
+            raise ValueError(
+                f"typ {typ!r} is not an accepted access token type ([plugins.oidc] token_types)"
+            )
         jwks = await self._jwks()
         keys = await jwks.get()
         if (kid, alg) not in keys:  # rotated? ask again, at most once per min_refresh_seconds
@@ -357,6 +382,7 @@ class OidcBearer:
             leeway=self._leeway,
             options={"require": ["exp", "iss", "aud"], "verify_signature": True},
         )
+        _check_claim_types(claims)
         return claims
 
     def _introspected(self, claims: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -370,6 +396,7 @@ class OidcBearer:
         wanted = [self._audience] if isinstance(self._audience, str) else self._audience
         if not set(given) & set(wanted):
             raise ValueError("introspection names no expected audience")
+        _check_claim_types(claims)
         now = time.time()
         exp, nbf = claims.get("exp"), claims.get("nbf")
         if isinstance(exp, int | float) and exp <= now - self._leeway:
@@ -417,6 +444,27 @@ class OidcBearer:
         if not _same_origin(endpoint, self.issuer):
             endpoint = None
         return Discovery(str(jwks_uri or ""), endpoint)
+
+
+def _media_type(typ: str) -> str:
+    """A ``typ`` as compared: lower case, without ``application/`` (RFC 7515 section 4.1.9)."""
+    typ = typ.strip().lower()
+    return typ.removeprefix("application/")
+
+
+def _check_claim_types(claims: Mapping[str, Any]) -> None:
+    """``ValueError`` for a registered claim of the wrong JSON type (checked values aside)."""
+    for name in _NUMERIC_CLAIMS:
+        value = claims.get(name)
+        if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ValueError(f"claim {name!r} is not a number")
+    if "iss" in claims and not isinstance(claims["iss"], str):
+        raise ValueError("claim 'iss' is not a string")
+    aud = claims.get("aud")
+    if "aud" in claims and not (
+        isinstance(aud, str) or (isinstance(aud, list) and all(isinstance(a, str) for a in aud))
+    ):
+        raise ValueError("claim 'aud' is neither a string nor a list of strings")
 
 
 def _same_origin(url: Any, issuer: str) -> bool:
@@ -497,6 +545,7 @@ def create(settings: Mapping[str, Any], base_dir: Path) -> OidcBearer:
         card=_card(settings, issuer, allow_loopback),
         introspection=_introspection(settings.get("introspection"), base_dir, allow_loopback),
         tls=_ca_bundle(settings, base_dir),
+        token_types=_token_types(settings),
     )
 
 
@@ -548,6 +597,13 @@ def _url(value: Any, where: str, allow_loopback: bool) -> str:
         f"{where}: {value!r} must be an https URL (plain http only to a loopback address, "
         "with allow_loopback = true)"
     )
+
+
+def _token_types(settings: Mapping[str, Any]) -> tuple[str, ...]:
+    types = _strings(settings.get("token_types", list(DEFAULT_TOKEN_TYPES)), "oidc.token_types")
+    if not types:
+        raise ConfigError('oidc.token_types must name at least one typ, such as "at+jwt"')
+    return types
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:

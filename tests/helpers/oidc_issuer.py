@@ -108,7 +108,7 @@ class Issuer:
             self.claims(**claims),
             self.keys[kid],
             algorithm="ES256",
-            headers={"kid": kid, **(headers or {})},
+            headers={"kid": kid, "typ": "at+jwt", **(headers or {})},
         )
 
     def opaque_token(self, active: bool = True, **claims: Any) -> str:

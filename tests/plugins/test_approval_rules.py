@@ -431,11 +431,13 @@ resources = ["secret-*"]
         ("other", {}, (True, 0, ())),  # only the approve rule
         ("show_routes", {}, (False, 1, ("network-lead",))),  # require wins over approve
         ("show_config", {"/device": "edge-1"}, (False, 1, ("network-lead",))),
-        # the strictest matching requirement; one protected resource value is enough
+        # both matching requirements must be met: the largest count, approvers holding a
+        # role both rules name (a security officer alone cannot stand in for the lead
+        # the first rule asks for); one protected resource value is enough
         (
             "show_config",
             {"/device": ["edge-1", "core-1"]},
-            (False, 2, ("network-lead", "security")),
+            (False, 2, ("network-lead",)),
         ),
         ("show_config", {"/device": ["core-1", "secret-1"]}, (False, 0, ())),  # refuse wins
     ],
@@ -447,3 +449,29 @@ def test_require_rules(
     assert decision is not None
     assert (decision.allowed, decision.approvals_required, decision.approver_roles) == expected
     assert decision.requires_people is (decision.approvals_required > 0)
+
+
+DISJOINT_RULES = """
+[[plugins.approval_rules.rule]]
+effect = "require"
+skills = ["push_*"]
+approvals_required = 2
+approver_roles = ["network-lead"]
+
+[[plugins.approval_rules.rule]]
+effect = "require"
+skills = ["push_config"]
+approver_roles = ["security"]
+"""
+
+
+def test_require_rules_with_no_common_role_refuse() -> None:
+    """Two rules that apply and share no approver role: nobody could meet both, so the
+    call is refused at once, naming both role lists (issue 28, fail closed)."""
+    plugin = rules_plugin(DISJOINT_RULES)
+    decision = ask_plugin(plugin, OPERATOR, "push_config", None, {})
+    assert decision is not None and not decision.allowed and not decision.requires_people
+    assert "['network-lead'] and ['security']" in decision.reason
+    alone = ask_plugin(plugin, OPERATOR, "push_routes", None, {})
+    assert alone is not None
+    assert (alone.approvals_required, alone.approver_roles) == (2, ("network-lead",))

@@ -86,6 +86,35 @@ def test_each_matcher(ca: TestCA, entry: dict[str, Any], identity: str) -> None:
     assert caller is not None and caller.identity == identity
 
 
+@pytest.mark.parametrize(
+    ("common_name", "organization", "matches"),
+    [
+        ("inventory", "Acme", True),
+        ("evil,O=Acme", None, False),  # text CN=evil\\,O=Acme: a string match would take it
+        ("inventory", "Acme,CN=x", False),
+        ("inventory", "Evil", False),
+        ("inventory", None, False),  # one RDN short
+    ],
+)
+def test_subject_is_matched_on_parsed_rdns(
+    ca: TestCA, common_name: str, organization: str | None, matches: bool
+) -> None:
+    """Issue 28: a subject pattern matches parsed RDNs, never the escaped text."""
+    cert = parsed(ca.issue_client(common_name, organization=organization))
+    rules = plugin({"subject": "O=Acme,CN=*", "identity": "acme-agent"})
+    if matches:
+        caller = rules.authenticate(creds(cert))
+        assert caller is not None and caller.identity == "acme-agent"
+    else:
+        with pytest.raises(AuthenticationFailed):
+            rules.authenticate(creds(cert))
+
+
+def test_subject_pattern_must_parse() -> None:
+    with pytest.raises(ConfigError, match="subject is not an RFC 4514 name"):
+        plugin({"subject": "no equals sign"})
+
+
 def test_fingerprint_pins_one_certificate(ca: TestCA) -> None:
     issued = ca.issue_client("pinned")
     other = parsed(ca.issue_client("pinned"))  # same subject, another key

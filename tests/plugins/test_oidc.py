@@ -104,13 +104,15 @@ def test_claims_are_checked(issuer: Issuer, claims: dict[str, Any]) -> None:
 def test_only_allowed_algorithms_and_the_issuers_keys(issuer: Issuer) -> None:
     plugin = plugin_for(issuer, algorithms=["ES256"])
     rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    other = jwt.encode(issuer.claims(), rsa_key, "RS256", headers={"kid": issuer.current})
+    other = jwt.encode(
+        issuer.claims(), rsa_key, "RS256", headers={"kid": issuer.current, "typ": "at+jwt"}
+    )
     assert refused(plugin, other)  # RS256 is not allowed
     forged = jwt.encode(
         issuer.claims(),
         ec.generate_private_key(ec.SECP256R1()),
         "ES256",
-        headers={"kid": issuer.current},
+        headers={"kid": issuer.current, "typ": "at+jwt"},
     )
     assert refused(plugin, forged)  # right kid, wrong key
     assert refused(plugin, "not-a-jwt-and-no-introspection")
@@ -130,7 +132,7 @@ def test_nothing_is_fetched_because_a_token_says_so(issuer: Issuer) -> None:
             issuer.claims(iss=attacker + "/realms/test"),
             attacker_key,
             "ES256",
-            headers={"kid": "attacker-key", **headers},
+            headers={"kid": "attacker-key", "typ": "at+jwt", **headers},
         )
         plugin = plugin_for(issuer)
         assert refused(plugin, token)

@@ -76,9 +76,20 @@ def approver() -> Approver:
 
 
 @pytest.fixture(scope="module")
-def registry(approver: Approver) -> Registry:
+def second() -> Approver:
+    """A second approver plugin: two requirements that both apply (issue 28)."""
+    return Approver()
+
+
+@pytest.fixture(scope="module")
+def registry(approver: Approver, second: Approver) -> Registry:
     return registry_of(
-        [("skills", SkillsPlugin(*SKILLS)), ("allow", AllowAll()), ("approver", approver)]
+        [
+            ("skills", SkillsPlugin(*SKILLS)),
+            ("allow", AllowAll()),
+            ("approver", approver),
+            ("second", second),
+        ]
     )
 
 
@@ -90,11 +101,12 @@ def base(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 @pytest.fixture(autouse=True)
-def fresh(approver: Approver) -> Iterator[None]:
+def fresh(approver: Approver, second: Approver) -> Iterator[None]:
     approver.answer, approver.seen[:] = None, []
+    second.answer, second.seen[:] = None, []
     ran.clear()
     yield
-    approver.answer = None
+    approver.answer = second.answer = None
 
 
 def call(base: str, registry: Registry, skill: str, arguments: Any = None) -> Any:
@@ -175,6 +187,25 @@ def test_approval_required_for_an_observe_only_skill(
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     waiting = task["status"]["message"]["parts"][0]["data"]["skillrack_approval"]
     assert waiting["approvals_required"] == 2 and waiting["approver_roles"] == ["network-lead"]
+    assert ran == []
+
+
+def test_two_requirements_combine_to_the_largest_count_and_common_roles(
+    base: str, registry: Registry, approver: Approver, second: Approver
+) -> None:
+    """Two approvers' requirements both apply: the call waits for the larger count of
+    approvers holding a role both name, whichever plugin answered first (issue 28)."""
+    approver.answer = Decision.require(1, ("security", "network-lead"))
+    second.answer = Decision.require(2, ("network-lead", "change-board"))
+    task = call(base, registry, "observe_free")
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    waiting = task["status"]["message"]["parts"][0]["data"]["skillrack_approval"]
+    assert waiting["approvals_required"] == 2 and waiting["approver_roles"] == ["network-lead"]
+    # No role in common: nobody could meet both, so the call is refused at once.
+    second.answer = Decision.require(1, ("change-board",))
+    refused = call(base, registry, "observe_free")
+    assert refused["status"]["state"] == "TASK_STATE_REJECTED"
+    assert error_of(refused)["code"] == "authorization_failed"
     assert ran == []
 
 

@@ -97,6 +97,18 @@ roles = ["viewer"]
 uri = "https://other.example/agents/*"
 tenant = "other"
 roles = ["operator"]
+
+[[plugins.mtls.map]]
+subject = "CN=*,O=Acme"
+identity = "acme-by-subject"
+tenant = "acme"
+roles = ["operator"]
+
+[[plugins.mtls.map]]
+subject = "O=Acme,CN=inv-*"
+identity = "inventory-by-subject"
+tenant = "acme"
+roles = ["operator"]
 """
     if api_keys:
         keys = directory / "keys.toml"
@@ -122,6 +134,10 @@ class Pki:
         self.viewer = self.ca.issue_client("viewer", dns_names=("v1.viewers.acme.example",))
         self.outsider = self.ca.issue_client("outsider", uris=("https://other.example/agents/x",))
         self.unmapped = self.ca.issue_client("nobody", organization="Acme")
+        self.inventory = self.ca.issue_client("inv-1", organization="Acme")
+        # One RDN, a common name spelled like two: its RFC 4514 text CN=evil\,O=Acme
+        # matches the pattern CN=*,O=Acme as a string (issue 28).
+        self.comma = self.ca.issue_client("evil,O=Acme")
         self.foreign_ca = TestCA(directory / "foreign", name="foreign CA")
         self.foreign = self.foreign_ca.issue_client("observer", uris=(OBSERVER_SPIFFE,))
 
@@ -188,6 +204,17 @@ def test_mapped_roles_and_tenant_reach_the_policy(
         task = task_of(_echo(required, client))
     assert task["status"]["state"] == "TASK_STATE_REJECTED"
     assert "authorization_failed" in json.dumps(task)
+
+
+def test_subject_rules_match_parsed_rdns(pki: Pki, required: ServedAgent) -> None:
+    """A subject rule maps the certificate whose RDNs match; a common name holding a comma
+    does not pass for two RDNs (issue 28: ``CN="evil,O=Acme"`` against ``CN=*,O=Acme``)."""
+    with _client(pki, pki.inventory) as client:
+        assert _state(_echo(required, client)) == "TASK_STATE_COMPLETED"
+    with _client(pki, pki.comma) as client:
+        response = send(required.url, {"skill": "echo"}, client=client)
+    assert response.status_code == 401
+    assert "client certificate not accepted" in response.text
 
 
 def test_unmapped_certificate_of_the_ca_gets_401(pki: Pki, required: ServedAgent) -> None:

@@ -145,6 +145,49 @@ def test_a_token_of_another_issuer_gets_401(
     assert answer.headers["www-authenticate"].startswith("Bearer")
 
 
+@pytest.mark.parametrize(
+    ("typ", "claims"),
+    [
+        ("JWT", {}),  # an ID token of the same issuer and audience
+        ("logout+jwt", {}),  # a back-channel logout token
+        (None, {}),  # no typ at all
+        ("at+jwt", {"exp": "9999999999"}),  # exp as a string (a library would convert it)
+        ("at+jwt", {"iat": True}),
+        ("at+jwt", {"aud": [AUDIENCE, 7]}),
+    ],
+    ids=["id-token", "logout-token", "no-typ", "exp-string", "iat-bool", "aud-number"],
+)
+def test_only_access_tokens_with_well_typed_claims(
+    agent: tuple[str, Registry], issuer: Issuer, typ: str | None, claims: dict[str, Any]
+) -> None:
+    """Issue 28: the JWT ``typ`` must be ``at+jwt`` and registered claims have their JSON types;
+    the same token with ``typ = at+jwt`` and well-typed claims is taken (checked first)."""
+    good = issuer.token(scope="network:write")
+    assert call(agent, "JSONRPC", {"Authorization": "Bearer " + good})["status"]["state"] == (
+        "TASK_STATE_COMPLETED"
+    )
+    bad = issuer.token(headers={"typ": typ}, scope="network:write", **claims)
+    answer = send(agent[0], {"skill": SKILL}, headers={"Authorization": "Bearer " + bad})
+    assert answer.status_code == 401
+    assert "invalid bearer token" in answer.text
+
+
+def test_token_types_are_configurable(issuer: Issuer, tmp_path: Path) -> None:
+    """An issuer marking access tokens ``JWT`` (Keycloak) is listed knowingly in token_types."""
+    registry, config = oidc_agent(issuer, tmp_path)
+    settings = {**config.first_party["oidc"], "token_types": ["JWT", "application/at+jwt"]}
+    config = dataclasses.replace(config, first_party={**config.first_party, "oidc": settings})
+    plugins = [*first_party_plugins(config), ("tests", TestSkills())]
+    registry = build_registry(load_plugins(use_entry_points=False, extra=plugins))
+    with running_agent(registry, config) as url:
+        keycloak_like = issuer.token(headers={"typ": "JWT"}, scope="network:write")
+        task = call((url, registry), "JSONRPC", {"Authorization": "Bearer " + keycloak_like})
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        logout = issuer.token(headers={"typ": "logout+jwt"}, scope="network:write")
+        answer = send(url, {"skill": SKILL}, headers={"Authorization": "Bearer " + logout})
+        assert answer.status_code == 401
+
+
 # The client: OAuth 2.0 client credentials ------------------------------------------------------
 
 

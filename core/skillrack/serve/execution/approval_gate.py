@@ -12,7 +12,8 @@ policy is consulted on every call of every skill, and two questions are asked:
   ``execute``) and authority.  Their opinions are reduced: any refusal
   refuses (``authorization_failed``, the task ends ``TASK_STATE_REJECTED``);
   else a requirement (``Decision.require``: N distinct approvers with named
-  roles; the largest asked wins) makes the call wait for people; else an
+  roles; several combine by :meth:`Decision.all_of`: the largest count,
+  approvers holding a role every requirement accepts) makes the call wait for people; else an
   approval approves; no opinion leaves it open.
 * **An operator** decides an open call only before a side effect
   (:func:`needs_approval`): for a multi-operation skill that flags
@@ -136,7 +137,11 @@ async def seek_approval(
     if any(not d.allowed and not d.requires_people for d in opinions):
         note(skill_id, "denied", None)
         raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
-    requirement = _strictest(d for d in opinions if d.requires_people)
+    requirement = Decision.all_of(d for d in opinions if d.requires_people)
+    if requirement is not None and not requirement.requires_people:
+        logger.warning("%s: %s", skill_id, requirement.reason)
+        note(skill_id, "denied", None)
+        raise ConditionError(ErrorCode.AUTHORIZATION_FAILED, "the invocation was not approved")
     if requirement is None and any(d.allowed for d in opinions):
         note(skill_id, "granted", None)
         allowed_by = tuple(name for name, d in verdict.opinions if d is not None and d.allowed)
@@ -225,15 +230,6 @@ def _audit(task_id: str, approval: Approval) -> None:
         decisions or f"no decision before {approval.expires_at}",
         extra={"task_id": task_id, "skill": approval.skill_id, "code": None},
     )
-
-
-def _strictest(requirements: Iterable[Decision]) -> Decision | None:
-    """Of several approvers' requirements, the one asking for the most approvers (first wins)."""
-    strictest: Decision | None = None
-    for decision in requirements:
-        if strictest is None or decision.approvals_required > strictest.approvals_required:
-            strictest = decision
-    return strictest
 
 
 def _ignore(skill_id: str, outcome: str, requested_at: str | None) -> None:

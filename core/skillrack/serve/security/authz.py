@@ -32,7 +32,7 @@ disclose ... information that the caller is not authorized to receive"):
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -87,6 +87,37 @@ class Decision:
         if approvals < 1 or not roles:
             raise ValueError("Decision.require needs approvals >= 1 and at least one role")
         return cls(False, reason, approvals_required=approvals, approver_roles=tuple(roles))
+
+    @classmethod
+    def all_of(cls, requirements: Iterable[Decision]) -> Decision | None:
+        """Several :meth:`require` answers that all apply, as one; ``None`` for none.
+
+        Change control asks every rule that applies to be met, so neither
+        rule may be weakened by the other: the combined requirement asks for
+        the **largest count** and accepts only approvers holding a role
+        **every** rule accepts (the intersection of their ``approver_roles``,
+        in the first rule's order).  Each rule then gets at least its count
+        of approvers it accepts.  A union would let one rule's approvers
+        satisfy another's (two network leads standing in for the security
+        sign-off a second rule asks for), which change control never accepts.
+        Rules whose roles have nothing in common cannot be met by anyone: the
+        answer is then a refusal naming them (fail closed, at once, rather
+        than a call parked until it expires), so the deployment gives them a
+        common approver role.
+        """
+        asked = [d for d in requirements if d.requires_people]
+        if not asked:
+            return None
+        roles = [r for r in asked[0].approver_roles if all(r in d.approver_roles for d in asked)]
+        reasons = "; ".join(d.reason for d in asked if d.reason)
+        if not roles:
+            sets = " and ".join(repr(list(d.approver_roles)) for d in asked)
+            return cls.deny(
+                f"approval rules that all apply name approver roles with none in common "
+                f"({sets}): give them a common role ({reasons})"
+            )
+        count = max(d.approvals_required for d in asked)
+        return cls.require(count, tuple(roles), reasons)
 
     @property
     def requires_people(self) -> bool:
