@@ -596,6 +596,8 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         say(f"  traces: {traces}")
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)
         say(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
+        proxies = ", ".join(config.server.forwarded_allow_ips) or "nobody"
+        say(f"  X-Forwarded-For trusted from: {proxies} ([server] forwarded_allow_ips)")
         if config.server.a2a_0_3:
             say("  A2A versions: 1.0 and 0.3 (a2a-sdk's compatibility layer; [server] a2a_0_3)")
         if config.server.push_notifications:
@@ -639,6 +641,11 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             if client_auth == "required"
             else ssl.CERT_OPTIONAL
         ),
+        # X-Forwarded-For names the client only when a configured proxy sent it: uvicorn's
+        # default trusts loopback peers (and FORWARDED_ALLOW_IPS), which would let a local
+        # client pick the address its limits count against.
+        "proxy_headers": bool(config.server.forwarded_allow_ips),
+        "forwarded_allow_ips": list(config.server.forwarded_allow_ips),
         # uvicorn logs access lines at INFO: below it, skip building them at all.
         "access_log": args.log_level in ("info", "debug"),
         # h11 with a deadline on request headers, which uvicorn lacks ([server] header_timeout).

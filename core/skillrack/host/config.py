@@ -71,6 +71,7 @@ kid = "card-2025"             # optional; default: the key's RFC 7638 thumbprint
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
 import tomllib
 import urllib.parse
@@ -180,6 +181,10 @@ class ServerSettings:
     allowed_hosts: tuple[str, ...] = ()
     #: Failed authentications per minute per client address before it is answered 429.
     failed_auth_per_minute: int = 20
+    #: Peers (IP addresses or networks, ``*`` for any) whose ``X-Forwarded-For`` and
+    #: ``X-Forwarded-Proto`` name the client; empty (the default): nobody's, so a client
+    #: cannot choose the address its rate and failed-authentication limits count against.
+    forwarded_allow_ips: tuple[str, ...] = ()
     #: Seconds a connection may take to send a request's headers (``skillrack serve``).
     header_timeout: float = 10.0
     #: Seconds a request may take to send its body once its headers arrived (408 after).
@@ -582,6 +587,15 @@ def load_config(path: Path | None) -> Config:
                 f"server.allowed_hosts: {host!r} is not a host name (give names such as "
                 "agents.example.net, *.example.net, 127.0.0.1 or [::1], without scheme or path)"
             )
+    for peer in server.forwarded_allow_ips:
+        try:
+            if peer != "*":
+                ipaddress.ip_network(peer, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"server.forwarded_allow_ips: {peer!r} is not an IP address or network (give "
+                'the proxies\' addresses, such as "10.0.0.5" or "10.0.0.0/24")'
+            ) from None
     if server.log_format not in ("text", "json"):
         raise ConfigError(f'server.log_format must be "text" or "json", not {server.log_format!r}')
     if server.ssl_client_auth not in CLIENT_AUTH_MODES:

@@ -194,3 +194,73 @@ def test_a_foreign_host_is_refused_before_authentication(agent: ServedAgent) -> 
             assert foreign.status_code == 421  # not 401: authentication never ran
         # ...and so none of them counted as a failed authentication.
         assert get_task(http, agent, [("X-API-Key", "wrong")]).status_code == 401
+
+
+# Forwarded headers (issue 28) -----------------------------------------------------------------
+
+#: Headers a client sets to name another address than its own.
+FORWARDING = ("X-Forwarded-For", "X-Real-IP", "Forwarded")
+
+
+def test_forwarded_headers_of_an_untrusted_peer_are_ignored(agent: ServedAgent) -> None:
+    """No ``forwarded_allow_ips`` (the default): a loopback client naming a new address in
+    each request still has every failure counted against its own address."""
+    with client() as http:
+        for n in range(LIMIT):
+            made_up = [(name, f"198.51.100.{n}") for name in FORWARDING]
+            assert get_task(http, agent, [("X-API-Key", "wrong"), *made_up]).status_code == 401
+        made_up = [(name, "203.0.113.99") for name in FORWARDING]
+        assert get_task(http, agent, [("X-API-Key", "wrong"), *made_up]).status_code == 429
+    assert "X-Forwarded-For trusted from: nobody" in agent.output()
+
+
+@pytest.fixture(scope="module")
+def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
+    """An agent behind a proxy at 127.0.0.200 (``forwarded_allow_ips``)."""
+    workdir = tmp_path_factory.mktemp("forwarded")
+    (workdir / "keys.toml").write_text(
+        f'[[key]]\nsha256 = "{hash_key(KEY)}"\nidentity = "ops"\nroles = ["operator"]\n'
+    )
+    server = (
+        f'failed_auth_per_minute = {LIMIT}\nforwarded_allow_ips = ["127.0.0.200/32"]\n\n'
+        '[plugins.api_keys]\nfile = "keys.toml"\n'
+    )
+    config = write_config(workdir, server)
+    served = start(workdir, config=config, args=("--store", "memory")).wait_ready(STARTUP_S)
+    try:
+        yield served
+    finally:
+        served.stop()
+
+
+def from_address(source: str) -> httpx.Client:
+    return httpx.Client(transport=httpx.HTTPTransport(local_address=source), timeout=10)
+
+
+def test_forwarded_for_is_trusted_only_from_a_configured_proxy(proxied: ServedAgent) -> None:
+    """The configured proxy's X-Forwarded-For names the client: two clients behind it have
+    their own counts.  Any other peer's header is ignored, and its failures its own."""
+    with from_address("127.0.0.200") as proxy:
+        for _ in range(LIMIT):
+            wrong = [("X-API-Key", "wrong"), ("X-Forwarded-For", "198.51.100.1")]
+            assert get_task(proxy, proxied, wrong).status_code == 401
+        blocked = [("X-API-Key", "wrong"), ("X-Forwarded-For", "198.51.100.1")]
+        assert get_task(proxy, proxied, blocked).status_code == 429
+        other_client = [("X-API-Key", "wrong"), ("X-Forwarded-For", "198.51.100.2")]
+        assert get_task(proxy, proxied, other_client).status_code == 401
+    with from_address("127.0.0.201") as stranger:
+        for n in range(LIMIT):
+            made_up = [("X-API-Key", "wrong"), ("X-Forwarded-For", f"198.51.100.{50 + n}")]
+            assert get_task(stranger, proxied, made_up).status_code == 401
+        last = [("X-API-Key", "wrong"), ("X-Forwarded-For", "198.51.100.3")]
+        assert get_task(stranger, proxied, last).status_code == 429
+    assert "X-Forwarded-For trusted from: 127.0.0.200/32" in proxied.output()
+
+
+def test_forwarded_allow_ips_are_addresses(tmp_path: Path) -> None:
+    from skillrack.host.config import ConfigError, load_config
+
+    path = write_config(tmp_path, 'forwarded_allow_ips = ["proxy.example"]\n')
+    with pytest.raises(ConfigError, match=r"forwarded_allow_ips: 'proxy\.example' is not an IP"):
+        load_config(path)
+    assert load_config(write_config(tmp_path, "")).server.forwarded_allow_ips == ()

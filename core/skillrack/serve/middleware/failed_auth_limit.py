@@ -16,9 +16,12 @@ count, and public paths (the Agent Card) are never refused.
 The gRPC binding (:mod:`skillrack.serve.bindings.grpc_server`) counts its refusals
 in the same window, so failures on one binding block the address on every binding.
 
-The address is the one uvicorn reports: the peer, or the client a trusted
-proxy names (uvicorn's ``FORWARDED_ALLOW_IPS`` environment variable, by default
-``127.0.0.1,::1``).  Callers behind one NAT share it.
+The address is the one uvicorn reports: the peer, or the client a proxy
+listed in ``[server] forwarded_allow_ips`` names in ``X-Forwarded-For``
+(nobody by default; uvicorn's own default, loopback peers and the
+``FORWARDED_ALLOW_IPS`` environment variable, is not used, so a local client
+cannot spread its failures over addresses it makes up).  Callers behind one
+NAT share it.
 """
 
 from __future__ import annotations
