@@ -32,8 +32,14 @@ EXIT_STATUSES = (EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_WAITING, EXIT_INTERRUPT
 
 
 def fail(message: str) -> int:
-    """Print ``skillrack: message`` on stderr; return the refused status."""
-    print(f"skillrack: {message}", file=sys.stderr)
+    """Print ``skillrack: message`` on stderr; return the refused status.
+
+    The message is masked as the log is (:func:`skillrack.host.secrets.redact`): a
+    URL's password or a header value in an error never reaches the terminal.
+    """
+    from skillrack.host.secrets import redact
+
+    print(f"skillrack: {redact(message)}", file=sys.stderr)
     return EXIT_REFUSED
 
 

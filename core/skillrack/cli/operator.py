@@ -124,9 +124,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     from skillrack.errors import StartupError
     from skillrack.host.config import ConfigError
+    from skillrack.host.secrets import redact, secret_values
     from skillrack.host.startup import build_host
     from skillrack.ops.doctor import diagnose_agent, diagnose_configuration
 
+    secrets: frozenset[str] = frozenset()
     if args.url:
         diagnosis = asyncio.run(diagnose_agent(args.url, **client_settings(args)))
     else:
@@ -139,10 +141,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         except (StartupError, ConfigError, RuntimeError) as exc:
             error = str(exc)
         diagnosis = diagnose_configuration(config, registry, error, where)
+        secrets = secret_values(config)
+    # Masked as the log is: no secret of the configuration, URL password or header value.
     if args.json:
-        print(json.dumps(diagnosis.to_json(), indent=2))
+        print(redact(json.dumps(diagnosis.to_json(), indent=2), secrets))
     else:
-        print(diagnosis.text(quiet=args.quiet))
+        print(redact(diagnosis.text(quiet=args.quiet), secrets))
     return EXIT_OK if diagnosis.ok else EXIT_REFUSED
 
 

@@ -450,12 +450,13 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     import uvicorn
 
     from skillrack.errors import StartupError
+    from skillrack.host.secrets import secret_values
     from skillrack.host.startup import build_host
     from skillrack.serve.bindings.card import load_card_signer
     from skillrack.serve.bindings.connections import HeaderDeadlineProtocol
     from skillrack.serve.bindings.metrics_endpoint import exposition_registry, serve_metrics_port
     from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
-    from skillrack.serve.observability.logs import log_config
+    from skillrack.serve.observability.logs import log_config, remember_secrets
     from skillrack.serve.observability.metrics import Metrics
     from skillrack.serve.observability.traces import configure as configure_traces
     from skillrack.serve.observability.traces import describe as describe_traces
@@ -495,6 +496,8 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             "--mcp ([server] mcp) needs the MCP SDK, which is not installed: "
             "pip install 'skillrack[mcp]'"
         )
+    # From here no log line holds a secret of the configuration (the log filter masks them).
+    remember_secrets(secret_values(config, extra_files=[args.ssl_keyfile or ""]))
     grpc_port = config.server.grpc_port
     if grpc_port:
         problem = _grpc_problem(

@@ -41,6 +41,7 @@ from starlette.routing import BaseRoute, Route
 
 from skillrack.host.config import Config, ConfigError, load_config
 from skillrack.host.registry import Registry
+from skillrack.host.secrets import secret_values
 from skillrack.host.startup import build_host
 from skillrack.protocol.signing import JWKS_PATH
 from skillrack.serve.bindings.card import (
@@ -84,6 +85,7 @@ from skillrack.serve.middleware.authentication import Authenticator
 from skillrack.serve.middleware.drain import DrainState
 from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.middleware.stack import install, middleware_stack
+from skillrack.serve.observability.logs import remember_secrets
 from skillrack.serve.observability.metrics import Metrics, multiprocess_dir
 from skillrack.serve.observability.traces import configure as configure_traces
 from skillrack.serve.observability.traces import enabled as tracing_enabled
@@ -511,6 +513,7 @@ def server_from_environment() -> Starlette:
     config = load_config(Path(settings["config"]) if settings["config"] else None)
     if settings.get("store"):
         config = with_store(config, settings["store"])
+    remember_secrets(secret_values(config, extra_files=[settings.get("ssl_keyfile") or ""]))
     host = build_host(
         config,
         listen_host=settings["host"],

@@ -26,7 +26,7 @@ from skillrack.client.oauth import ClientCredentials
 from skillrack.client.origin import Origin
 from skillrack.client.skill_client import SkillClient
 from skillrack.client.tls import ClientTls
-from skillrack.host.config import Config, ConfigError, PeerAddresses, PeerTls
+from skillrack.host.config import Config, ConfigError, PeerAddresses, PeerTls, redact_url
 from skillrack.serve.bindings.push import PushDelivery, PushUrlCheck
 
 
@@ -125,7 +125,8 @@ def peer_credentials(config: Config) -> dict[str, ClientCredentials]:
         for other, known in found.items():  # tokens are per origin: one client per origin
             if Origin.of(other) == Origin.of(url) and known != creds:
                 raise ConfigError(
-                    f"{where}: peers {url} and {other} share the origin {Origin.of(url)} "
+                    f"{where}: peers {redact_url(url)} and {redact_url(other)} share the origin "
+                    f"{Origin.of(url)} "
                     "but not their oauth table; give them the same one"
                 )
         found[url] = creds

@@ -38,6 +38,7 @@ from starlette.routing import Route
 
 from skillrack.host.config import Config, redact_url
 from skillrack.host.registry import Registry
+from skillrack.host.secrets import mask_values, secret_values
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.serve.console import csrf
 from skillrack.serve.console.health import HealthCheck, allows_everything, health_checks
@@ -163,6 +164,8 @@ class Console:
             guard=sources.guard,
             oidc=sources.oidc,
         )
+        #: The configuration's secrets, masked on every page whatever a template shows.
+        self._secrets = secret_values(sources.config)
 
     def routes(self) -> list[Route]:
         base = CONSOLE_PATH
@@ -205,6 +208,7 @@ class Console:
                 **values,
             )
         )
+        html = mask_values(html, self._secrets)
         response = HTMLResponse(html, status_code=status, headers=_SECURITY_HEADERS)
         if new:
             secure = request.url.scheme == "https"

@@ -19,16 +19,36 @@ hold a password or an argument).  The structured fields come from
 
 Both formats give the root logger a handler at ``--log-level``, so the audit
 lines (``skillrack.audit``, at INFO) reach the log when the level lets them.
+
+**No secret at any level.**  Every handler has a :class:`SecretFilter`, so
+every line of skillrack, uvicorn, a2a-sdk and any library passes it:
+
+* the secrets the configuration holds (:func:`remember_secrets`, called with
+  :func:`skillrack.host.secrets.secret_values` once the configuration is
+  read, in every worker) are masked wherever they appear, as are a URL's
+  password, header values of ``Authorization``, ``X-API-Key`` and cookies,
+  bearer tokens and JWTs (:func:`skillrack.host.secrets.redact`), in the
+  message, its arguments and an exception's text;
+* a2a-sdk's DEBUG lines keep only their ids, numbers and states: any other
+  argument (the call context, whose state holds the request's headers and
+  so the caller's API key or bearer token; a request body, which holds the
+  arguments and a push config's credentials; a task) is replaced by its type
+  name.  Those lines trace the SDK's steps; their payloads are in the task
+  store.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 import logging
+import re
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from skillrack.host.secrets import redact
 
 try:  # opentelemetry-api arrives with a2a-sdk; a missing one only means no trace ids
     from opentelemetry import trace as _trace
@@ -90,6 +110,49 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False, default=str)
 
 
+#: The secrets :class:`SecretFilter` masks by value (see :func:`remember_secrets`).
+_KNOWN_SECRETS: set[str] = set()
+#: An a2a-sdk DEBUG argument kept as it is: an id, a name or a state, nothing longer.
+_PLAIN_ARGUMENT = re.compile(r"[A-Za-z0-9_.:@/-]{0,128}")
+
+
+def remember_secrets(values: Iterable[str]) -> None:
+    """Mask these values in every log line from now on (the configuration's secrets)."""
+    _KNOWN_SECRETS.update(v for v in values if v)
+
+
+class SecretFilter(logging.Filter):
+    """Masks secrets in every record it sees (see the module docstring); drops none."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "skillrack_masked", False):
+            return True  # another handler's filter did it already
+        record.skillrack_masked = True
+        scrub = record.name.startswith("a2a") and record.levelno <= logging.DEBUG
+        if isinstance(record.args, Mapping):
+            record.args = {k: self._argument(v, scrub) for k, v in record.args.items()}
+        elif record.args:
+            record.args = tuple(self._argument(v, scrub) for v in record.args)
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg, _KNOWN_SECRETS)
+        else:
+            record.msg = redact(str(record.msg), _KNOWN_SECRETS)
+        if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+            text = logging.Formatter().formatException(record.exc_info)
+            record.exc_text = redact(text, _KNOWN_SECRETS)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text, _KNOWN_SECRETS)
+        return True
+
+    @staticmethod
+    def _argument(value: Any, scrub: bool) -> Any:
+        if value is None or isinstance(value, bool | int | float | enum.Enum):
+            return value
+        if scrub and not (isinstance(value, str) and _PLAIN_ARGUMENT.fullmatch(value)):
+            return f"<{type(value).__name__}, not logged>"
+        return redact(str(value), _KNOWN_SECRETS)
+
+
 def log_config(log_format: str, level: str) -> dict[str, Any]:
     """uvicorn's ``log_config``: its loggers and the root logger in ``log_format`` at ``level``."""
     if log_format == "json":
@@ -113,17 +176,23 @@ def log_config(log_format: str, level: str) -> dict[str, Any]:
                 "fmt": "%(levelprefix)s %(name)s: %(message)s",
             },
         }
-    stderr = {"class": "logging.StreamHandler", "stream": "ext://sys.stderr"}
+    stderr = {
+        "class": "logging.StreamHandler",
+        "stream": "ext://sys.stderr",
+        "filters": ["secrets"],
+    }
     return {
         "version": 1,
         "disable_existing_loggers": False,
         "formatters": formatters,
+        "filters": {"secrets": {"()": f"{__name__}.SecretFilter"}},
         "handlers": {
             "default": {**stderr, "formatter": "default"},
             "access": {
                 "class": "logging.StreamHandler",
                 "stream": "ext://sys.stdout",
                 "formatter": "access",
+                "filters": ["secrets"],
             },
             "root": {**stderr, "formatter": "root"},
         },
@@ -142,13 +211,15 @@ def banner_printer(log_format: str) -> Callable[[str], None]:
     A log pipeline reading JSON lines must not meet plain text: ``serve``'s
     banner lines become records of logger ``skillrack.serve`` at INFO,
     formatted as every other line is, on stdout where the banner always went.
+    Either way a line is masked as a log line is (:func:`remember_secrets`).
     """
     if log_format != "json":
-        return print
+        return lambda line: print(redact(line, _KNOWN_SECRETS))
     formatter = JsonFormatter()
 
     def say(line: str) -> None:
-        record = logging.LogRecord("skillrack.serve", logging.INFO, "", 0, line.strip(), None, None)
+        text = redact(line.strip(), _KNOWN_SECRETS)
+        record = logging.LogRecord("skillrack.serve", logging.INFO, "", 0, text, None, None)
         print(formatter.format(record))
 
     return say
@@ -158,7 +229,9 @@ __all__ = [
     "LOG_FORMATS",
     "TASK_FIELDS",
     "JsonFormatter",
+    "SecretFilter",
     "banner_printer",
     "current_trace_ids",
     "log_config",
+    "remember_secrets",
 ]
