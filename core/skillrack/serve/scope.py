@@ -21,3 +21,7 @@ CLIENT_HOST_KEY = "skillrack.client_host"
 CLIENT_CERTIFICATE_KEY = "skillrack.client_certificate"
 #: uvicorn's lifespan state: ``[server] header_timeout``, read by each connection.
 HEADER_TIMEOUT_KEY = "skillrack.header_timeout"
+#: ``metadata.origin`` of an A2A error skillrack raised itself, with a message written for
+#: the caller (a2a-sdk puts an error's ``data`` in its ErrorInfo's ``metadata``); the error
+#: sanitizer (:mod:`skillrack.serve.middleware.error_sanitizer`) passes such messages on.
+OWN_ERROR = {"origin": "skillrack"}

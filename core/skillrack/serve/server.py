@@ -68,6 +68,7 @@ from skillrack.serve.bindings.push import load_push_key
 from skillrack.serve.bindings.request_handler import (
     ContextBuilder,
     SkillrackRequestHandler,
+    caller_scope,
     tenant_scope,
 )
 from skillrack.serve.bindings.shutdown import GracefulStop
@@ -176,6 +177,7 @@ def build_server(
         storage = open_storage(
             spec,
             owner_resolver=tenant_scope,
+            push_owner_resolver=caller_scope,
             cluster=cluster,
             memory_max_tasks=config.server.memory_max_tasks,
             memory_task_ttl=config.server.memory_task_ttl,

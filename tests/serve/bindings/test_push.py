@@ -302,6 +302,56 @@ def test_a_config_belongs_to_the_tenant_that_set_it(tmp_path: Path, receiver: Re
         assert [c["url"] for c in listed["result"]["configs"]] == [receiver.url + "/acme"]
 
 
+def test_a_config_belongs_to_the_caller_that_set_it(tmp_path: Path, receiver: Receiver) -> None:
+    """Issue 28: within one tenant a viewer neither reads, lists, replaces nor deletes another
+    caller's webhook (its token and credentials); the owner's config still gets the events.
+    The task store's file, holding the configs, is created 0600."""
+    registry = registry_of(
+        [("tests", TestSkills()), ("allow", AllowAll()), ("callers", HeaderCallers())]
+    )
+    alice = caller_header("acme", "alice", "operator")
+    viewer = caller_header("acme", "vic", "viewer")
+    with _agent(registry, tmp_path, push_notifications=True, push_allow_loopback=True) as url:
+        task = invoke(
+            url, _slow(registry, 1.0), configuration={"returnImmediately": True}, headers=alice
+        )
+        secret = {"scheme": "Bearer", "credentials": "alice-hook-secret"}
+        mine = _push_config(receiver.url + "/alice", token="alice-tok", authentication=secret)
+        for extra in ({"id": "cfg"}, {}):  # a named config and the default one (id = task id)
+            created = rpc(
+                url,
+                "CreateTaskPushNotificationConfig",
+                {"taskId": task["id"], **mine, **extra},
+                headers=alice,
+            )
+            assert "result" in created, created
+        default_id = task["id"]
+        for config_id in ("cfg", default_id):
+            ask = {"taskId": task["id"], "id": config_id}
+            read = rpc(url, "GetTaskPushNotificationConfig", ask, headers=viewer)
+            assert "error" in read and "alice" not in json.dumps(read), read
+            taken = rpc(
+                url,
+                "CreateTaskPushNotificationConfig",
+                {"taskId": task["id"], **_push_config(receiver.url + "/vic"), "id": config_id},
+                headers=viewer,
+            )
+            assert taken["error"]["code"] == -32602, taken
+            assert "another caller's" in taken["error"]["message"]
+            rpc(url, "DeleteTaskPushNotificationConfig", ask, headers=viewer)
+        listed = rpc(url, "ListTaskPushNotificationConfigs", {"taskId": task["id"]}, headers=viewer)
+        assert "alice" not in json.dumps(listed), listed
+        own = {"taskId": task["id"], **_push_config(receiver.url + "/vic"), "id": "vic-cfg"}
+        assert "result" in rpc(url, "CreateTaskPushNotificationConfig", own, headers=viewer)
+        kept = rpc(url, "ListTaskPushNotificationConfigs", {"taskId": task["id"]}, headers=alice)
+        assert sorted(c["id"] for c in kept["result"]["configs"]) == sorted(["cfg", default_id])
+        assert all(c["url"] == receiver.url + "/alice" for c in kept["result"]["configs"])
+        states = receiver.wait_for("/alice", "TASK_STATE_COMPLETED")
+        assert states and states[-1] == "TASK_STATE_COMPLETED", states
+    for name in ("skillrack-tasks.db", "skillrack-approvals.db"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o600, name
+
+
 def _message(data: Any) -> dict[str, Any]:
     from skillrack.testing.serve import message
 

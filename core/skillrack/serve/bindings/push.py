@@ -7,8 +7,9 @@ each task event (the StreamResponse JSON of the HTTP+JSON binding) is then
 POSTed to it by a2a-sdk's :class:`BasePushNotificationSender`, with
 ``X-A2A-Notification-Token`` and, when the config has ``authentication``, an
 ``Authorization: <scheme> <credentials>`` header.  The configs live in the
-task store's database (a2a-sdk's push config store), scoped by the same owner
-as the task (the caller's tenant), so every replica delivers for them.
+task store's database (a2a-sdk's push config store), owned by the caller who
+set them (:mod:`skillrack.serve.stores.push_configs`), so every replica
+delivers for them and no other caller reads or replaces them.
 
 A webhook URL is the caller's choice of where this host connects, so it is
 server-side request forgery unless vetted, twice:

@@ -76,6 +76,17 @@ def tenant_scope(context: ServerCallContext) -> str:
     return owner_of(context.state.get(CALLER_KEY, ANONYMOUS))
 
 
+def caller_scope(context: ServerCallContext) -> str:
+    """The owner of a push config: the caller itself (its task's owner, then its identity).
+
+    A push config holds the caller's webhook credentials, so another caller of
+    the same tenant must neither read nor replace it
+    (:mod:`skillrack.serve.stores.push_configs`).
+    """
+    caller = context.state.get(CALLER_KEY, ANONYMOUS)
+    return f"{owner_of(caller)}/caller:{caller.identity}"
+
+
 def is_a2a_0_3(context: ServerCallContext) -> bool:
     """Whether the request came through a2a-sdk's A2A 0.3 layer (``[server] a2a_0_3``).
 

@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
 from skillrack.serve.middleware.binding_errors import error_info
+from skillrack.serve.scope import OWN_ERROR as OWN_ERROR
 
 JSONRPC_MESSAGES = {
     -32700: "the request body is not valid JSON",
@@ -93,11 +94,6 @@ def is_error_body(body: bytes) -> bool:
         return False
     error, result = body.find(b'"error":'), body.find(b'"result":')
     return error != -1 and (result == -1 or error < result)
-
-
-#: ``metadata.origin`` of an A2A error skillrack raised itself, with a message written for
-#: the caller (a2a-sdk puts an error's ``data`` in its ErrorInfo's ``metadata``).
-OWN_ERROR = {"origin": "skillrack"}
 
 
 def _ours(details: Any) -> bool:

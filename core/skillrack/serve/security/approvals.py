@@ -68,6 +68,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from skillrack.errors import SkillrackError
 from skillrack.host.config import Config, StoreSpec, parse_store
 from skillrack.protocol.messages import APPROVAL_KEY
+from skillrack.serve.stores.private_files import create_private_file
 
 #: Who decides an approval no approver plugin decided: a person with this role (the
 #: operator console asks for it; ``skillrack approvals`` runs on the agent's host).
@@ -369,6 +370,7 @@ class ApprovalStore:
         self.where = _sqlite_where(path)
         self.ttl = ttl
         self.max_pending = max_pending
+        create_private_file(path)  # it holds every request's resources: 0600
         with self._connect() as db:
             db.execute(_SCHEMA)
             present = {row["name"] for row in db.execute("PRAGMA table_info(approvals)")}

@@ -112,6 +112,8 @@ from skillrack.serve.stores.bounded_memory import BoundedMemoryTaskStore
 from skillrack.serve.stores.cluster import ClusterTaskStore
 from skillrack.serve.stores.metadata_migration import migrate_metadata_keys
 from skillrack.serve.stores.notified_events import NotifiedEventStream
+from skillrack.serve.stores.private_files import create_private_file
+from skillrack.serve.stores.push_configs import OwnedDatabasePushConfigStore
 from skillrack.serve.stores.write_behind import SETTLED_STATES, WRITE_BEHIND_S, WriteBehind
 
 logger = logging.getLogger(__name__)
@@ -638,6 +640,7 @@ def open_storage(
     memory_task_ttl: float = 3600.0,
     push_encryption_key: bytes | None = None,
     task_lease_seconds: float = leases.TASK_LEASE_S,
+    push_owner_resolver: OwnerResolver | None = None,
 ) -> TaskStorage:
     """The stores for ``spec``; PostgreSQL always runs in cluster mode, SQLite when asked.
 
@@ -645,8 +648,12 @@ def open_storage(
     ``push_encryption_key`` (a Fernet key) encrypts each push config in the database:
     its ``authentication`` credentials never lie there in clear (the memory store keeps
     them in this process only).  ``task_lease_seconds``: cluster mode's task leases
-    (:mod:`skillrack.serve.stores.leases`).
+    (:mod:`skillrack.serve.stores.leases`).  ``push_owner_resolver`` names whose a push
+    config is (default: the task's owner); skillrack passes the caller
+    (:mod:`skillrack.serve.stores.push_configs`).  A SQLite file is created readable by
+    its owner only (0600): it holds tasks' arguments and push configs.
     """
+    push_owner = push_owner_resolver or owner_resolver
     if spec.kind == "memory":
         if cluster:
             raise ConfigError("the memory store cannot be shared by several processes")
@@ -658,11 +665,13 @@ def open_storage(
         return TaskStorage(
             spec,
             task_store,
-            push_config_store=InMemoryPushNotificationConfigStore(owner_resolver=owner_resolver),
+            push_config_store=InMemoryPushNotificationConfigStore(owner_resolver=push_owner),
         )
+    if spec.kind == "sqlite" and spec.path is not None:
+        create_private_file(spec.path)
     engine = create_engine(spec, cluster=cluster)
-    push = DatabasePushNotificationConfigStore(
-        engine, owner_resolver=owner_resolver, encryption_key=push_encryption_key
+    push = OwnedDatabasePushConfigStore(
+        engine, owner_resolver=push_owner, encryption_key=push_encryption_key
     )
     if cluster or spec.kind == "postgresql":
         return TaskStorage(
