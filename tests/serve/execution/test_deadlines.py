@@ -1,8 +1,9 @@
 """Handler deadlines, and whose concurrency slots a call counts against (issue 13, item 1).
 
-A handler that never returns must not hold its caller's slot for ever: at its
-deadline the task ends ``FAILED`` with ``resource_limit_exceeded`` and the
-slot is free again, even when the handler ignores cancellation.  Slots belong
+A handler that never returns fails its task at its deadline (``FAILED`` with
+``resource_limit_exceeded``); one that ignores cancellation still holds its
+caller's slot until it really ends (issue 28), counted by
+``skillrack_handlers_overdue``.  Slots belong
 to an authenticated identity of a tenant, or to the client address of an
 anonymous caller, so one caller cannot lock out another.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -108,24 +110,46 @@ def cancel(url: str, task_id: str, **kwargs: Any) -> None:
     rpc(url, "CancelTask", {"id": task_id}, **kwargs)
 
 
-def test_hung_handler_ignoring_cancellation_fails_at_its_deadline_and_frees_the_slot(
+def overdue(url: str) -> float:
+    """``skillrack_handlers_overdue{skill="stubborn"}`` as the agent's /metrics says now."""
+    text = httpx.get(url + "/metrics", timeout=10).text
+    found = re.search(r'^skillrack_handlers_overdue\{skill="stubborn"\} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_hung_handler_fails_at_its_deadline_and_holds_its_slot_until_it_ends(
     anonymous: tuple[str, Registry],
 ) -> None:
+    """Issue 28: the task fails at the deadline, but a handler ignoring cancellation still
+    counts against its caller (one slot here) until it really ends, and the metric says so."""
     url, registry = anonymous
-    began = time.monotonic()
-    task = invoke(url, request(registry, "stubborn"))
-    took = time.monotonic() - began
-    assert task["status"]["state"] == "TASK_STATE_FAILED"
-    error = error_of(task)
-    assert error["code"] == "resource_limit_exceeded"
-    assert error["message"] == "skill 'stubborn' did not finish within its deadline of 1 s"
-    assert took < 5  # at the deadline, not when the handler gives up
-    # The slot (one per address here) is free again although the handler still runs.
-    again = invoke(url, request(registry, "quick"))
+    try:
+        began = time.monotonic()
+        task = invoke(url, request(registry, "stubborn"))
+        took = time.monotonic() - began
+        assert task["status"]["state"] == "TASK_STATE_FAILED"
+        error = error_of(task)
+        assert error["code"] == "resource_limit_exceeded"
+        assert error["message"] == "skill 'stubborn' did not finish within its deadline of 1 s"
+        assert took < 5  # at the deadline, not when the handler gives up
+        assert overdue(url) == 1
+        # The handler still runs: the caller's only slot is still taken.
+        refused = invoke(url, request(registry, "quick"))
+        assert refused["status"]["state"] == "TASK_STATE_REJECTED"
+        assert error_of(refused)["code"] == "resource_limit_exceeded"
+    finally:
+        RELEASED.set()  # the handler finally returns
+    deadline = time.monotonic() + 10
+    while overdue(url) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert overdue(url) == 0
+    for _ in range(100):  # the slot is given back just after the handler ended
+        again = invoke(url, request(registry, "quick"))
+        if again["status"]["state"] == "TASK_STATE_COMPLETED":
+            break
+        time.sleep(0.05)
     assert again["status"]["state"] == "TASK_STATE_COMPLETED"
-    # When the handler finally returns, its late result changes nothing.
-    RELEASED.set()
-    time.sleep(0.3)
+    # Its late result changes nothing.
     settled = get_task(url, task["id"])
     assert settled["status"]["state"] == "TASK_STATE_FAILED"
     assert not settled.get("artifacts")

@@ -14,9 +14,11 @@ Slots are counted per :func:`slot_key`: an authenticated caller by tenant and
 identity, an anonymous one by client address.  Counting every anonymous
 caller under one name would let one of them (or one hung handler) lock all
 the others out; counting an authenticated caller by address would let it take
-a set of slots from every address it can use.  A slot is given back at the
-handler's deadline even when the handler ignores cancellation (see
-:mod:`skillrack.serve.execution.executor`), so a hung handler cannot hold one for ever.
+a set of slots from every address it can use.  A handler that ignores
+cancellation at its deadline keeps its slot until it really ends (see
+:mod:`skillrack.serve.execution.executor`): its task has failed, but it still
+runs for its caller, who therefore cannot pile up more than
+``max_concurrent_tasks`` hung handlers.
 """
 
 from __future__ import annotations

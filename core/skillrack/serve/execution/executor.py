@@ -26,10 +26,13 @@ exception never reaches the caller: the log keeps it with the task id.
 Every run of a handler has a deadline (the skill's ``timeout``, else the
 operator's ``[server] handler_timeout``).  The handler runs as its own
 asyncio task; at the deadline it is cancelled, the task ends
-``TASK_STATE_FAILED`` with ``resource_limit_exceeded`` and the slot is given
-back *without waiting for the handler*: one that swallows ``CancelledError``
-or awaits something that never comes keeps running in the background (logged,
-its outputs closed) but holds no caller's slot.  A handler that blocks the
+``TASK_STATE_FAILED`` with ``resource_limit_exceeded`` *without waiting for
+the handler*: one that swallows ``CancelledError`` or awaits something that
+never comes keeps running in the background (logged, its outputs closed,
+counted by ``skillrack_handlers_overdue``) and **keeps its caller's slot until
+it really ends**, so a caller whose handlers ignore their deadline can keep at
+most ``max_concurrent_tasks`` of them running, never an unbounded pile.  A
+handler that blocks the
 event loop itself (a synchronous call that never returns) cannot be stopped
 by any deadline; handlers must not block.  So does a replica stopping (``stop_signal``).
 """
@@ -154,6 +157,10 @@ class SkillExecutor(AgentExecutor):
         self._overdue: set[asyncio.Task[Any]] = set()
         #: Ends running handlers (``output_invalid``) when a replica stops; counts them too.
         self.stopping = StopSignal(lambda: len(self._running))
+        #: This turn's overdue handler, by task id, until the turn hands it its slot.
+        self._overdue_of: dict[str, asyncio.Task[Any]] = {}
+        #: Slot releases scheduled when an overdue handler ended (held, as above).
+        self._releases: set[asyncio.Task[None]] = set()
 
     # -- entry points called by a2a-sdk ---------------------------------------------------------
 
@@ -174,6 +181,7 @@ class SkillExecutor(AgentExecutor):
         if admitted is None:
             return  # describe_skill answered, or parked until an operator decides
         invocation, slot = admitted
+        overdue: asyncio.Task[Any] | None = None
         try:
             with turn.observed.running():
                 if invocation.base_call is not None:
@@ -187,7 +195,11 @@ class SkillExecutor(AgentExecutor):
         except BaseException as exc:
             await self._respond_with_error(turn, _as_exception(exc), accepted=True)
         finally:
-            await slot.release()
+            overdue = self._overdue_of.pop(turn.task_id, None)
+            if overdue is None or overdue.done():
+                await slot.release()
+            else:  # the handler runs on: its caller's slot stays taken until it ends
+                overdue.add_done_callback(self._release_later(slot))
             self._running.pop(turn.task_id, None)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -609,8 +621,16 @@ class SkillExecutor(AgentExecutor):
         close()
         context._mark_cancelled()
         running.cancel()
-        self._overdue.add(running)
-        running.add_done_callback(self._overdue_finished(skill.skill_id, skill.plugin, turn))
+        await asyncio.sleep(0)  # a handler that honours cancellation ends here, not overdue
+        if running.done():
+            running.add_done_callback(self._overdue_finished(skill.skill_id, skill.plugin, turn))
+        else:
+            self._overdue.add(running)
+            self._overdue_of[turn.task_id] = running
+            gauge = self.metrics.overdue_handlers.labels(self.metrics.skill_label(skill.skill_id))
+            gauge.inc()
+            running.add_done_callback(lambda _: gauge.dec())
+            running.add_done_callback(self._overdue_finished(skill.skill_id, skill.plugin, turn))
         self.stopping.check()  # the replica stops: the task fails saying why (no deadline)
         logger.warning(
             "task %s: handler of %s (plugin %s) passed its deadline of %g s; cancelled",
@@ -623,6 +643,16 @@ class SkillExecutor(AgentExecutor):
             ErrorCode.RESOURCE_LIMIT_EXCEEDED,
             f"skill {skill.skill_id!r} did not finish within its deadline of {timeout:g} s",
         )
+
+    def _release_later(self, slot: Slot) -> Callable[[asyncio.Task[Any]], None]:
+        """A done callback giving ``slot`` back once an overdue handler really ended."""
+
+        def release(_: asyncio.Task[Any]) -> None:
+            releasing = asyncio.ensure_future(slot.release())
+            self._releases.add(releasing)
+            releasing.add_done_callback(self._releases.discard)
+
+        return release
 
     def _overdue_finished(
         self, skill_id: str, plugin: str, turn: Turn

@@ -180,6 +180,13 @@ class Metrics:
             multiprocess_mode="livesum",
             registry=on,
         )
+        self.overdue_handlers = Gauge(
+            "skillrack_handlers_overdue",
+            "Handlers still running after their deadline (cancelled, ignoring it), by skill",
+            ["skill"],
+            multiprocess_mode="livesum",
+            registry=on,
+        )
         self.describe_calls = Counter(
             "skillrack_describe_skill_calls",
             "describe_skill calls, by the skill asked about",
