@@ -61,7 +61,7 @@ from skillrack.serve.execution.input_deadline import Armed, deadline_message, st
 from skillrack.serve.execution.task_record import skill_of, started_by
 from skillrack.serve.middleware.error_sanitizer import OWN_ERROR
 from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY, CALLER_KEY
-from skillrack.serve.security.caller import ANONYMOUS, owner_of
+from skillrack.serve.security.caller import ANONYMOUS, Caller, owner_of, scheme_of
 from skillrack.serve.stores.cluster import ClusterTaskStore
 
 logger = logging.getLogger(__name__)
@@ -85,6 +85,15 @@ def caller_scope(context: ServerCallContext) -> str:
     """
     caller = context.state.get(CALLER_KEY, ANONYMOUS)
     return f"{owner_of(caller)}/caller:{caller.identity}"
+
+
+def _same_starter(started: tuple[str, str, str], caller: Caller) -> bool:
+    """Whether ``caller`` is who started a task: identity and tenant, and the scheme when
+    both are known (a task recorded before schemes were compares identity and tenant)."""
+    identity, tenant, scheme = started
+    if (identity, tenant) != (caller.identity, caller.tenant):
+        return False
+    return not scheme or scheme == scheme_of(caller)
 
 
 def is_a2a_0_3(context: ServerCallContext) -> bool:
@@ -270,7 +279,7 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         """``authorization_failed`` unless the caller is the one who started ``task``."""
         started = started_by(task)
         caller = context.state.get(CALLER_KEY, ANONYMOUS)
-        if started is not None and started != (caller.identity, caller.tenant):
+        if started is not None and not _same_starter(started, caller):
             raise InvalidRequestError(
                 message=f"task {task_id} was started by another caller; only the caller who "
                 f"started a task may {action} (authorization_failed)",

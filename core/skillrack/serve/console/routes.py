@@ -70,7 +70,7 @@ from skillrack.serve.security.approvals import (
     DecisionRefused,
     UnknownApproval,
 )
-from skillrack.serve.security.caller import ANONYMOUS, Caller, owner_of
+from skillrack.serve.security.caller import ANONYMOUS, Caller, owner_of, scheme_of
 from skillrack.serve.security.operator_access import (
     OPERATOR_ROLE,
     OperatorGuard,
@@ -629,6 +629,7 @@ def _decider(caller: Caller, request: Request) -> Decider:
             tenant=caller.tenant,
             roles=frozenset(roles_of(caller)),
             via="console",
+            scheme=scheme_of(caller),
         )
     client = request.client.host if request.client else "unknown address"
     return Decider(

@@ -24,14 +24,14 @@ runs for its caller, who therefore cannot pile up more than
 from __future__ import annotations
 
 from skillrack.errors import ConditionError, ErrorCode
-from skillrack.serve.security.caller import Caller
+from skillrack.serve.security.caller import Caller, qualified_identity
 from skillrack.serve.stores.counters import LimitCounter, LocalCounter
 
 
 def slot_key(caller: Caller, client_host: str | None) -> str:
     """Whose slots a call counts against: the tenant's identity, else the client address."""
     if caller.authenticated:
-        return f"id:{caller.tenant}/{caller.identity}"
+        return f"id:{caller.tenant}/{qualified_identity(caller)}"
     return f"ip:{client_host or '?'}"
 
 

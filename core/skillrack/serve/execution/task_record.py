@@ -16,12 +16,14 @@ from a2a.types import Task, TaskState, TaskStatus
 
 from skillrack.protocol.task_metadata import SKILL_KEY, STARTED_KEY
 from skillrack.serve.execution.turn import caller_of
+from skillrack.serve.security.caller import scheme_of
 
 #: Task metadata key naming the skill, so that CancelTask can be refused for a
 #: non-cancellable skill before a2a-sdk touches the task.
 SKILL_METADATA_KEY = SKILL_KEY
 #: Task metadata key: who started the task (identity and tenant, as authentication
-#: established them) and when, for the operator console's task list.
+#: established them, and the scheme where no tenant separates identities) and when,
+#: for follow-ups and the operator console's task list.
 STARTED_METADATA_KEY = STARTED_KEY
 
 
@@ -31,8 +33,13 @@ def skill_of(task: Task) -> str | None:
     return value.string_value if value is not None and value.string_value else None
 
 
-def started_by(task: Task) -> tuple[str, str] | None:
-    """Who started a task (identity, tenant), as recorded when it was created; else ``None``."""
+def started_by(task: Task) -> tuple[str, str, str] | None:
+    """Who started a task (identity, tenant, scheme), as recorded when it was created.
+
+    ``scheme`` is :func:`~skillrack.serve.security.caller.scheme_of` the caller
+    (``""`` with a tenant, or for a task recorded before schemes were).
+    ``None`` when nothing was recorded.
+    """
     value = task.metadata.fields.get(STARTED_METADATA_KEY)
     if value is None or not value.HasField("struct_value"):
         return None
@@ -40,7 +47,8 @@ def started_by(task: Task) -> tuple[str, str] | None:
     if "identity" not in who:
         return None
     tenant = who["tenant"].string_value if "tenant" in who else ""
-    return who["identity"].string_value, tenant
+    scheme = who["scheme"].string_value if "scheme" in who else ""
+    return who["identity"].string_value, tenant, scheme
 
 
 def new_task(context: RequestContext, skill: str | None) -> Task:
@@ -63,6 +71,8 @@ def new_task(context: RequestContext, skill: str | None) -> Task:
         who["identity"].string_value = caller.identity
         who["tenant"].string_value = caller.tenant
         who["at"].string_value = started
+        if scheme := scheme_of(caller):
+            who["scheme"].string_value = scheme
     else:  # an authentication plugin's unusual Caller: the general conversion
         task.metadata.update(
             {
@@ -70,6 +80,7 @@ def new_task(context: RequestContext, skill: str | None) -> Task:
                     "identity": caller.identity,
                     "tenant": caller.tenant,
                     "at": started,
+                    "scheme": scheme_of(caller),
                 }
             }
         )

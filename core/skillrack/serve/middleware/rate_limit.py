@@ -19,7 +19,7 @@ from skillrack.errors import ErrorCode
 from skillrack.serve.middleware.binding_errors import binding_error
 from skillrack.serve.observability.metrics import Metrics
 from skillrack.serve.scope import CALLER_KEY
-from skillrack.serve.security.caller import Caller
+from skillrack.serve.security.caller import Caller, qualified_identity
 from skillrack.serve.stores.counters import OUTAGE_RETRY_AFTER_S, LimitCounter, LimitsUnavailable
 
 
@@ -30,7 +30,7 @@ def rate_key(caller: Caller | None, client_host: str | None) -> str:
     gRPC requests share one budget.
     """
     if caller is not None and caller.authenticated:
-        return f"id:{caller.tenant}/{caller.identity}"
+        return f"id:{caller.tenant}/{qualified_identity(caller)}"
     return f"ip:{client_host or '?'}"
 
 

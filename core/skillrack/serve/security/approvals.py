@@ -99,7 +99,8 @@ CREATE TABLE IF NOT EXISTS approvals (
     required INTEGER NOT NULL DEFAULT 1,
     approver_roles TEXT NOT NULL DEFAULT '["operator"]',
     decisions TEXT NOT NULL DEFAULT '[]',
-    expires_at TEXT
+    expires_at TEXT,
+    caller_scheme TEXT NOT NULL DEFAULT ''
 )
 """
 #: Columns added after the first release of the table (added to an older table on open).
@@ -108,6 +109,7 @@ _ADDED_COLUMNS = {
     "approver_roles": "TEXT NOT NULL DEFAULT '[\"operator\"]'",
     "decisions": "TEXT NOT NULL DEFAULT '[]'",
     "expires_at": "TEXT",
+    "caller_scheme": "TEXT NOT NULL DEFAULT ''",
 }
 #: Columns holding JSON text.
 _JSON_COLUMNS = ("resources", "approver_roles", "decisions")
@@ -125,6 +127,9 @@ class Decider:
     tenant: str = ""
     roles: frozenset[str] = frozenset({APPROVER_ROLE})
     via: str = ""
+    #: How the decider authenticated (``mtls``, ``oidc``, ...), when no tenant separates
+    #: identities; ``""``: unknown (the CLI's ``--by``), the same name in every scheme.
+    scheme: str = ""
 
     @property
     def label(self) -> str:
@@ -157,6 +162,9 @@ class Approval:
     decisions: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     #: When a pending approval expires (ISO 8601, UTC); ``None``: never.
     expires_at: str | None = None
+    #: How the caller authenticated when it has no tenant (``""``: unknown, or a row
+    #: written before schemes were recorded: then the name alone compares).
+    caller_scheme: str = ""
 
     def to_json(self) -> dict[str, Any]:
         values = asdict(self)
@@ -221,16 +229,26 @@ def same_person(decider: Decider, approval: Approval) -> bool:
 
     Identities are compared within a tenant; a decider without a tenant (the
     CLI's ``--by``) is compared on the identity alone, so that a name given on
-    the host cannot decide any tenant's request made under that name.
+    the host cannot decide any tenant's request made under that name.  Where
+    no tenant separates them, identities are qualified by the scheme that
+    authenticated them (``alice`` by client certificate is not ``alice`` by
+    OpenID Connect: two issuers name people independently); a side whose
+    scheme is unknown (the CLI, a row written before schemes were recorded)
+    matches the name in every scheme, so such a gap never lets anyone decide
+    their own request.
     """
-    return _same_identity(decider, approval.caller, approval.tenant)
+    return _same_identity(decider, approval.caller, approval.tenant, approval.caller_scheme)
 
 
-def _same_identity(decider: Decider, identity: str, tenant: str) -> bool:
+def _same_identity(decider: Decider, identity: str, tenant: str, scheme: str = "") -> bool:
     """One person: the same identity within a tenant, or anywhere when a side has none."""
     if decider.identity != identity:
         return False
-    return not decider.tenant or not tenant or decider.tenant == tenant
+    if decider.tenant and tenant:
+        return decider.tenant == tenant
+    if not decider.tenant and not tenant and decider.scheme and scheme:
+        return decider.scheme == scheme
+    return True
 
 
 def decide(
@@ -266,7 +284,8 @@ def decide(
             f"{by.identity} has none of them"
         )
     if any(
-        _same_identity(by, d.get("identity", ""), d.get("tenant", "")) for d in approval.decisions
+        _same_identity(by, d.get("identity", ""), d.get("tenant", ""), d.get("scheme", ""))
+        for d in approval.decisions
     ):
         raise DecisionRefused(
             f"approval {approval.id}: {by.identity} already granted it; it needs "
@@ -277,6 +296,7 @@ def decide(
         "by": by.label,
         "identity": by.identity,
         "tenant": by.tenant,
+        "scheme": by.scheme,
         "decision": "grant" if granted else "deny",
         "reason": reason,
         "at": at,
@@ -327,6 +347,7 @@ class Approvals(Protocol):
         resources: dict[str, Any],
         required: int = 1,
         approver_roles: Sequence[str] = (APPROVER_ROLE,),
+        caller_scheme: str = "",
     ) -> Approval:
         """The approval of this task, created pending the first time it is asked for.
 
@@ -421,6 +442,7 @@ class ApprovalStore:
         resources: dict[str, Any],
         required: int = 1,
         approver_roles: Sequence[str] = (APPROVER_ROLE,),
+        caller_scheme: str = "",
     ) -> Approval:
         """The approval of this task, created pending the first time it is asked for."""
         with self._connect(immediate=True) as db:
@@ -436,7 +458,7 @@ class ApprovalStore:
                 db.execute(
                     "INSERT INTO approvals (id, task_id, skill_id, skill_version, operation,"
                     " caller, tenant, resources, state, created_at, required, approver_roles,"
-                    " decisions, expires_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    " decisions, expires_at, caller_scheme) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         uuid.uuid4().hex[:12],
                         task_id,
@@ -452,6 +474,7 @@ class ApprovalStore:
                         json.dumps(list(approver_roles)),
                         "[]",
                         _expiry(self.ttl),
+                        caller_scheme,
                     ),
                 )
                 row = db.execute("SELECT * FROM approvals WHERE task_id = ?", (task_id,)).fetchone()
@@ -614,14 +637,15 @@ class DatabaseApprovalStore:
         resources: dict[str, Any],
         required: int = 1,
         approver_roles: Sequence[str] = (APPROVER_ROLE,),
+        caller_scheme: str = "",
     ) -> Approval:
         select = text(f"SELECT * FROM {self.table} WHERE task_id = :task_id")
         insert = text(
             f"INSERT INTO {self.table} (id, task_id, skill_id, skill_version, operation, caller,"
             " tenant, resources, state, created_at, required, approver_roles, decisions,"
-            " expires_at) VALUES (:id, :task_id, :skill_id, :skill_version, :operation,"
-            " :caller, :tenant, :resources, :state, :created_at, :required, :approver_roles,"
-            " '[]', :expires_at) ON CONFLICT (task_id) DO NOTHING"
+            " expires_at, caller_scheme) VALUES (:id, :task_id, :skill_id, :skill_version,"
+            " :operation, :caller, :tenant, :resources, :state, :created_at, :required,"
+            " :approver_roles, '[]', :expires_at, :caller_scheme) ON CONFLICT (task_id) DO NOTHING"
         )
         async with self.engine.begin() as connection:
             await connection.execute(
@@ -658,6 +682,7 @@ class DatabaseApprovalStore:
                         "required": required,
                         "approver_roles": json.dumps(list(approver_roles)),
                         "expires_at": _expiry(self.ttl),
+                        "caller_scheme": caller_scheme,
                     },
                 )
                 row = (await connection.execute(select, {"task_id": task_id})).one()

@@ -31,10 +31,39 @@ class Caller:
 ANONYMOUS = Caller(identity="anonymous")
 
 
+def scheme_of(caller: Caller) -> str:
+    """The scheme that authenticated ``caller`` where no tenant separates identities, else ``""``.
+
+    Two authentication schemes name people independently (a certificate's
+    mapped identity, an issuer's ``sub``, an API key's ``identity``), so
+    without a tenant the same string from two schemes is two callers.  The
+    first-party plugins say which they are (``attributes["auth"]``); for
+    another plugin, the card schemes its credential met.  Operators who want
+    one person across schemes give the mappings the same tenant.
+    """
+    if caller.tenant or not caller.authenticated:
+        return ""
+    auth = caller.attributes.get("auth")
+    if isinstance(auth, str) and auth:
+        return auth
+    return ",".join(sorted(caller.schemes))
+
+
+def qualified_identity(caller: Caller) -> str:
+    """``caller``'s identity, prefixed by :func:`scheme_of` when that is not empty."""
+    scheme = scheme_of(caller)
+    return f"{scheme}:{caller.identity}" if scheme else caller.identity
+
+
 def owner_of(caller: Caller) -> str:
     """Whose a task (and what it leads to) is: the caller's tenant, else its own identity.
 
     Tasks are stored under this name, and the delegation hops a task makes are
-    recorded under it, so that one tenant never sees another's.
+    recorded under it, so that one tenant never sees another's.  Without a
+    tenant the identity is qualified by its scheme (:func:`scheme_of`): the
+    tasks a tenant-less caller created before schemes were recorded stay in
+    the store but are no longer its own (see docs/security.md).
     """
-    return f"tenant:{caller.tenant}" if caller.tenant else f"identity:{caller.identity}"
+    if caller.tenant:
+        return f"tenant:{caller.tenant}"
+    return f"identity:{qualified_identity(caller)}"
