@@ -480,6 +480,21 @@ def test_no_planted_secret_is_shown_anywhere(planted: Planted) -> None:
             "--ca-bundle",
             str(planted.ca.bundle),
         )
+        client = ("--header", f"X-API-Key: {FILE_KEY}", "--ca-bundle", str(planted.ca.bundle))
+        client_outputs = {
+            "check": _cli(planted, "check", *client, agent.url),
+            "call": _cli(planted, "call", *client, "--args", '{"text": "hi"}', agent.url, "ask"),
+            "call, a wrong key": _cli(
+                planted,
+                "call",
+                "--header",
+                f"X-API-Key: {WRONG_KEY}",
+                "--ca-bundle",
+                str(planted.ca.bundle),
+                agent.url,
+                "ask",
+            ),
+        }
         time.sleep(1.0)  # the batch span processor's next export
     finally:
         agent.stop()
@@ -492,6 +507,8 @@ def test_no_planted_secret_is_shown_anywhere(planted: Planted) -> None:
         "doctor": _cli(planted, "doctor", "--config", str(planted.config)),
         "doctor --json": _cli(planted, "doctor", "--config", str(planted.config), "--json"),
         "doctor --url": doctor_url,
+        **client_outputs,
+        "plugins": _cli(planted, "plugins", "--config", str(planted.config)),
         "spec": _cli(planted, "spec", "--config", str(planted.config), "--format", "json"),
         "approvals list": _cli(
             planted, "approvals", "list", "--all", "--json", "--config", str(planted.config)
