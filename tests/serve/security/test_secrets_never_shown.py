@@ -281,6 +281,10 @@ env = "{KEYS_ENV}"
 [plugins.policy]
 file = "policy.toml"
 
+[[plugins.approval_rules.rule]]
+effect = "require"
+skills = ["crash"]
+
 [plugins.jwt]
 jwks = "jwks.json"
 issuer = "https://issuer.invalid"
@@ -434,7 +438,13 @@ def _exercise(planted: Planted, agent: ServedAgent) -> list[str]:
         )
         assert "result" in created, created
         operator = {"X-API-Key": FILE_KEY}
+        # A call waiting for approval: its page and the approvals list show it.
+        parked = _task(
+            send(url, probe_request_over(http, url, "crash", {}), headers=operator, client=http)
+        )
+        approval = parked["status"]["message"]["parts"][0]["data"]["skillrack_approval"]
         for path in (
+            f"/approvals/{approval['approval_id']}",
             "",
             "/skills",
             "/skills/echo",
@@ -444,7 +454,7 @@ def _exercise(planted: Planted, agent: ServedAgent) -> list[str]:
             f"/tasks/{waiting_id}",
             "/approvals",
         ):
-            page = http.get(url + CONSOLE_PATH + path, headers=operator)
+            page = http.get(url + CONSOLE_PATH + path, headers=operator, follow_redirects=True)
             assert page.status_code == 200, (path, page.status_code)
             texts.append(page.text)
         metrics = http.get(url + "/metrics", headers=operator)
@@ -510,9 +520,7 @@ def test_no_planted_secret_is_shown_anywhere(planted: Planted) -> None:
         **client_outputs,
         "plugins": _cli(planted, "plugins", "--config", str(planted.config)),
         "spec": _cli(planted, "spec", "--config", str(planted.config), "--format", "json"),
-        "approvals list": _cli(
-            planted, "approvals", "list", "--all", "--json", "--config", str(planted.config)
-        ),
+        "approvals list": _cli(planted, "approvals", "list", "--config", str(planted.config)),
     }
     for name, text in outputs.items():
         assert text.strip(), name
