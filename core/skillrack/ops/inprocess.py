@@ -36,7 +36,7 @@ from skillrack.host.registry import Registry
 from skillrack.interface.document import VerifiedInterface
 from skillrack.ops.conformance import CheckReport, check_agent
 from skillrack.ops.loopback import free_port, serving_in_thread
-from skillrack.serve.bindings.request_handler import tenant_scope
+from skillrack.serve.bindings.request_handler import caller_scope, tenant_scope
 from skillrack.serve.server import build_server
 
 #: The base URL an in-process agent advertises (nothing resolves it: the transport is the app).
@@ -58,7 +58,7 @@ def build_app(registry: Registry, config: Config, base_url: str, workdir: Path) 
         _private(config, workdir),
         base_url,
         task_store=InMemoryTaskStore(owner_resolver=tenant_scope),
-        push_config_store=InMemoryPushNotificationConfigStore(owner_resolver=tenant_scope),
+        push_config_store=InMemoryPushNotificationConfigStore(owner_resolver=caller_scope),
     )
 
 
