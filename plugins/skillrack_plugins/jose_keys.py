@@ -125,6 +125,30 @@ def bearer_token(headers: Mapping[str, str]) -> str | None:
     return (match.group(1) or "").strip()
 
 
+#: Claims that must be NumericDate values (RFC 7519 section 2) when present.
+NUMERIC_CLAIMS = ("exp", "nbf", "iat")
+
+
+def check_claim_types(claims: Mapping[str, Any]) -> None:
+    """``ValueError`` for a registered claim of the wrong JSON type (checked values aside).
+
+    PyJWT converts what it compares (``int("9999999999")`` for ``exp``), so a
+    token whose issuer wrote ``exp`` as a string would pass its check; both
+    bearer plugins refuse it here.
+    """
+    for name in NUMERIC_CLAIMS:
+        value = claims.get(name)
+        if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ValueError(f"claim {name!r} is not a number")
+    if "iss" in claims and not isinstance(claims["iss"], str):
+        raise ValueError("claim 'iss' is not a string")
+    aud = claims.get("aud")
+    if "aud" in claims and not (
+        isinstance(aud, str) or (isinstance(aud, list) and all(isinstance(a, str) for a in aud))
+    ):
+        raise ValueError("claim 'aud' is neither a string nor a list of strings")
+
+
 def claim_at(claims: Mapping[str, Any], path: str) -> Any:
     """The claim at a dotted path (``realm_access.roles``); None when any step is missing.
 

@@ -27,7 +27,8 @@ Settings:
 
 A request without ``Authorization: Bearer`` is not this plugin's business
 (``None``).  A token that fails any check (signature, unknown ``kid``,
-algorithm, ``exp`` missing or past, ``iss``, ``aud``, claim types), or that
+algorithm, ``exp`` missing or past, ``iss``, ``aud``, claim types: ``exp``,
+``nbf``, ``iat`` numbers, never strings), or that
 comes with a second ``Authorization`` header, is refused
 with one generic message: the caller is never told which check failed.  The
 reason is logged (never the token).
@@ -57,6 +58,7 @@ from skillrack_plugins.jose_keys import (
     KeyTable,
     allowed_algorithms,
     bearer_token,
+    check_claim_types,
     key_table,
 )
 
@@ -140,6 +142,7 @@ class JwtBearer:
             leeway=self._leeway,
             options={"require": ["exp", "iss", "aud"], "verify_signature": True},
         )
+        check_claim_types(claims)
         identity = claims.get(self._identity_claim)
         if not isinstance(identity, str) or not identity:
             raise ValueError("identity claim missing")

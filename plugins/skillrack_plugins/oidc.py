@@ -126,6 +126,7 @@ from skillrack_plugins.jose_keys import (
     KeyTable,
     allowed_algorithms,
     bearer_token,
+    check_claim_types,
     claim_at,
     key_table,
 )
@@ -175,8 +176,6 @@ _SETTINGS = frozenset(
 _CONSOLE = frozenset({"client_id", "client_secret_file", "scopes"})
 #: ``token_types``' default: RFC 9068 JWT access tokens only.
 DEFAULT_TOKEN_TYPES = ("at+jwt",)
-#: Claims that must be NumericDate values (RFC 7519 section 2) when present.
-_NUMERIC_CLAIMS = ("exp", "nbf", "iat")
 _INTROSPECTION = frozenset(
     {
         "endpoint",
@@ -382,7 +381,7 @@ class OidcBearer:
             leeway=self._leeway,
             options={"require": ["exp", "iss", "aud"], "verify_signature": True},
         )
-        _check_claim_types(claims)
+        check_claim_types(claims)
         return claims
 
     def _introspected(self, claims: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -396,7 +395,7 @@ class OidcBearer:
         wanted = [self._audience] if isinstance(self._audience, str) else self._audience
         if not set(given) & set(wanted):
             raise ValueError("introspection names no expected audience")
-        _check_claim_types(claims)
+        check_claim_types(claims)
         now = time.time()
         exp, nbf = claims.get("exp"), claims.get("nbf")
         if isinstance(exp, int | float) and exp <= now - self._leeway:
@@ -450,21 +449,6 @@ def _media_type(typ: str) -> str:
     """A ``typ`` as compared: lower case, without ``application/`` (RFC 7515 section 4.1.9)."""
     typ = typ.strip().lower()
     return typ.removeprefix("application/")
-
-
-def _check_claim_types(claims: Mapping[str, Any]) -> None:
-    """``ValueError`` for a registered claim of the wrong JSON type (checked values aside)."""
-    for name in _NUMERIC_CLAIMS:
-        value = claims.get(name)
-        if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise ValueError(f"claim {name!r} is not a number")
-    if "iss" in claims and not isinstance(claims["iss"], str):
-        raise ValueError("claim 'iss' is not a string")
-    aud = claims.get("aud")
-    if "aud" in claims and not (
-        isinstance(aud, str) or (isinstance(aud, list) and all(isinstance(a, str) for a in aud))
-    ):
-        raise ValueError("claim 'aud' is neither a string nor a list of strings")
 
 
 def _same_origin(url: Any, issuer: str) -> bool:

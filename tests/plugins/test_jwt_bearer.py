@@ -211,6 +211,11 @@ def test_bad_claim_types(
     refused(plugin, sign(signing_key, claims(sub=None)))
     refused(plugin, sign(signing_key, claims(roles="admin")))
     refused(plugin, sign(signing_key, claims(tenant=7)))
+    # Registered claims of the wrong type, which PyJWT would convert (issue 28).
+    far = int(time.time()) + 3600
+    refused(plugin, sign(signing_key, claims(exp=str(far))))
+    refused(plugin, sign(signing_key, claims(iat=True)))
+    refused(plugin, sign(signing_key, claims(nbf=str(far - 7200))))
 
 
 def test_refusals_do_not_log_the_token(
