@@ -79,3 +79,16 @@ def test_the_log_filter_masks_messages_arguments_and_a2a_payloads() -> None:
     assert (
         sdk.getMessage() == "ActiveTask[task-1]: Executing setup (call_context: <dict, not logged>)"
     )
+
+
+def test_the_database_drivers_debug_lines_keep_no_parameters() -> None:
+    """aiosqlite logs ``executing functools.partial(execute, sql, params)`` at DEBUG: the
+    parameters (a task's arguments, a push config's credentials) are not logged."""
+    import functools
+
+    statement = functools.partial(print, "INSERT INTO push (config) VALUES (?)", ("creds-7",))
+    record = logging.LogRecord(
+        "aiosqlite", logging.DEBUG, __file__, 1, "executing %s", (statement,), None
+    )
+    assert SecretFilter().filter(record)
+    assert record.getMessage() == "executing <partial, not logged>"

@@ -29,12 +29,13 @@ every line of skillrack, uvicorn, a2a-sdk and any library passes it:
   password, header values of ``Authorization``, ``X-API-Key`` and cookies,
   bearer tokens and JWTs (:func:`skillrack.host.secrets.redact`), in the
   message, its arguments and an exception's text;
-* a2a-sdk's DEBUG lines keep only their ids, numbers and states: any other
+* the DEBUG lines of a2a-sdk and of the database drivers (aiosqlite,
+  SQLAlchemy, asyncpg) keep only their ids, numbers and states: any other
   argument (the call context, whose state holds the request's headers and
   so the caller's API key or bearer token; a request body, which holds the
-  arguments and a push config's credentials; a task) is replaced by its type
-  name.  Those lines trace the SDK's steps; their payloads are in the task
-  store.
+  arguments and a push config's credentials; a task; an SQL statement with
+  its parameters) is replaced by its type name.  Those lines trace the
+  libraries' steps; their payloads are in the task store.
 """
 
 from __future__ import annotations
@@ -112,7 +113,10 @@ class JsonFormatter(logging.Formatter):
 
 #: The secrets :class:`SecretFilter` masks by value (see :func:`remember_secrets`).
 _KNOWN_SECRETS: set[str] = set()
-#: An a2a-sdk DEBUG argument kept as it is: an id, a name or a state, nothing longer.
+#: Libraries whose DEBUG lines carry payloads (a call context and its headers, a request
+#: body, a task, an SQL statement's parameters): only their plain arguments are kept.
+_PAYLOAD_LOGGERS = ("a2a", "aiosqlite", "sqlalchemy", "asyncpg")
+#: Such a DEBUG argument kept as it is: an id, a name or a state, nothing longer.
 _PLAIN_ARGUMENT = re.compile(r"[A-Za-z0-9_.:@/-]{0,128}")
 
 
@@ -128,7 +132,7 @@ class SecretFilter(logging.Filter):
         if getattr(record, "skillrack_masked", False):
             return True  # another handler's filter did it already
         record.skillrack_masked = True
-        scrub = record.name.startswith("a2a") and record.levelno <= logging.DEBUG
+        scrub = record.levelno <= logging.DEBUG and record.name.startswith(_PAYLOAD_LOGGERS)
         if isinstance(record.args, Mapping):
             record.args = {k: self._argument(v, scrub) for k, v in record.args.items()}
         elif record.args:
