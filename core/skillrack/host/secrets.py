@@ -37,6 +37,7 @@ SECRET_SETTINGS: Final[Mapping[str, SecretForm]] = {
     "server.store": "url",
     "server.limits_store": "url",
     "server.push_encryption_key_file": "file",
+    "server.console_secret_file": "file",
     "peers.*.url": "url",
     "peers.*.client_key": "file",
     "peers.*.oauth.client_secret_file": "file",
@@ -47,6 +48,7 @@ SECRET_SETTINGS: Final[Mapping[str, SecretForm]] = {
     "plugins.jwt.jwks": "file",
     "plugins.oidc.introspection.client_secret_file": "file",
     "plugins.oidc.introspection.client_secret_env": "env",
+    "plugins.oidc.console.client_secret_file": "file",
 }
 #: ``skillrack serve`` options that name a secret file (not in the configuration file).
 SECRET_OPTIONS: Final = ("--ssl-keyfile",)
@@ -110,7 +112,11 @@ def secret_values(
     env = os.environ if environ is None else environ
     base = config.base_dir
     urls = [config.server.store, config.server.limits_store, *config.peers.values()]
-    files = [config.server.push_encryption_key_file, *extra_files]
+    files = [
+        config.server.push_encryption_key_file,
+        config.server.console_secret_file,
+        *extra_files,
+    ]
     variables: list[str] = []
     files += [tls.client_key for tls in config.peer_tls.values()]
     for oauth in config.peer_oauth.values():
@@ -122,10 +128,14 @@ def secret_values(
     files.append(str(api_keys.get("file", "")))
     variables.append(str(api_keys.get("env", "")))
     files.append(str(config.first_party.get("jwt", {}).get("jwks", "")))
-    introspection = config.first_party.get("oidc", {}).get("introspection", {})
+    oidc = config.first_party.get("oidc", {})
+    introspection = oidc.get("introspection", {})
     if isinstance(introspection, Mapping):
         files.append(str(introspection.get("client_secret_file", "")))
         variables.append(str(introspection.get("client_secret_env", "")))
+    console = oidc.get("console", {})
+    if isinstance(console, Mapping):
+        files.append(str(console.get("client_secret_file", "")))
     found: set[str] = set()
     for url in urls:
         found |= _url_secrets(url)

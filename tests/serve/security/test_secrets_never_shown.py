@@ -43,6 +43,7 @@ from helpers.served_process import PLUGIN_MODULE, start, write_plugin
 
 from skillrack.host import config as config_schema
 from skillrack.host.secrets import SECRET_OPTIONS, SECRET_SETTINGS
+from skillrack.host.trust_settings import TRUST_KEYS
 from skillrack.interface.limits import Limits
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.serve.console import CONSOLE_PATH
@@ -77,6 +78,7 @@ HARMLESS = {
     "plugins.oidc.token_types": "JWT typ names",
     "plugins.oidc.introspection.endpoint": "an endpoint",
     "plugins.policy.file": "the policy file: rules, no secret",
+    "client.trust.card_keys": "public keys that must have signed a peer's card",
 }
 
 
@@ -101,6 +103,8 @@ def schema_keys() -> set[str]:
     keys |= {f"plugins.mtls.{k}" for k in mtls._SETTINGS}
     keys |= {f"plugins.oidc.{k}" for k in oidc._SETTINGS if k != "introspection"}
     keys |= {f"plugins.oidc.introspection.{k}" for k in oidc._INTROSPECTION}
+    keys |= {f"plugins.oidc.console.{k}" for k in oidc._CONSOLE}
+    keys |= {f"client.trust.{k}" for k in TRUST_KEYS}
     keys |= {f"plugins.policy.{k}" for k in policy_file._SETTINGS_KEYS}
     assert set(config_schema.FIRST_PARTY) == {
         "api_keys",
@@ -133,6 +137,7 @@ PLANTED_KEYS = (
     "server.store",
     "server.limits_store",
     "server.push_encryption_key_file",
+    "server.console_secret_file",
     "peers.*.url",
     "peers.*.client_key",
     "peers.*.oauth.client_secret_file",
@@ -143,6 +148,7 @@ PLANTED_KEYS = (
     "plugins.jwt.jwks",
     "plugins.oidc.introspection.client_secret_file",
     "plugins.oidc.introspection.client_secret_env",
+    "plugins.oidc.console.client_secret_file",
 )
 
 PG_PASSWORD = "PlantedPgPassw0rd-31f7"
@@ -152,6 +158,8 @@ OAUTH_SECRET = "PlantedOauthClientSecret-0a9b"
 OAUTH_ENV_SECRET = "PlantedOauthEnvSecret-5e3c"
 INTROSPECTION_SECRET = "PlantedIntrospectionSecret-4d21"
 INTROSPECTION_ENV_SECRET = "PlantedIntrospectionEnvSecret-6f10"
+CONSOLE_SERVER_SECRET = "PlantedConsoleServerSecret-0123456789abcdef0123456789"
+CONSOLE_CLIENT_SECRET = "PlantedConsoleClientSecret-77aa"
 HMAC_SECRET = b"PlantedHmacKeyForJwtPlugin-2b8e-0123456789"
 FILE_KEY = "sk-PlantedFileApiKey-93ac1d"
 ENV_KEY = "sk-PlantedEnvApiKey-1e77b0"
@@ -224,6 +232,8 @@ def planted(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Iterato
     (workdir / "push.key").write_text(fernet_key + "\n")
     (workdir / "oauth.secret").write_text(OAUTH_SECRET + "\n")
     (workdir / "introspection.secret").write_text(INTROSPECTION_SECRET + "\n")
+    (workdir / "console.secret").write_text(CONSOLE_SERVER_SECRET + "\n")
+    (workdir / "console-client.secret").write_text(CONSOLE_CLIENT_SECRET + "\n")
     file_hash, env_hash = hash_key(FILE_KEY), hash_key(ENV_KEY)
     (workdir / "keys.toml").write_text(
         f'[[key]]\nsha256 = "{file_hash}"\nidentity = "ops"\nroles = ["operator"]\n'
@@ -250,6 +260,7 @@ limits_store = "{redis_url}"
 push_notifications = true
 push_allow_loopback = true
 push_encryption_key_file = "push.key"
+console_secret_file = "console.secret"
 
 [signing]
 key = "signing.pem"
@@ -296,6 +307,10 @@ issuer = "http://127.0.0.1:9/realm"
 audience = "skillrack"
 allow_loopback = true
 
+[plugins.oidc.console]
+client_id = "skillrack-console"
+client_secret_file = "console-client.secret"
+
 [plugins.oidc.introspection]
 endpoint = "http://127.0.0.1:9/introspect"
 client_id = "skillrack"
@@ -324,6 +339,8 @@ client_secret_file = "introspection.secret"
             "plugins.jwt.jwks": hmac_k,
             "plugins.oidc.introspection.client_secret_file": INTROSPECTION_SECRET,
             "plugins.oidc.introspection.client_secret_env": INTROSPECTION_ENV_SECRET,
+            "server.console_secret_file": CONSOLE_SERVER_SECRET,
+            "plugins.oidc.console.client_secret_file": CONSOLE_CLIENT_SECRET,
             "caller's API key (file)": FILE_KEY,
             "caller's API key (env)": ENV_KEY,
             "a wrong API key": WRONG_KEY,
@@ -457,6 +474,12 @@ def _exercise(planted: Planted, agent: ServedAgent) -> list[str]:
             page = http.get(url + CONSOLE_PATH + path, headers=operator, follow_redirects=True)
             assert page.status_code == 200, (path, page.status_code)
             texts.append(page.text)
+        # Signed out: the sign-in page, and the OIDC sign-in (its issuer is unreachable
+        # here, so an error page naming it: still no secret).
+        for path in ("", "/signin", "/signin/oidc"):
+            page = http.get(url + CONSOLE_PATH + path)
+            assert path != "/signin" or page.status_code == 200, page.status_code
+            texts.append(f"{page.headers}\n{page.text}")
         metrics = http.get(url + "/metrics", headers=operator)
         texts.append(metrics.text)
     return texts
