@@ -644,9 +644,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             if client_auth == "required"
             else ssl.CERT_OPTIONAL
         ),
-        # X-Forwarded-For names the client only when a configured proxy sent it: uvicorn's
-        # default trusts loopback peers (and FORWARDED_ALLOW_IPS), which would let a local
-        # client pick the address its limits count against.
+        # Only [server] forwarded_allow_ips name the client (uvicorn's default trusts loopback).
         "proxy_headers": bool(config.server.forwarded_allow_ips),
         "forwarded_allow_ips": list(config.server.forwarded_allow_ips),
         # uvicorn logs access lines at INFO: below it, skip building them at all.
