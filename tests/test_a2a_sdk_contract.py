@@ -116,6 +116,13 @@ CONTRACT: dict[str, str] = {
         "(self, request: Request) -> Response"
     ),
     "a2a.server.tasks.database_task_store.DatabaseTaskStore._ensure_initialized": "(self) -> None",
+    # serve/stores/push_configs.py: a config's id as a2a-sdk stores it, read before its save.
+    "a2a.server.tasks.database_push_notification_config_store."
+    "DatabasePushNotificationConfigStore._ensure_initialized": "(self) -> None",
+    "a2a.server.tasks.push_notification_config_store.normalize_push_notification_config": (
+        "(task_id: str, notification_config: TaskPushNotificationConfig)"
+        " -> TaskPushNotificationConfig"
+    ),
     "a2a.server.tasks.database_task_store.DatabaseTaskStore._from_orm": (
         "(self, task_model: TaskModel) -> Task"
     ),
