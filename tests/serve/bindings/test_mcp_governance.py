@@ -134,3 +134,34 @@ def test_the_per_caller_rate_applies_to_mcp_requests(tmp_path: Path) -> None:
         # Another caller has a rate of its own.
         other = http.post(url + "/mcp", json=body, headers={**headers, "X-API-Key": RIVAL})
         assert other.status_code == 200
+
+
+def test_malformed_tool_arguments_are_tool_errors_with_a_pointer(agent: tuple[str, Any]) -> None:
+    url, _ = agent
+    missing = asyncio.run(_call(url, OPS, "skillrack_resume", {}))
+    assert missing.is_error is True
+    assert missing.meta["code"] == "input_invalid" and missing.meta["pointers"] == ["/task_id"]
+    wrong = asyncio.run(_call(url, OPS, "skillrack_resume", {"task_id": 7}))
+    assert wrong.meta["code"] == "input_invalid" and wrong.meta["pointers"] == ["/task_id"]
+    unknown = asyncio.run(_call(url, OPS, "skillrack_resume", {"task_id": "no-such-task"}))
+    assert unknown.is_error is True and "Traceback" not in unknown.content[0].text
+
+
+def test_an_oversized_mcp_request_is_refused_before_the_sdk_reads_it(
+    agent: tuple[str, Any],
+) -> None:
+    url, _ = agent
+    huge = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "ask_twice", "arguments": {"padding": "x" * 5_000_000}},
+    }
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-11-25",
+        "X-API-Key": OPS,
+    }
+    answer = httpx.post(url + "/mcp", json=huge, headers=headers, timeout=60)
+    assert answer.status_code == 413
+    assert "Traceback" not in answer.text

@@ -70,10 +70,12 @@ from starlette.types import Receive, Scope, Send
 from skillrack.errors import parse_error_object
 from skillrack.host.registry import RegisteredBaseSkill, RegisteredSkill, Registry
 from skillrack.protocol.messages import APPROVAL_KEY, EXTENSION_URI
+from skillrack.protocol.parts import DataPart, user_message
 from skillrack.protocol.values import data_part, from_value
 from skillrack.serve.bindings.call_context import bind_call
 from skillrack.serve.bindings.request_handler import SkillrackRequestHandler
 from skillrack.serve.execution.artifacts import RESULT_ARTIFACT_ID
+from skillrack.serve.execution.task_record import skill_of
 from skillrack.serve.middleware.host_allowlist import HostAllowlist
 from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.caller import ANONYMOUS
@@ -313,7 +315,7 @@ class McpBinding:
         text = arguments.get("text")
         if not isinstance(text, str):
             return _tool_error("input_invalid", "arguments.text must be a string", ["/text"])
-        message = _text_message(text, metadata={"skill": name})
+        message = user_message([text], message_id=str(uuid.uuid4()), skill=name)
         return await self._send(request, message, None)
 
     async def _resume(self, request: Request, arguments: Mapping[str, Any]) -> types.CallToolResult:
@@ -321,12 +323,7 @@ class McpBinding:
         if not isinstance(task_id, str) or not task_id:
             return _tool_error("input_invalid", "task_id must be a non-empty string", ["/task_id"])
         answer = arguments.get("answer", {})
-        message = Message(
-            role=Role.ROLE_USER,
-            message_id=str(uuid.uuid4()),
-            task_id=task_id,
-            parts=[data_part(answer)],
-        )
+        message = user_message([DataPart(answer)], message_id=str(uuid.uuid4()), task_id=task_id)
         return await self._send(request, message, None, resumed=True)
 
     async def _send(
@@ -357,7 +354,7 @@ class McpBinding:
         if isinstance(answer, Message):
             return types.CallToolResult(content=_texts(answer))
         if skill is None and resumed:
-            skill = self._registry.get(_skill_of(answer))
+            skill = self._registry.get(skill_of(answer) or "")
         return task_result(answer, skill)
 
 
@@ -509,25 +506,6 @@ def _status_data(task: Task) -> Any:
     if len(parts) == 1 and parts[0].HasField("data"):
         return from_value(parts[0].data)
     return None
-
-
-def _skill_of(task: Task) -> str:
-    """The skill a stored task ran, from its primary result Artifact's name."""
-    for artifact in task.artifacts:
-        if artifact.artifact_id == RESULT_ARTIFACT_ID:
-            return artifact.name
-    return ""
-
-
-def _text_message(text: str, *, metadata: dict[str, Any]) -> Message:
-    from a2a.types import Part
-    from google.protobuf import struct_pb2
-
-    meta = struct_pb2.Struct()
-    meta.update(metadata)
-    return Message(
-        role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)], metadata=meta
-    )
 
 
 def _texts(message: Message) -> list[types.ContentBlock]:
