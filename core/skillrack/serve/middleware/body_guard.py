@@ -82,10 +82,10 @@ class BodyGuard:
                 return
         data = bytes(body)
         if not data and _TASK_ACTION.fullmatch(scope["path"]):
-            await self.app(scope, _replaying(b"{}", receive), send)
+            await self.app(scope, replaying(b"{}", receive), send)
             return
         if self.forms is not None and scope["path"].startswith(self.forms):
-            await self.app(scope, _replaying(data, receive), send)
+            await self.app(scope, replaying(data, receive), send)
             return
         value, problem = self._parse(data)
         if problem is not None:
@@ -128,7 +128,7 @@ class BodyGuard:
                     pointer=exc.pointer,
                 )
                 return
-        await self.app(scope, _replaying(data, receive), send)
+        await self.app(scope, replaying(data, receive), send)
 
     def _parse(self, body: bytes) -> tuple[Any, str | None]:
         try:
@@ -172,7 +172,7 @@ class BodyGuard:
 _TASK_ACTION = re.compile(r"(?:/[^/]+)?/tasks/[^/]+:(?:cancel|subscribe)")
 
 
-def _replaying(data: bytes, receive: Receive) -> Receive:
+def replaying(data: bytes, receive: Receive) -> Receive:
     """A ``receive`` that hands the application the body already read, then defers."""
     replayed = False
 

@@ -27,10 +27,11 @@ from __future__ import annotations
 import json
 import re
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
 from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error
+from skillrack.serve.middleware.body_guard import replaying
 
 #: What a client is told to wait before it tries again (another replica by then).
 RETRY_AFTER_S = 1
@@ -131,18 +132,4 @@ class Drain:
         if isinstance(value, dict) and value.get("method") in MESSAGE_METHODS:
             await refuse_draining(scope, send)
             return
-        await self.app(scope, _replaying(bytes(body), receive), send)
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """``receive`` that hands the body read here once, then defers to the server."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
+        await self.app(scope, replaying(bytes(body), receive), send)
