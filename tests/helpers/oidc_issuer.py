@@ -4,6 +4,8 @@ It publishes a discovery document and a JWK Set (with ``Cache-Control`` and
 an ``ETag``), issues JWT access tokens by the client-credentials grant and by
 the authorization code grant with PKCE (a sign-in form at its authorization
 endpoint, for the console's browser tests; S256 only, codes used once),
+returns an ID token with the authorization request's ``nonce`` beside the code
+grant's access token (or a faulty one: :attr:`Issuer.id_token_fault`),
 answers RFC 7662 introspection for opaque tokens it handed out, rotates its
 signing key on request, and counts every request per path, so that tests can
 assert how often a relying party asked.  :meth:`Issuer.outage` stops the
@@ -67,8 +69,12 @@ class Issuer:
         self.users: dict[str, dict[str, Any]] = {}
         #: public clients of the code flow: client_id -> its one redirect URI
         self.redirects: dict[str, str] = {}
-        #: code -> (client_id, redirect_uri, code_challenge, username)
-        self.codes: dict[str, tuple[str, str, str, str]] = {}
+        #: code -> (client_id, redirect_uri, code_challenge, username, nonce)
+        self.codes: dict[str, tuple[str, str, str, str, str]] = {}
+        #: How the code grant's ID token is wrong (a hostile or broken issuer): ``""`` (a
+        #: good one), ``missing``, ``wrong_nonce``, ``no_nonce``, ``other_audience``,
+        #: ``expired``, ``unknown_key``, ``unsigned``.
+        self.id_token_fault = ""
         #: What each authorization request asked (its query), in order.
         self.authorizations: list[dict[str, str]] = []
         self._server: contextlib.ExitStack | None = None
@@ -194,6 +200,7 @@ class Issuer:
                 form["redirect_uri"],
                 form["code_challenge"],
                 form["username"],
+                form.get("nonce", ""),
             )
             back = urllib.parse.urlencode({"code": code, "state": form.get("state", "")})
             return Response(status_code=302, headers={"Location": f"{form['redirect_uri']}?{back}"})
@@ -258,7 +265,7 @@ class Issuer:
         found = self.codes.pop(form.get("code", ""), None)
         if found is None:
             return JSONResponse({"error": "invalid_grant"}, status_code=400)
-        client_id, redirect_uri, challenge, username = found
+        client_id, redirect_uri, challenge, username, nonce = found
         verifier = form.get("code_verifier", "").encode()
         computed = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
         if (
@@ -268,10 +275,30 @@ class Issuer:
         ):
             return JSONResponse({"error": "invalid_grant"}, status_code=400)
         access = self.token(headers={"typ": "at+jwt"}, azp=client_id, **self.users[username])
-        return JSONResponse(
-            {"access_token": access, "token_type": "Bearer", "expires_in": 300},
-            headers={"Cache-Control": "no-store"},
-        )
+        answer = {"access_token": access, "token_type": "Bearer", "expires_in": 300}
+        if self.id_token_fault != "missing":
+            answer["id_token"] = self.id_token(client_id, nonce, self.users[username]["sub"])
+        return JSONResponse(answer, headers={"Cache-Control": "no-store"})
+
+    def id_token(self, client_id: str, nonce: str, subject: str) -> str:
+        """The code grant's ID token for ``client_id``, spoiled as :attr:`id_token_fault` says."""
+        fault, now = self.id_token_fault, int(time.time())
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "sub": subject,
+            "aud": "another-client" if fault == "other_audience" else client_id,
+            "iat": now,
+            "exp": now - 120 if fault == "expired" else now + 300,
+            "nonce": "a-nonce-of-another-sign-in" if fault == "wrong_nonce" else nonce,
+        }
+        if fault == "no_nonce":
+            del claims["nonce"]
+        if fault == "unsigned":
+            return jwt.encode(claims, None, algorithm="none")
+        kid, key = self.current, self.keys[self.current]
+        if fault == "unknown_key":
+            kid, key = "not-published", ec.generate_private_key(ec.SECP256R1())
+        return jwt.encode(claims, key, algorithm="ES256", headers={"kid": kid, "typ": "JWT"})
 
     def _client_of(self, request: Request) -> tuple[str, tuple[str, ...]] | None:
         scheme, _, value = request.headers.get("authorization", "").partition(" ")

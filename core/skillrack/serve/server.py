@@ -75,6 +75,7 @@ from skillrack.serve.bindings.shutdown import GracefulStop
 from skillrack.serve.bindings.tls import TlsFiles
 from skillrack.serve.console import CONSOLE_PATH, Console, ConsoleSources
 from skillrack.serve.console.oidc_flow import CodeFlow, OidcClient
+from skillrack.serve.console.revocations import open_revocations
 from skillrack.serve.console.session import Sessions, load_secret
 from skillrack.serve.execution.executor import SkillExecutor
 from skillrack.serve.execution.outputs import OutputLimits
@@ -265,6 +266,7 @@ def build_server(
                 load_secret(config.server.console_secret_file, config.base_dir),
                 lifetime=config.server.console_session_seconds,
                 path=CONSOLE_PATH,
+                revocations=open_revocations(approvals),  # sign-outs, beside the approvals
             ),
             authenticator=Authenticator(manager, metrics),
             base_url=base_url,

@@ -18,6 +18,7 @@ import base64
 import contextlib
 import dataclasses
 import hashlib
+import html
 import json
 import re
 import time
@@ -203,6 +204,40 @@ def test_signing_out_ends_the_session(agent: str) -> None:
         assert "You are signed out" in client.get(agent + out.headers["location"]).text
 
 
+def test_a_cookie_copied_before_signing_out_lets_nobody_in(tmp_path: Path) -> None:
+    """Sign-out revokes the session in the store replicas share, until the cookie expires.
+
+    An issuer of its own: the module's knows one redirect URI, the module agent's.
+    """
+    (tmp_path / "console.secret").write_text("s" * 48, encoding="utf-8")
+    with (
+        running_issuer() as issuer,
+        serve(issuer, tmp_path, console_secret_file="console.secret") as first,
+        serve(issuer, tmp_path, console_secret_file="console.secret") as second,
+        browser() as client,
+        browser() as thief,
+    ):
+        assert sign_in_with_key(client, first, OPERATOR_KEY).status_code == 200
+        copied = client.cookies[SESSION]
+        thief.cookies.set(SESSION, copied, path=CONSOLE_PATH)
+        assert thief.get(second + CONSOLE_PATH).status_code == 200  # the copy works meanwhile
+        page = client.get(first + CONSOLE_PATH)
+        out = client.post(first + CONSOLE_PATH + "/signout", data={FIELD: csrf_of(page.text)})
+        assert out.status_code == 303
+        for replica in (first, second):  # the sign-out is seen by the other replica too
+            replayed = thief.get(replica + CONSOLE_PATH + "/approvals")
+            assert replayed.status_code == 303
+            assert replayed.headers["location"].startswith(CONSOLE_PATH + "/signin")
+            login = thief.get(replica + CONSOLE_PATH + "/signin")
+            assert "Signed in as" not in login.text and 'name="key"' in login.text
+            posted = thief.post(replica + CONSOLE_PATH + "/signout", data={FIELD: "x"})
+            assert posted.status_code == 403  # no session: its token is no longer valid
+        # Signing in again makes a new session, which the old sign-out does not touch.
+        assert sign_in_with_key(client, second, OPERATOR_KEY).status_code == 200
+        assert client.cookies[SESSION] != copied
+        assert client.get(first + CONSOLE_PATH).status_code == 200
+
+
 def test_only_operators_are_signed_in(agent: str) -> None:
     with browser() as client:
         refused = sign_in_with_key(client, agent, CALLER_KEY)
@@ -301,6 +336,59 @@ def test_openid_connect_refuses_a_forged_state_and_a_non_operator(
         refused = client.get(back.headers["location"])
         assert refused.status_code == 403 and "sso-vera may not use the console" in refused.text
         assert SESSION not in client.cookies
+
+
+def oidc_sign_in(client: httpx.Client, agent: str, issuer: Issuer, user: str) -> httpx.Response:
+    """The code flow up to the callback's answer: start, the issuer's form, back to the agent."""
+    start = client.get(agent + CONSOLE_PATH + "/signin/oidc")
+    asked = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(start.headers["location"]).query))
+    back = client.post(issuer.base + AUTHORIZE, data={**asked, "username": user})
+    assert back.status_code == 302
+    return client.get(back.headers["location"])
+
+
+@pytest.fixture
+def faulty(issuer: Issuer) -> Iterator[Issuer]:
+    """The module's issuer, its ID token fault set back to none after the test."""
+    try:
+        yield issuer
+    finally:
+        issuer.id_token_fault = ""
+
+
+def test_openid_connect_sign_in_checks_the_id_token_and_its_nonce(
+    agent: str, faulty: Issuer
+) -> None:
+    with browser() as client:
+        good = oidc_sign_in(client, agent, faulty, "sso-olga")
+        assert good.status_code == 200 and "Signed in as sso-olga" in good.text
+    cases = {
+        "missing": "gave no ID token",
+        "wrong_nonce": "not for this sign-in (its nonce differs)",
+        "no_nonce": "not for this sign-in (its nonce differs)",
+        "other_audience": "not for this console",
+        "expired": "ID token has expired",
+        "unknown_key": "has no key 'not-published'",
+        "unsigned": "signed with 'none'",
+    }
+    for fault, said in cases.items():
+        faulty.id_token_fault = fault
+        with browser() as client:
+            refused = oidc_sign_in(client, agent, faulty, "sso-olga")
+            assert refused.status_code == 502, (fault, refused.text)
+            assert said in html.unescape(refused.text), (fault, refused.text)
+            assert SESSION not in client.cookies and FLOW_COOKIE not in client.cookies
+            assert client.get(agent + CONSOLE_PATH).status_code == 303
+
+
+def test_openid_connect_sign_in_needs_the_openid_scope(issuer: Issuer, tmp_path: Path) -> None:
+    from skillrack.serve.console.oidc_flow import OidcClient
+
+    settings = {**agent_config(tmp_path, issuer).first_party["oidc"]}
+    settings["console"] = {"client_id": CONSOLE_CLIENT, "scopes": ["profile"]}
+    with pytest.raises(ConfigError) as raised:
+        OidcClient.from_settings(settings, tmp_path)
+    assert str(raised.value).startswith('plugins.oidc.console.scopes must include "openid"')
 
 
 def test_a_session_ends_after_its_lifetime(issuer: Issuer, tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ from skillrack.serve.security.approvals import (
     DecisionRefused,
     UnknownApproval,
 )
-from skillrack.serve.security.caller import ANONYMOUS, Caller, owner_of, scheme_of
+from skillrack.serve.security.caller import ANONYMOUS, Caller, auth_scheme, owner_of
 from skillrack.serve.security.operator_access import (
     OPERATOR_ROLE,
     OperatorGuard,
@@ -226,16 +226,19 @@ class Console:
                 return None
         return csrf.token(self.sources.sessions.secret, binding, csrf.who(self._caller(request)))
 
-    def _session(self, request: Request) -> Session | None:
-        """The signed-in session, whose caller the request then has (unless headers named one)."""
-        session = self.sources.sessions.read(request)
+    async def _session(self, request: Request) -> Session | None:
+        """The signed-in session, whose caller the request then has (unless headers named one).
+
+        A signed-out session (revoked, its cookie copied before sign-out) is none.
+        """
+        session = await self.sources.sessions.current(request)
         if session is not None and CALLER_KEY not in request.scope:
             request.scope[CALLER_KEY] = session.caller
         return session
 
-    def _refusal(self, request: Request) -> Response | None:
+    async def _refusal(self, request: Request) -> Response | None:
         """``None`` when the request may see the console; else the sign-in, or a 401 or 403 page."""
-        self._session(request)
+        await self._session(request)
         if CALLER_KEY not in request.scope:  # no credentials, no session: sign in first
             if request.method == "GET":
                 target = urllib.parse.quote(request.url.path, safe="/")
@@ -267,7 +270,7 @@ class Console:
     # -- pages -----------------------------------------------------------------------------------
 
     async def overview(self, request: Request) -> Response:
-        if (refused := self._refusal(request)) is not None:
+        if (refused := await self._refusal(request)) is not None:
             return refused
         sources = self.sources
         card = sources.card
@@ -310,7 +313,7 @@ class Console:
         )
 
     async def skills(self, request: Request) -> Response:
-        if (refused := self._refusal(request)) is not None:
+        if (refused := await self._refusal(request)) is not None:
             return refused
         return self._render(
             request,
@@ -321,7 +324,7 @@ class Console:
         )
 
     async def skill(self, request: Request) -> Response:
-        if (refused := self._refusal(request)) is not None:
+        if (refused := await self._refusal(request)) is not None:
             return refused
         skill = self.sources.registry.get(request.path_params["skill_id"])
         if skill is None:
@@ -330,7 +333,7 @@ class Console:
 
     async def interface(self, request: Request) -> Response:
         """The raw Skill Interface Document, as ``describe_skill`` returns it."""
-        if (refused := self._refusal(request)) is not None:
+        if (refused := await self._refusal(request)) is not None:
             return refused
         skill = self.sources.registry.get(request.path_params["skill_id"])
         if skill is None:
@@ -340,7 +343,7 @@ class Console:
         )
 
     async def tasks(self, request: Request) -> Response:
-        if (refused := self._refusal(request)) is not None:
+        if (refused := await self._refusal(request)) is not None:
             return refused
         state_filter = request.query_params.get("state", "")
         skill_filter = request.query_params.get("skill", "")
@@ -388,7 +391,7 @@ class Console:
         )
 
     async def task(self, request: Request) -> Response:
-        if (refused := self._refusal(request)) is not None:
+        if (refused := await self._refusal(request)) is not None:
             return refused
         task_id = request.path_params["task_id"]
         task = await self.sources.task_store.get(task_id, self._context(self._caller(request)))
@@ -427,7 +430,7 @@ class Console:
         )
 
     async def approvals(self, request: Request) -> Response:
-        if (refused := self._refusal(request)) is not None:
+        if (refused := await self._refusal(request)) is not None:
             return refused
         store = self.sources.approvals
         everything = await store.alist() if store is not None else []
@@ -458,7 +461,7 @@ class Console:
 
     async def decide(self, request: Request) -> Response:
         """POST: grant or deny (the form's ``decision``); GET: back to the Approvals page."""
-        if (refused := self._refusal(request)) is not None:
+        if (refused := await self._refusal(request)) is not None:
             return refused
         if request.method == "GET":
             return RedirectResponse(f"{CONSOLE_PATH}/approvals", status_code=303)
@@ -511,7 +514,7 @@ class Console:
 
     async def sign_in(self, request: Request) -> Response:
         """GET: the sign-in page; POST: the API key form."""
-        self._session(request)
+        await self._session(request)
         if request.method == "GET":
             return self.signin.page(
                 request,
@@ -524,17 +527,19 @@ class Console:
         return await self.signin.with_key(request, form, self._render)
 
     async def sign_in_oidc(self, request: Request) -> Response:
+        await self._session(request)
         return await self.signin.start_oidc(request, self._render)
 
     async def sign_in_callback(self, request: Request) -> Response:
+        await self._session(request)
         return await self.signin.callback(request, self._render)
 
     async def sign_out(self, request: Request) -> Response:
-        self._session(request)
+        await self._session(request)
         form = await self._checked_form(request)
         if isinstance(form, Response):
             return form
-        return self.signin.sign_out(request)
+        return await self.signin.sign_out(request)
 
     async def _checked_form(self, request: Request) -> dict[str, str] | Response:
         """A POSTed console form whose CSRF token matches, or the error page saying why not."""
@@ -629,7 +634,7 @@ def _decider(caller: Caller, request: Request) -> Decider:
             tenant=caller.tenant,
             roles=frozenset(roles_of(caller)),
             via="console",
-            scheme=scheme_of(caller),
+            scheme=auth_scheme(caller),
         )
     client = request.client.host if request.client else "unknown address"
     return Decider(

@@ -12,9 +12,10 @@ It is ``HttpOnly`` (no script reads it), ``SameSite=Strict`` (no other site's
 page makes the browser send it), ``Secure`` over HTTPS, scoped to the
 console's path, and lives ``[server] console_session_seconds`` (default 30
 minutes) from sign-in: after that the signature check refuses it and the
-person signs in again.  Signing out deletes it.  A cookie copied out of a
-browser stays valid until it expires, since nothing is stored on the server
-(``docs/known-limits.md``); the short lifetime is the bound.
+person signs in again.  Signing out deletes it and records its session id as
+revoked until it would have expired (:mod:`skillrack.serve.console.revocations`,
+shared by every replica), so that a copy taken from the browser lets nobody
+in either.
 
 The secret is ``[server] console_secret_file`` when set (at least 32 bytes;
 replicas behind one name share it), else 32 random bytes made at start-up,
@@ -37,8 +38,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from skillrack.host.config import ConfigError
+from skillrack.serve.console.revocations import Revocations
 from skillrack.serve.process import CONSOLE_SECRET_ENV
-from skillrack.serve.security.caller import Caller
+from skillrack.serve.security.caller import Caller, auth_scheme
 from skillrack.serve.security.operator_access import roles_of
 
 #: The session cookie.
@@ -47,6 +49,8 @@ COOKIE = "skillrack_console_session"
 MIN_SECRET_BYTES = 32
 #: The environment variable through which ``serve --workers`` hands its secret's file over.
 SECRET_FILE_ENV = CONSOLE_SECRET_ENV
+#: Where a request's session, once read and checked against the revocations, is kept.
+_SCOPE_KEY = "skillrack.console.session"
 
 
 def load_secret(path: str, base_dir: Path) -> bytes:
@@ -85,15 +89,20 @@ class Session:
     sid: str
     #: How they signed in: ``api_key`` or ``oidc``.
     method: str
+    #: When the cookie expires (seconds since the epoch): a sign-out is kept until then.
+    expires_at: float = 0.0
 
 
 class Sessions:
     """Issues and reads session cookies (and other signed values) with the server secret."""
 
-    def __init__(self, secret: bytes, lifetime: int, path: str) -> None:
+    def __init__(
+        self, secret: bytes, lifetime: int, path: str, revocations: Revocations | None = None
+    ) -> None:
         self.secret = secret
         self.lifetime = lifetime
         self.path = path
+        self.revocations = revocations
         self._cookie = URLSafeTimedSerializer(secret, salt="skillrack-console-session")
 
     def signer(self, purpose: str) -> URLSafeTimedSerializer:
@@ -101,15 +110,38 @@ class Sessions:
         return URLSafeTimedSerializer(self.secret, salt=f"skillrack-console-{purpose}")
 
     def read(self, request: Request) -> Session | None:
-        """The request's session, or ``None`` (no cookie, a bad signature, expired)."""
+        """The request's session, or ``None`` (no cookie, a bad signature, expired, signed out).
+
+        The session :meth:`current` found for this request when it ran (signed-out
+        ones are ``None`` then); else the cookie as signed, not yet checked
+        against the revocations.
+        """
+        if _SCOPE_KEY in request.scope:
+            found: Session | None = request.scope[_SCOPE_KEY]
+            return found
         value = request.cookies.get(COOKIE)
         if not value:
             return None
         try:
-            data = self._cookie.loads(value, max_age=self.lifetime)
+            data, signed = self._cookie.loads(value, max_age=self.lifetime, return_timestamp=True)
         except BadSignature:  # SignatureExpired is one
             return None
-        return _session_of(data)
+        return _session_of(data, signed.timestamp() + self.lifetime)
+
+    async def current(self, request: Request) -> Session | None:
+        """The request's session unless it was signed out; kept for the request's other reads."""
+        if _SCOPE_KEY in request.scope:
+            found: Session | None = request.scope[_SCOPE_KEY]
+            return found
+        session = self.read(request)
+        if (
+            session is not None
+            and self.revocations is not None
+            and await self.revocations.revoked(session.sid)
+        ):
+            session = None
+        request.scope[_SCOPE_KEY] = session
+        return session
 
     def start(self, response: Response, request: Request, caller: Caller, method: str) -> None:
         """Set the cookie of a new session for ``caller`` on ``response``."""
@@ -120,6 +152,7 @@ class Sessions:
             "roles": roles_of(caller),
             "schemes": {name: list(scopes) for name, scopes in caller.schemes.items()},
             "method": method,
+            "auth": auth_scheme(caller),
         }
         response.set_cookie(
             COOKIE,
@@ -131,8 +164,12 @@ class Sessions:
             secure=request.url.scheme == "https",
         )
 
-    def end(self, response: Response, request: Request) -> None:
-        """Delete the session cookie (sign-out)."""
+    async def end(self, response: Response, request: Request) -> None:
+        """Sign-out: the session is revoked until its cookie expires, and the cookie deleted."""
+        session = await self.current(request)
+        if session is not None and self.revocations is not None:
+            await self.revocations.revoke(session.sid, session.expires_at)
+        request.scope[_SCOPE_KEY] = None
         response.delete_cookie(
             COOKIE,
             path=self.path,
@@ -142,11 +179,12 @@ class Sessions:
         )
 
 
-def _session_of(data: Any) -> Session | None:
+def _session_of(data: Any, expires_at: float) -> Session | None:
     if not isinstance(data, Mapping):
         return None
     sid, identity, tenant = data.get("sid"), data.get("id"), data.get("tenant")
     roles, schemes, method = data.get("roles"), data.get("schemes"), data.get("method")
+    auth = data.get("auth")
     if not (isinstance(sid, str) and isinstance(identity, str) and isinstance(tenant, str)):
         return None
     if not isinstance(roles, list) or not isinstance(schemes, Mapping):
@@ -155,11 +193,15 @@ def _session_of(data: Any) -> Session | None:
         identity=identity,
         tenant=tenant,
         authenticated=True,
-        attributes={"roles": [r for r in roles if isinstance(r, str)]},
+        attributes={
+            "roles": [r for r in roles if isinstance(r, str)],
+            # The scheme that authenticated the sign-in: separation of duties compares by it.
+            **({"auth": auth} if isinstance(auth, str) and auth else {}),
+        },
         schemes={
             str(name): tuple(str(s) for s in scopes)
             for name, scopes in schemes.items()
             if isinstance(scopes, list)
         },
     )
-    return Session(caller=caller, sid=sid, method=str(method))
+    return Session(caller=caller, sid=sid, method=str(method), expires_at=expires_at)

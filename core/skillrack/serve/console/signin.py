@@ -184,10 +184,10 @@ class SignIn:
         self._end_flow(response, request)
         return response
 
-    def sign_out(self, request: Request) -> Response:
-        """POST (its CSRF token already checked): the session cookie is deleted."""
+    async def sign_out(self, request: Request) -> Response:
+        """POST (its CSRF token already checked): the session is revoked, its cookie deleted."""
         response = RedirectResponse(f"{self.base}/signin?signed_out=1", status_code=303)
-        self.sessions.end(response, request)
+        await self.sessions.end(response, request)
         return response
 
     # -- helpers ---------------------------------------------------------------------------------

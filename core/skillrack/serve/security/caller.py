@@ -31,22 +31,31 @@ class Caller:
 ANONYMOUS = Caller(identity="anonymous")
 
 
+def auth_scheme(caller: Caller) -> str:
+    """The scheme that authenticated ``caller``, tenant or not; ``""`` when unauthenticated.
+
+    The first-party plugins say which they are (``attributes["auth"]``); for
+    another plugin, the card schemes its credential met, comma-separated.
+    """
+    if not caller.authenticated:
+        return ""
+    auth = caller.attributes.get("auth")
+    if isinstance(auth, str) and auth:
+        return auth
+    return ",".join(sorted(caller.schemes))
+
+
 def scheme_of(caller: Caller) -> str:
     """The scheme that authenticated ``caller`` where no tenant separates identities, else ``""``.
 
     Two authentication schemes name people independently (a certificate's
     mapped identity, an issuer's ``sub``, an API key's ``identity``), so
     without a tenant the same string from two schemes is two callers.  The
-    first-party plugins say which they are (``attributes["auth"]``); for
-    another plugin, the card schemes its credential met.  Operators who want
-    one person across schemes give the mappings the same tenant.
+    scheme is :func:`auth_scheme`.  Operators who want one person across
+    schemes give the mappings the same tenant (for approvals, they may map
+    identities to people instead: ``[approvals.people]``).
     """
-    if caller.tenant or not caller.authenticated:
-        return ""
-    auth = caller.attributes.get("auth")
-    if isinstance(auth, str) and auth:
-        return auth
-    return ",".join(sorted(caller.schemes))
+    return "" if caller.tenant else auth_scheme(caller)
 
 
 def qualified_identity(caller: Caller) -> str:
