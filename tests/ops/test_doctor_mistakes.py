@@ -164,3 +164,35 @@ def test_without_a_registry_any_first_party_authenticator_counts(
     diagnosis = Diagnosis("test")
     check_policy_reachable(diagnosis, load_config(path), None)
     assert not [f for f in diagnosis.findings if "no authentication plugin" in f.message]
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "said"),
+    [
+        (None, 0o600, "cannot read"),
+        ("s" * 48, 0o644, "readable or writable by others (mode 0644)"),
+        ("s" * 48, 0o640, "chmod 600"),
+        ("too-short", 0o600, "holds 9 bytes, fewer than 32"),
+        ("s" * 48, 0o600, None),
+    ],
+)
+def test_the_console_secret_file_must_exist_be_private_and_long_enough(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: str | None,
+    mode: int,
+    said: str | None,
+) -> None:
+    secret = tmp_path / "console.secret"
+    if content is not None:
+        secret.write_text(content)
+        secret.chmod(mode)
+    status, out = doctor(tmp_path, 'console_secret_file = "console.secret"\n', capsys)
+    if said is None:
+        assert status == 0, out
+        assert fails(out) == []
+        return
+    assert status == 1
+    [line] = fails(out)
+    assert "[server] console_secret_file: " in line and said in line
+    assert "s" * 48 not in out  # the secret itself is never printed

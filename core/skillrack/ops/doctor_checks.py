@@ -4,8 +4,9 @@ Unchecked, each of these surfaces only as a failed call, far from its cause: a
 policy whose allow rules no configured caller can match (every call ends
 ``authorization_failed``), a ``public_url`` this machine cannot resolve (the
 client follows the card there and fails with "Name or service not known"), a
-key, policy or JWKS file that cannot be read, a task store that cannot be
-opened.  Each finding here is one ``fail`` line saying what to change.
+key, policy or JWKS file that cannot be read, a console secret file others can
+read or too short to sign with, a task store that cannot be opened.  Each
+finding here is one ``fail`` line saying what to change.
 
 What a caller can be is known only for the first-party authentication that
 publishes its callers: the ``[plugins.api_keys]`` key file (its documented
@@ -25,6 +26,7 @@ import importlib
 import os
 import socket
 import sqlite3
+import stat
 import tomllib
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,6 +36,7 @@ from typing import Protocol
 
 from skillrack.host.config import FIRST_PARTY, Config, ConfigError, parse_store
 from skillrack.ops.diagnosis import FAIL, Diagnosis
+from skillrack.serve.console.session import MIN_SECRET_BYTES
 
 #: Settings of first-party plugins that name a file the plugin reads at start.
 FILE_SETTINGS: Mapping[str, tuple[str, ...]] = {
@@ -77,6 +80,7 @@ def check_operator_mistakes(
         check_policy_reachable(diagnosis, config, authenticators)
     check_public_url(diagnosis, config)
     check_task_store(diagnosis, config)
+    check_console_secret(diagnosis, config)
 
 
 def _plugin_path(config: Config, name: str, setting: str) -> Path | None:
@@ -121,6 +125,43 @@ def check_plugin_files(diagnosis: Diagnosis, config: Config) -> set[str]:
                 "signing",
             )
     return readable
+
+
+def check_console_secret(diagnosis: Diagnosis, config: Config) -> None:
+    """``[server] console_secret_file`` exists, is readable, private (0600) and long enough.
+
+    The file signs every console session and keys the CSRF tokens: whoever
+    reads it can sign a session as anybody, so it is held to what the other
+    secret files are (created 0600), and to the length ``serve`` requires.
+    """
+    value = config.server.console_secret_file
+    if not value:
+        return
+    path = config.base_dir / value  # an absolute value stays absolute
+    option = "[server] console_secret_file"
+    try:
+        mode = path.stat().st_mode
+        secret = path.read_bytes().strip()
+    except OSError as exc:
+        problem = (
+            f"cannot read {path} ({exc.strerror or exc}); create it (python3 -c 'import secrets; "
+            "print(secrets.token_urlsafe(48))' > FILE; chmod 600 FILE) or correct the path"
+        )
+    else:
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            problem = (
+                f"{path} is readable or writable by others (mode {stat.S_IMODE(mode):04o}); "
+                f"whoever reads it can sign console sessions: chmod 600 {path}"
+            )
+        elif len(secret) < MIN_SECRET_BYTES:
+            problem = (
+                f"{path} holds {len(secret)} bytes, fewer than {MIN_SECRET_BYTES}; write at "
+                "least 32 random bytes (python3 -c 'import secrets; "
+                "print(secrets.token_urlsafe(48))')"
+            )
+        else:
+            return
+    diagnosis.add("files", FAIL, f"{option}: {problem}", "console_secret_file")
 
 
 def _rules(config: Config) -> tuple[PolicyRule, ...] | None:
@@ -333,6 +374,7 @@ def _postgresql_problem(url: str) -> str | None:
 
 __all__ = [
     "KnownCaller",
+    "check_console_secret",
     "check_operator_mistakes",
     "check_plugin_files",
     "check_policy_reachable",
