@@ -72,7 +72,7 @@ file = "policy.toml"
         ("[limits]\nmax_instance_bytes = -3\n", "positive"),
         ("[limits]\nmax_instance_bytes = 'big'\n", "positive number"),
         ("[agent]\nname = 7\n", "agent.name must be a string"),
-        ("[nonsense]\n", r'toml: unknown key "nonsense"; known: agent, client, limits, '),
+        ("[nonsense]\n", r'toml: unknown key "nonsense"; known: agent, approvals, client, '),
         ("[plugins]\nbuiltin = 'x'\n", "list of module names"),
         ("[plugins]\nldap = 'x'\n", r"\[plugins.ldap\] must be a table of settings"),
         ("[peers]\nobserver = 'ftp://x'\n", "http"),

@@ -62,6 +62,9 @@ security = [{ oidc = ["network:write"] }, "mtls"]   # one alternative must be me
 card_keys = ["peers.jwks.json"]
 pins = [{ schema_uri = "urn:example:x:input", version = "1.0", digest = "sha256:..." }]
 
+[approvals.people]  # one person's identities across schemes (host/people.py)
+alice = ["api_key:alice", "oidc:00u1x9"]
+
 [signing]           # sign the Agent Card (JWS, A2A 1.0 section 8.4); see skillrack.protocol.signing
 key = "card-signing-ec.pem"   # unencrypted PEM private key: EC P-256/P-384/P-521 or RSA
 kid = "card-2025"             # optional; default: the key's RFC 7638 thumbprint
@@ -80,6 +83,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from skillrack.host.people import People, read_approvals
 from skillrack.host.settings import ConfigError as ConfigError
 from skillrack.host.settings import read_settings, refuse_unknown_keys
 from skillrack.host.trust_settings import TrustSettings, read_trust
@@ -108,7 +112,17 @@ FIRST_PARTY: Mapping[str, str] = {
 _ZERO_IS_OFF = frozenset({"memory_max_tasks", "memory_task_ttl"})
 
 #: The tables of the configuration file.
-TABLES = ("agent", "limits", "server", "plugins", "peers", "signing", "skills", "client")
+TABLES = (
+    "agent",
+    "limits",
+    "server",
+    "plugins",
+    "peers",
+    "signing",
+    "skills",
+    "client",
+    "approvals",
+)
 
 #: A host name, an IPv4 literal or a bracketed IPv6 literal, with an optional port.
 _HOST_PATTERN = re.compile(
@@ -332,6 +346,8 @@ class Config:
     #: The schema trust of this host's own delegations (``[client.trust]``):
     #: card signers, pinned schema identities, dialects, minimum versions.
     client_trust: TrustSettings = field(default_factory=TrustSettings)
+    #: ``[approvals.people]``: identities one person has across schemes (separation of duties).
+    people: People = field(default_factory=People)
 
     def public_url(self, host: str, port: int, scheme: str = "http") -> str:
         """Base URL the card advertises: configured, else where uvicorn listens."""
@@ -626,6 +642,7 @@ def load_config(path: Path | None) -> Config:
         signing=_signing(raw.get("signing")),
         skill_security=_skills(raw.get("skills", {})),
         client_trust=_client(raw.get("client", {}), base_dir),
+        people=read_approvals(raw.get("approvals", {})),
         agent=agent,
         limits=_limits(raw.get("limits", {})),
         server=server,

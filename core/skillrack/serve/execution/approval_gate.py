@@ -60,7 +60,7 @@ from skillrack.serve.security.approvals import (
 )
 from skillrack.serve.security.approved import Approved
 from skillrack.serve.security.authz import Decision, authorize
-from skillrack.serve.security.caller import scheme_of
+from skillrack.serve.security.caller import auth_scheme
 
 logger = logging.getLogger(__name__)
 #: The audit log (as the executor's): who approved or refused a call, why and when.
@@ -169,7 +169,7 @@ async def seek_approval(
             resources=dict(request.resources),
             required=requirement.approvals_required,
             approver_roles=requirement.approver_roles,
-            caller_scheme=scheme_of(request.caller),
+            caller_scheme=auth_scheme(request.caller),
         )
     except TooManyPending as exc:
         raise ConditionError(ErrorCode.RESOURCE_LIMIT_EXCEEDED, str(exc)) from None

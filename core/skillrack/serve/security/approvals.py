@@ -17,7 +17,9 @@ Change control, enforced here so that every decision path (console, CLI,
 anything else calling :meth:`Approvals.adecide`) obeys it:
 
 * **separation of duties**: the identity that asked cannot decide its own
-  approval (:class:`DecisionRefused`, one line);
+  approval, nor can another identity the operator maps to the same person
+  (``[approvals.people]``, :mod:`skillrack.host.people`)
+  (:class:`DecisionRefused`, one line);
 * **N distinct approvers**: an approval is granted once ``required``
   different deciders, each holding one of ``approver_roles``, granted it; one
   refusal by such a decider refuses it;
@@ -67,6 +69,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from skillrack.errors import SkillrackError
 from skillrack.host.config import Config, StoreSpec, parse_store
+from skillrack.host.people import Identity, People, same_identity
 from skillrack.protocol.messages import APPROVAL_KEY
 from skillrack.serve.stores.private_files import create_private_file
 
@@ -127,9 +130,13 @@ class Decider:
     tenant: str = ""
     roles: frozenset[str] = frozenset({APPROVER_ROLE})
     via: str = ""
-    #: How the decider authenticated (``mtls``, ``oidc``, ...), when no tenant separates
-    #: identities; ``""``: unknown (the CLI's ``--by``), the same name in every scheme.
+    #: How the decider authenticated (``mtls``, ``oidc``, ...); ``""``: unknown (the CLI's
+    #: ``--by``), the same name in every scheme.
     scheme: str = ""
+
+    @property
+    def who(self) -> Identity:
+        return Identity(self.identity, self.tenant, self.scheme)
 
     @property
     def label(self) -> str:
@@ -162,9 +169,13 @@ class Approval:
     decisions: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     #: When a pending approval expires (ISO 8601, UTC); ``None``: never.
     expires_at: str | None = None
-    #: How the caller authenticated when it has no tenant (``""``: unknown, or a row
-    #: written before schemes were recorded: then the name alone compares).
+    #: How the caller authenticated (``""``: unknown, or a row written before schemes were
+    #: recorded: then the name alone compares).
     caller_scheme: str = ""
+
+    @property
+    def asker(self) -> Identity:
+        return Identity(self.caller, self.tenant, self.caller_scheme)
 
     def to_json(self) -> dict[str, Any]:
         values = asdict(self)
@@ -224,41 +235,22 @@ def _expiry(ttl: float) -> str:
     return _iso(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=ttl))
 
 
-def same_person(decider: Decider, approval: Approval) -> bool:
-    """Whether ``decider`` is the identity that asked for ``approval``.
-
-    Identities are compared within a tenant; a decider without a tenant (the
-    CLI's ``--by``) is compared on the identity alone, so that a name given on
-    the host cannot decide any tenant's request made under that name.  Where
-    no tenant separates them, identities are qualified by the scheme that
-    authenticated them (``alice`` by client certificate is not ``alice`` by
-    OpenID Connect: two issuers name people independently); a side whose
-    scheme is unknown (the CLI, a row written before schemes were recorded)
-    matches the name in every scheme, so such a gap never lets anyone decide
-    their own request.
-    """
-    return _same_identity(decider, approval.caller, approval.tenant, approval.caller_scheme)
-
-
-def _same_identity(decider: Decider, identity: str, tenant: str, scheme: str = "") -> bool:
-    """One person: the same identity within a tenant, or anywhere when a side has none."""
-    if decider.identity != identity:
-        return False
-    if decider.tenant and tenant:
-        return decider.tenant == tenant
-    if not decider.tenant and not tenant and decider.scheme and scheme:
-        return decider.scheme == scheme
-    return True
-
-
 def decide(
-    approval: Approval, *, granted: bool, by: Decider, reason: str, now: str | None = None
+    approval: Approval,
+    *,
+    granted: bool,
+    by: Decider,
+    reason: str,
+    now: str | None = None,
+    people: People | None = None,
 ) -> Approval:
     """``approval`` with one more decision, or :class:`DecisionRefused` saying why not.
 
-    The rules every store applies (see the module docstring).  An approval no
-    longer pending is returned unchanged: a decision is final.
+    The rules every store applies (see the module docstring); ``people`` is
+    ``[approvals.people]``.  An approval no longer pending is returned
+    unchanged: a decision is final.
     """
+    people = people or People()
     if approval.state != PENDING:
         return approval
     if not by.identity or by.identity != by.identity.strip():
@@ -272,10 +264,16 @@ def decide(
             f"approval {approval.id}: a decision needs a reason (the console's Reason field, "
             "'skillrack approvals grant|deny ID --reason TEXT')"
         )
-    if same_person(by, approval):
+    if same_identity(by.who, approval.asker):
         raise DecisionRefused(
             f"approval {approval.id}: {by.identity} asked for it and cannot decide it "
             "(separation of duties); another approver must"
+        )
+    if (person := people.shared(by.who, approval.asker)) is not None:
+        raise DecisionRefused(
+            f"approval {approval.id}: {approval.caller} asked for it, and {by.identity} is the "
+            f"same person ({person}, [approvals.people]) and cannot decide it (separation of "
+            "duties); another approver must"
         )
     if not by.roles & set(approval.approver_roles):
         wanted = " or ".join(repr(r) for r in approval.approver_roles)
@@ -283,17 +281,21 @@ def decide(
             f"approval {approval.id} needs an approver with role {wanted}; "
             f"{by.identity} has none of them"
         )
-    if any(
-        _same_identity(by, d.get("identity", ""), d.get("tenant", ""), d.get("scheme", ""))
+    earlier = [
+        Identity(d.get("identity", ""), d.get("tenant", ""), d.get("scheme", ""))
         for d in approval.decisions
-    ):
+    ]
+    if any(same_identity(by.who, e) or people.shared(by.who, e) for e in earlier):
         raise DecisionRefused(
             f"approval {approval.id}: {by.identity} already granted it; it needs "
             f"{approval.required} distinct approvers"
         )
     at = now or _now()
+    persons = people.of(by.who)
+    person = ", ".join(sorted(persons))
     decision = {
-        "by": by.label,
+        "by": by.label + (f" (person {person})" if person else ""),
+        "person": person,
         "identity": by.identity,
         "tenant": by.tenant,
         "scheme": by.scheme,
@@ -386,8 +388,10 @@ class ApprovalStore:
         *,
         ttl: float = DEFAULT_APPROVAL_TTL_S,
         max_pending: int = DEFAULT_MAX_PENDING,
+        people: People | None = None,
     ) -> None:
         self.path = path
+        self.people = people
         self.where = _sqlite_where(path)
         self.ttl = ttl
         self.max_pending = max_pending
@@ -518,7 +522,7 @@ class ApprovalStore:
             if row is None:
                 raise UnknownApproval(approval_id)
             before = self._row(row)
-            after = decide(before, granted=granted, by=by, reason=reason)
+            after = decide(before, granted=granted, by=by, reason=reason, people=self.people)
             if after is not before:
                 db.execute(
                     "UPDATE approvals SET state = ?, decided_at = ?, decided_by = ?,"
@@ -583,6 +587,7 @@ class DatabaseApprovalStore:
         owns_engine: bool = False,
         ttl: float = DEFAULT_APPROVAL_TTL_S,
         max_pending: int = DEFAULT_MAX_PENDING,
+        people: People | None = None,
     ) -> None:
         if not table.replace("_", "").isalnum():
             raise ValueError(f"approvals table name {table!r}: letters, digits and _ only")
@@ -591,6 +596,7 @@ class DatabaseApprovalStore:
         self.where = f"{where}, table {table}"
         self.ttl = ttl
         self.max_pending = max_pending
+        self.people = people
         self._owns_engine = owns_engine
 
     async def initialize(self, attempts: int = 5) -> None:
@@ -724,7 +730,7 @@ class DatabaseApprovalStore:
             if row is None:
                 raise UnknownApproval(approval_id)
             before = self._approval(row)
-            after = decide(before, granted=granted, by=by, reason=reason)
+            after = decide(before, granted=granted, by=by, reason=reason, people=self.people)
             if after is not before:
                 await connection.execute(
                     text(
@@ -770,12 +776,14 @@ def open_approvals(config: Config, engine: AsyncEngine | None = None) -> Approva
 
     ``engine`` is the task store's engine when the server has one open; a
     command (``skillrack approvals``) passes none and the store opens its own.
-    The store applies ``[server] approval_ttl`` and ``max_pending_approvals``.
+    The store applies ``[server] approval_ttl`` and ``max_pending_approvals``,
+    and ``[approvals.people]``.
     """
     spec = parse_store(config.server.store, config.base_dir)
     limits: dict[str, Any] = {
         "ttl": config.server.approval_ttl,
         "max_pending": config.server.max_pending_approvals,
+        "people": config.people,
     }
     if spec.kind == "postgresql":
         assert spec.url is not None
