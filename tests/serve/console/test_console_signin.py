@@ -34,6 +34,7 @@ from helpers.agent_harness import running_agent
 from helpers.agent_skills import TestSkills
 from helpers.certificates import TestCA
 from helpers.oidc_issuer import AUDIENCE, AUTHORIZE, TOKEN, Issuer, running_issuer
+from helpers.postgres import fresh_database
 from helpers.served_process import PLUGIN_MODULE, serving
 
 from skillrack.host.config import Config, ConfigError, ServerSettings
@@ -80,7 +81,7 @@ def agent_config(base_dir: Path, issuer: Issuer, **server: Any) -> Config:
     (base_dir / "keys.toml").write_text(_keys(), encoding="utf-8")
     return Config(
         base_dir=base_dir,
-        server=ServerSettings(store="memory", **server),
+        server=ServerSettings(**{"store": "memory", **server}),
         first_party={
             "api_keys": {"file": "keys.toml"},
             "oidc": {
@@ -204,16 +205,25 @@ def test_signing_out_ends_the_session(agent: str) -> None:
         assert "You are signed out" in client.get(agent + out.headers["location"]).text
 
 
-def test_a_cookie_copied_before_signing_out_lets_nobody_in(tmp_path: Path) -> None:
+@pytest.mark.parametrize("where", ["approvals file", "postgresql"])
+def test_a_cookie_copied_before_signing_out_lets_nobody_in(tmp_path: Path, where: str) -> None:
     """Sign-out revokes the session in the store replicas share, until the cookie expires.
 
-    An issuer of its own: the module's knows one redirect URI, the module agent's.
+    Two replicas with one secret, sharing the approvals SQLite file (tasks in
+    memory) or the task store's PostgreSQL database.  An issuer of its own:
+    the module's knows one redirect URI, the module agent's.
     """
     (tmp_path / "console.secret").write_text("s" * 48, encoding="utf-8")
+    with contextlib.ExitStack() as stack:
+        store = "memory" if where != "postgresql" else stack.enter_context(fresh_database())
+        check_signed_out_copies(tmp_path, console_secret_file="console.secret", store=store)
+
+
+def check_signed_out_copies(base_dir: Path, **server: Any) -> None:
     with (
         running_issuer() as issuer,
-        serve(issuer, tmp_path, console_secret_file="console.secret") as first,
-        serve(issuer, tmp_path, console_secret_file="console.secret") as second,
+        serve(issuer, base_dir, **server) as first,
+        serve(issuer, base_dir, **server) as second,
         browser() as client,
         browser() as thief,
     ):
@@ -505,3 +515,25 @@ def test_a_bad_secret_file_is_one_line_naming_the_option(issuer: Issuer, tmp_pat
             build_server(registry, config, "http://127.0.0.1:1")
         message = str(raised.value)
         assert message.startswith(prefix) and said in message and "\n" not in message
+
+
+def test_sign_outs_are_kept_until_their_cookie_expires_then_pruned(tmp_path: Path) -> None:
+    import asyncio
+    import sqlite3
+
+    from skillrack.serve.console.revocations import SIGNOUTS_TABLE, FileRevocations
+
+    path = tmp_path / "approvals.db"
+    revocations = FileRevocations(path)
+    now = time.time()
+
+    async def scenario() -> tuple[bool, bool]:
+        await revocations.revoke("expired-cookie", now - 1)
+        await revocations.revoke("live-cookie", now + 60)  # prunes what expired
+        return await revocations.revoked("expired-cookie"), await revocations.revoked("live-cookie")
+
+    assert asyncio.run(scenario()) == (False, True)
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        rows = db.execute(f"SELECT sid FROM {SIGNOUTS_TABLE}").fetchall()
+    assert rows == [("live-cookie",)]
+    assert path.stat().st_mode & 0o077 == 0  # beside the approvals, in their 0600 file

@@ -6,7 +6,8 @@ holding the ``operator`` role, and only its own tenant's tasks and approvals;
 without authentication (a development agent), loopback clients only.  The
 caller is the one the authentication gate found in the request's headers or
 client certificate, else the one the console's signed session cookie names
-(:mod:`skillrack.serve.console.session`); a GET with neither is sent to the
+(:mod:`skillrack.serve.console.session`; unless signed out, which every
+replica sees: :mod:`skillrack.serve.console.revocations`); a GET with neither is sent to the
 sign-in page (:mod:`skillrack.serve.console.signin`), a POST gets a 401 page.
 A refusal is an HTML page with status 403.  Grant and Deny are form POSTs
 carrying a CSRF token bound to the session (:mod:`skillrack.serve.console.csrf`)
