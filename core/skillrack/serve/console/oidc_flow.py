@@ -271,7 +271,11 @@ class CodeFlow:
         """The verification key named ``kid`` in the issuer's JWK Set (fetched again once)."""
         for refresh in (False, True):
             keys = await self._key_set(refresh)
-            found = [k for k in keys.keys if kid is None or k.key_id == kid]
+            found = [
+                k
+                for k in keys.keys
+                if (kid is None or k.key_id == kid) and k.public_key_use in (None, "sig")
+            ]
             if len(found) == 1:
                 return found[0].key
             if kid is None:
