@@ -1,5 +1,8 @@
 """An agent that says "not now": HTTP 429 and 503 as ``resource_limit_exceeded``, and retrying.
 
+(On gRPC, ``RESOURCE_EXHAUSTED`` and ``UNAVAILABLE`` are the same refusals,
+:func:`skillrack.client.grpc_channel.grpc_busy`, retried the same way.)
+
 An agent over its rate limit answers HTTP 429 with ``resource_limit_exceeded``
 and ``Retry-After`` (skillrack's :mod:`~skillrack.serve.middleware.rate_limit`
 does); one overloaded or restarting answers 503.  Either way the request was
@@ -17,7 +20,8 @@ record (async-native, composable wait strategies), rather than a loop of our
 own.  A wait that would pass the call's deadline, or exceed ``max_wait``, is
 not waited: the refusal is reported at once, with the wait it asked for.
 Only these refusals are retried: a request that may have been acted on
-(a connection lost mid-answer, a task that failed) never is.
+(a connection lost mid-answer, a refusal after a stream's first event, a
+task that failed) never is.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import email.utils
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
@@ -50,8 +54,11 @@ MAX_WAIT = 300.0
 BACKOFF_MAX = 30.0
 
 
-def retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
-    """``Retry-After`` in seconds (delta-seconds or an HTTP date), None when absent or bad."""
+def retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """``Retry-After`` in seconds (delta-seconds or an HTTP date), None when absent or bad.
+
+    ``headers``: HTTP headers, or gRPC trailing metadata (lower-case names).
+    """
     value = headers.get("retry-after", "").strip()
     if not value:
         return None
@@ -78,8 +85,15 @@ def _agent_message(content: bytes | None) -> str | None:
     return message[:200] if isinstance(message, str) else None
 
 
+#: What a busy refusal's message ends with: nothing happened, so it can be sent again.
+ADVICE = "; nothing was done: try again later, or give --retry N"
+#: What a refusal that came after the answer began ends with instead.
+BEGUN = "; it came after the agent's answer began, so the message was not sent again"
+
+
 class AgentBusy(SkillCallError):
-    """An HTTP 429 or 503: ``resource_limit_exceeded`` before any task, safe to send again."""
+    """An HTTP 429 or 503 (gRPC ``RESOURCE_EXHAUSTED``, ``UNAVAILABLE``):
+    ``resource_limit_exceeded`` before any task, safe to send again."""
 
 
 def busy_error(response: httpx.Response, what: str, body: bytes | None = None) -> AgentBusy:
@@ -98,8 +112,7 @@ def busy_error(response: httpx.Response, what: str, body: bytes | None = None) -
     when = f"; it asks to retry after {wait:g} s" if wait is not None else ""
     return AgentBusy(
         ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-        f"{what}: the agent answered HTTP {response.status_code}{told}{when}; nothing was "
-        "done: try again later, or give --retry N",
+        f"{what}: the agent answered HTTP {response.status_code}{told}{when}{ADVICE}",
         retry_after=wait,
     )
 

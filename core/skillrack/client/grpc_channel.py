@@ -25,8 +25,15 @@ channel is made:
 
 :func:`grpc_failure` turns a gRPC status into the client's conditions: an
 ``UNAUTHENTICATED`` or ``PERMISSION_DENIED`` refusal is
-``authorization_failed``, ``RESOURCE_EXHAUSTED`` is
-``resource_limit_exceeded``, as the HTTP statuses 401, 403 and 429 are.
+``authorization_failed``, as HTTP 401 and 403 are; the agent's
+``RESOURCE_EXHAUSTED`` and ``UNAVAILABLE`` are what HTTP 429 and 503 are
+(:func:`grpc_busy`): ``resource_limit_exceeded`` before any task, with the
+wait the agent asked for (a ``google.rpc.RetryInfo`` in the status details,
+else ``retry-after`` trailing metadata, skillrack's), which ``--retry``
+honours (:mod:`skillrack.client.busy`).  The statuses grpcio makes itself
+are not the agent's: a message over the client's bound is the client's
+``resource_limit_exceeded``, never retried; an interface that cannot be
+reached is a ``transport_error``, as over HTTP.
 grpcio is imported only when a gRPC channel is made (the ``grpc`` extra).
 """
 
@@ -39,6 +46,7 @@ from urllib.parse import urlsplit
 
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from skillrack.client.busy import ADVICE, AgentBusy, retry_after
 from skillrack.client.tls import ClientTls
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 
@@ -152,26 +160,69 @@ def grpc_failure(exc: BaseException, what: str) -> SkillCallError | None:
             f"{what}: the agent refused the call over gRPC ({code.name}: {details}); send "
             "the agent's credentials with --header (they go as gRPC metadata)",
         )
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        wait = dict(cause.trailing_metadata() or ()).get("retry-after")
-        after = f"; the agent asks to wait {wait} s" if wait else ""
-        return SkillCallError.local(
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and details.startswith(_TOO_LARGE):
+        return SkillCallError.local(  # grpcio's own refusal, here: the agent is not busy
             ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-            f"{what}: the agent's limit was reached over gRPC ({details}){after}",
+            f"{what}: the agent's answer is over this client's bound ({details}); "
+            "raise --max-response-bytes if it is expected",
         )
-    if code == grpc.StatusCode.UNAVAILABLE:
+    if code == grpc.StatusCode.UNAVAILABLE and details.startswith(_UNREACHED):
         return SkillCallError(
-            ClientCode.TRANSPORT_ERROR, f"{what}: the gRPC interface is unavailable ({details})"
+            ClientCode.TRANSPORT_ERROR, f"{what}: the gRPC interface is unreachable ({details})"
         )
+    if code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):
+        return grpc_busy(code.name, details, cause.trailing_metadata(), what)
     return None
+
+
+#: How grpcio words the statuses it makes itself (not the agent's answers).
+_TOO_LARGE = "Received message larger than max"
+_UNREACHED = ("failed to connect", "Failed to connect", "DNS resolution failed", "Socket closed")
+
+
+def grpc_wait(trailing: Any) -> float | None:
+    """The wait an agent asked for: ``google.rpc.RetryInfo`` in the status details, else the
+    ``retry-after`` trailing metadata (seconds or an HTTP date, as over HTTP); None if neither."""
+    from google.rpc import error_details_pb2, status_pb2
+
+    pairs = [(str(k).lower(), v) for k, v in trailing or ()]
+    for name, value in pairs:
+        if name != "grpc-status-details-bin" or not isinstance(value, bytes):
+            continue
+        try:
+            status = status_pb2.Status.FromString(value)
+        except ValueError:  # protobuf's DecodeError: no details then
+            continue
+        for detail in status.details:
+            info = error_details_pb2.RetryInfo()
+            if detail.Unpack(info) and info.HasField("retry_delay"):
+                seconds: float = info.retry_delay.ToTimedelta().total_seconds()
+                return max(0.0, seconds)
+    text = {name: str(value) for name, value in pairs if isinstance(value, str)}
+    return retry_after(text)
+
+
+def grpc_busy(code: str, details: str, trailing: Any, what: str) -> AgentBusy:
+    """``RESOURCE_EXHAUSTED`` or ``UNAVAILABLE`` from the agent, as HTTP 429 and 503 are:
+    ``resource_limit_exceeded`` with the wait it asked for, sent again by ``--retry``."""
+    wait = grpc_wait(trailing)
+    told = f" ({details[:200]})" if details else ""
+    when = f"; it asks to retry after {wait:g} s" if wait is not None else ""
+    return AgentBusy(
+        ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        f"{what}: the agent answered gRPC {code}{told}{when}{ADVICE}",
+        retry_after=wait,
+    )
 
 
 __all__ = [
     "GRPC",
     "binding_name",
     "channel_factory",
+    "grpc_busy",
     "grpc_failure",
     "grpc_origin",
     "grpc_target",
+    "grpc_wait",
     "judged_url",
 ]

@@ -56,7 +56,7 @@ from google.protobuf import json_format
 
 from skillrack.client.advertisement import Advertisement, read_advertisement
 from skillrack.client.bounds import exceeded
-from skillrack.client.busy import busy_in, retrying
+from skillrack.client.busy import ADVICE, BEGUN, AgentBusy, busy_in, retrying
 from skillrack.client.cache import CARD_CACHE, CacheBounds, CacheKey, InterfaceCache, LruCache
 from skillrack.client.call_scope import call_scope, current, one_call, remaining
 from skillrack.client.card_security import Presented, check_card_security
@@ -645,6 +645,18 @@ class SkillClient:
         async def send() -> Task | Message:
             """One attempt: the events of the answer, up to the Task or a reply."""
             assembler = TaskAssembler()
+            try:
+                return await receive(assembler)
+            except AgentBusy as exc:
+                if assembler.task is None:
+                    raise
+                # Refused once the answer began (a gRPC stream): maybe acted on, never resent.
+                message = exc.message.removesuffix(ADVICE)
+                raise SkillCallError.local(
+                    ErrorCode.RESOURCE_LIMIT_EXCEEDED, message + BEGUN
+                ) from None
+
+        async def receive(assembler: TaskAssembler) -> Task | Message:
             async with _transport(f"calling {agent}"):
                 events = client.send_message(request, context=context)
                 try:
@@ -674,7 +686,7 @@ class SkillClient:
                 raise SkillCallError(ClientCode.PROTOCOL_ERROR, "the agent sent no Task")
             return assembler.task
 
-        # A 429 or 503 comes before any event: sending again is safe; polling is not resent.
+        # A refusal before any event is safe to send again (429, 503, their gRPC statuses).
         answer = await self._retrying(send)
         waits = isinstance(answer, Task) and answer.status.state not in TERMINAL | INTERRUPTED
         if waits and mode != "sync":
