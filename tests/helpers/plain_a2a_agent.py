@@ -261,15 +261,18 @@ def _card(url: str, grpc_target: str) -> AgentCard:
 
 
 @contextmanager
-def plain_agent(*, api_key: bool = False, card_max_age: int | None = None) -> Iterator[PlainAgent]:
+def plain_agent(
+    *, api_key: bool = False, card_max_age: int | None = None, grpc_host: str = "127.0.0.1"
+) -> Iterator[PlainAgent]:
     """Serve the echo agent: HTTP (JSON-RPC and HTTP+JSON) in a thread, gRPC on its own loop.
 
     ``api_key``: the card requires the ``X-Plain-Key`` header, and the agent
     refuses requests without it; ``card_max_age``: the card's
-    ``Cache-Control: max-age``.
+    ``Cache-Control: max-age``; ``grpc_host``: where gRPC is served, and the
+    card says it is (``127.0.0.2``: another host than the card's, on loopback).
     """
     http_port, grpc_port = free_port(), free_port()
-    url, target = f"http://127.0.0.1:{http_port}", f"127.0.0.1:{grpc_port}"
+    url, target = f"http://127.0.0.1:{http_port}", f"{grpc_host}:{grpc_port}"
     card = _card(url, target)
     if api_key:
         _security(card)

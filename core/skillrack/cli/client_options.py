@@ -13,11 +13,13 @@ CAs the agent's certificate must chain to), ``SkillClient(tls=...)``;
 ``--oauth-token-url``/``--oauth-client-id``/``--oauth-scope`` (OAuth 2.0
 client credentials; the secret from ``--oauth-client-secret-file`` or the
 ``SKILLRACK_OAUTH_CLIENT_SECRET`` environment variable, never the command
-line, where other users of the machine could read it); the schema trust
+line, where other users of the machine could read it; ``--oauth-origin``
+another origin the token may go to, :mod:`skillrack.client.token_reach`); the schema trust
 policy, ``SkillClient(trust=...)``: ``--pin-schema``, ``--pinned-only``,
 ``--allow-dialect``, ``--min-schema-version`` and ``--trust-file`` (the
 keys of ``[client.trust]``, its ``card_keys`` added to ``--card-key``);
-``--retry N`` (HTTP 429 and 503 sent again after their ``Retry-After``),
+``--retry N`` (HTTP 429 and 503, gRPC ``RESOURCE_EXHAUSTED`` and
+``UNAVAILABLE``, sent again after the wait they ask for),
 and for ``call`` and ``describe`` ``--no-cache`` (the on-disk cache of
 cards and verified documents, :mod:`skillrack.client.disk_cache`).
 ``--header`` itself (:func:`add_header_option`) is shared with ``spec``,
@@ -212,9 +214,9 @@ def add_client_options(parser: argparse.ArgumentParser, *, disk_cache: bool = Fa
         type=_retries,
         default=0,
         metavar="N",
-        help="send a request the agent refused with HTTP 429 or 503 again, up to N times, "
-        "after the Retry-After it asks for plus a random jitter (default 0: report "
-        "resource_limit_exceeded at once)",
+        help="send a request the agent refused with HTTP 429 or 503 (gRPC RESOURCE_EXHAUSTED "
+        "or UNAVAILABLE) again, up to N times, after the wait it asks for plus a random "
+        "jitter (default 0: report resource_limit_exceeded at once)",
     )
     if disk_cache:
         parser.add_argument(
@@ -395,6 +397,17 @@ def add_oauth_options(parser: argparse.ArgumentParser) -> None:
         help="a scope to ask the token endpoint for (repeatable)",
     )
     parser.add_argument(
+        "--oauth-origin",
+        action="append",
+        dest="oauth_origins",
+        type=_origin,
+        default=[],
+        metavar="ORIGIN",
+        help="also send the token (and the --header credentials) to ORIGIN, such as the "
+        "agent's gRPC port on another host (repeatable); by default the token goes to the "
+        "agent's origin, and to its gRPC port on the same host over TLS or on loopback",
+    )
+    parser.add_argument(
         "--oauth-ca-bundle",
         metavar="PEM",
         help="verify the token endpoint's TLS certificate against the CAs in PEM (an "
@@ -407,8 +420,12 @@ def oauth_credentials(args: argparse.Namespace) -> ClientCredentials | None:
     """The ``--oauth-*`` options as ``ClientCredentials``, or None; a usage error when partial."""
     url, client_id = getattr(args, "oauth_token_url", None), getattr(args, "oauth_client_id", None)
     if url is None and client_id is None:
-        if getattr(args, "oauth_ca_bundle", None):
-            raise argparse.ArgumentTypeError("--oauth-ca-bundle goes with --oauth-token-url")
+        for dest, flag in (
+            ("oauth_ca_bundle", "--oauth-ca-bundle"),
+            ("oauth_origins", "--oauth-origin"),
+        ):
+            if getattr(args, dest, None):
+                raise argparse.ArgumentTypeError(f"{flag} goes with --oauth-token-url")
         return None
     if not url or not client_id:
         raise argparse.ArgumentTypeError("--oauth-token-url and --oauth-client-id go together")
@@ -427,7 +444,12 @@ def oauth_credentials(args: argparse.Namespace) -> ClientCredentials | None:
         )
     try:
         creds = ClientCredentials(
-            url, client_id, secret, tuple(args.oauth_scopes), args.oauth_ca_bundle
+            url,
+            client_id,
+            secret,
+            tuple(args.oauth_scopes),
+            args.oauth_ca_bundle,
+            tuple(getattr(args, "oauth_origins", ())),
         )
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"--oauth-token-url: {exc}") from None

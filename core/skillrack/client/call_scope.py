@@ -80,10 +80,13 @@ async def call_scope(
         return
     named = OriginPolicy.for_url(url).named  # origin_refused when url is not http(s)
     allowed = allow_origins.get(None, frozenset()) | allow_origins.get(named, frozenset())
+    source = token_source(named)
+    if source is not None:  # an origin named for the token may take the other credentials too
+        allowed |= source.credentials.token_origins
     state = CallState()
     token = _state.set(state)
     try:
-        with origin_scope(OriginPolicy(named, allowed), token_source(named)):
+        with origin_scope(OriginPolicy(named, allowed), source):
             async with asyncio.timeout(timeout) as deadline:
                 state.ends = deadline.when()
                 yield

@@ -14,9 +14,10 @@ channel is made:
   plaintext gRPC; :func:`grpc_origin` gives the URL the origin policy judges;
 * the caller's headers go as metadata (names in lower case, as gRPC wants
   them) on that channel only, by an interceptor, with the current span's
-  ``traceparent``/``tracestate`` as over HTTP; an OAuth token is sent only
-  to the origin the call named, as over HTTP, so it never reaches a gRPC
-  port (another origin) and OAuth callers use JSON-RPC or HTTP+JSON;
+  ``traceparent``/``tracestate`` as over HTTP; an OAuth token goes as
+  ``authorization`` metadata only to a gRPC interface on the named agent's
+  host over TLS (or on loopback), or to an origin the caller named for it
+  (:mod:`skillrack.client.token_reach`); elsewhere the call is refused first;
 * the largest message read is ``max_response_bytes`` (grpcio's
   ``max_receive_message_length``); the client counts stream events as on
   the other bindings;
@@ -47,6 +48,8 @@ from urllib.parse import urlsplit
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from skillrack.client.busy import ADVICE, AgentBusy, retry_after
+from skillrack.client.oauth import TokenSource
+from skillrack.client.origin import Origin
 from skillrack.client.tls import ClientTls
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 
@@ -98,47 +101,59 @@ def channel_factory(
     headers: Mapping[str, str],
     tls: ClientTls | None,
     max_message_bytes: int,
+    bearer: TokenSource | None = None,
+    bearer_to: Callable[[Origin], bool] = lambda target: False,
 ) -> Callable[[str], Any]:
-    """a2a-sdk's ``grpc_channel_factory``: one ``grpc.aio`` channel per target, headers attached."""
+    """a2a-sdk's ``grpc_channel_factory``: one ``grpc.aio`` channel per target, headers attached.
+
+    ``bearer``'s token goes as ``authorization`` metadata to the targets
+    ``bearer_to`` accepts (:mod:`skillrack.client.token_reach`), to no other.
+    """
     import grpc
     import grpc.aio
 
     metadata = tuple((name.lower(), value) for name, value in headers.items())
-
-    def with_headers(details: Any) -> Any:
-        trace: dict[str, str] = {}
-        _TRACE_CONTEXT.inject(trace)  # the current span's, as over HTTP; nothing without one
-        return details._replace(metadata=[*(details.metadata or ()), *metadata, *trace.items()])
-
-    # Two classes: grpc.aio files an interceptor under the first kind it is an instance of.
-    class _Unary(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
-        async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
-            return await continuation(with_headers(details), request)
-
-    class _Stream(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
-        async def intercept_unary_stream(
-            self, continuation: Any, details: Any, request: Any
-        ) -> Any:
-            return await continuation(with_headers(details), request)
-
     options = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.enable_http_proxy", 0),  # as trust_env=False over HTTP: no proxy routes around
     ]
-    interceptors = [_Unary(), _Stream()]
+
+    def interceptors(token: TokenSource | None) -> list[Any]:
+        async def with_headers(details: Any) -> Any:
+            trace: dict[str, str] = {}
+            _TRACE_CONTEXT.inject(trace)  # the current span's, as over HTTP; nothing without one
+            sent = [*(details.metadata or ()), *metadata, *trace.items()]
+            if token is not None:
+                sent.append(("authorization", f"Bearer {(await token.token()).value}"))
+            return details._replace(metadata=sent)
+
+        # Two classes: grpc.aio files an interceptor under the first kind it is an instance of.
+        class _Unary(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+            async def intercept_unary_unary(
+                self, continuation: Any, details: Any, request: Any
+            ) -> Any:
+                return await continuation(await with_headers(details), request)
+
+        class _Stream(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+            async def intercept_unary_stream(
+                self, continuation: Any, details: Any, request: Any
+            ) -> Any:
+                return await continuation(await with_headers(details), request)
+
+        return [_Unary(), _Stream()]
 
     def factory(url: str) -> Any:
         target, _ = grpc_target(url)
+        origin = Origin.of(f"{'https' if secure else 'http'}://{target}")
+        chosen = interceptors(bearer if bearer is not None and bearer_to(origin) else None)
         if not secure:
-            return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
+            return grpc.aio.insecure_channel(target, options=options, interceptors=chosen)
         credentials = grpc.ssl_channel_credentials(
             root_certificates=_read(tls.cafile) if tls else None,
             private_key=_read(tls.keyfile or tls.certfile) if tls and tls.certfile else None,
             certificate_chain=_read(tls.certfile) if tls else None,
         )
-        return grpc.aio.secure_channel(
-            target, credentials, options=options, interceptors=interceptors
-        )
+        return grpc.aio.secure_channel(target, credentials, options=options, interceptors=chosen)
 
     return factory
 

@@ -15,7 +15,9 @@ The token endpoint is the caller's choice, never the agent's: a card's
 ``tokenUrl`` is written by the remote side, and following it would hand the
 client secret to whoever wrote the card.  The token then goes only to the
 origin of the URL the call named (:mod:`skillrack.client.transport` attaches
-it there alone, not to ``allow_origins`` or anything a redirect leads to).
+it there alone, not to ``allow_origins`` or anything a redirect leads to),
+to the ``origins`` the caller named for it, and to the agent's own gRPC
+port when that is safe (:mod:`skillrack.client.token_reach`).
 
 :class:`TokenSource` caches the token until ``margin`` seconds before it
 expires (``expires_in``; 60 seconds when the endpoint says nothing), shares
@@ -35,6 +37,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from skillrack.client.origin import Origin, parse_origin
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 
 #: Seconds before expiry at which a cached token is no longer used.
@@ -56,6 +59,9 @@ class ClientCredentials:
     #: PEM CAs the token endpoint's certificate chains to (an identity provider on a
     #: private CA); None: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else httpx's CAs.
     ca_bundle: str | None = None
+    #: Origins besides the named agent's that receive the token (an agent's gRPC port on
+    #: another host; :mod:`skillrack.client.token_reach`).
+    origins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         url = httpx.URL(self.token_url)
@@ -67,6 +73,13 @@ class ClientCredentials:
             )
         if not self.client_id or not self.client_secret:
             raise ValueError("a client id and a client secret are required")
+        for origin in self.origins:
+            parse_origin(origin)  # ValueError naming it
+
+    @property
+    def token_origins(self) -> frozenset[Origin]:
+        """:attr:`origins`, parsed: where the token may go besides the named agent."""
+        return frozenset(parse_origin(origin) for origin in self.origins)
 
     def tls_context(self) -> ssl.SSLContext | None:
         """The ``ssl`` context of ``ca_bundle`` (ValueError naming it), None without one."""

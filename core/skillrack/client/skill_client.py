@@ -75,6 +75,7 @@ from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
 from skillrack.client.push import PushTarget
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.tls import ClientTls, TlsByOrigin, refused_hint
+from skillrack.client.token_reach import may_receive, token_reachable
 from skillrack.client.transport import current_policy, http_client
 from skillrack.client.verify import (
     check_arguments,
@@ -544,14 +545,19 @@ class SkillClient:
             httpx_client=self._http,
             supported_protocol_bindings=bindings,
         )
+        reachable = self._reachable(agent, entry.proto)
         if GRPC in bindings:
+            named = Origin.of(agent)
+            source = self._token_source(named)
             config.grpc_channel_factory = channel_factory(
-                secure=Origin.of(agent).scheme == "https",
+                secure=named.scheme == "https",
                 headers=self._headers,
-                tls=self.tls.get(Origin.of(agent)) or self.tls.get(None),
+                tls=self.tls.get(named) or self.tls.get(None),
                 max_message_bytes=self.bounds.max_response_bytes,
+                bearer=source,
+                bearer_to=functools.partial(may_receive, named=named, source=source, agent=agent),
             )
-        return ClientFactory(config).create(self._reachable(agent, entry.proto))
+        return ClientFactory(config).create(reachable)
 
     def _bindings(self) -> list[str]:
         """The A2A bindings this client may use: the one asked for, else JSON-RPC and HTTP+JSON."""
@@ -700,7 +706,9 @@ class SkillClient:
 
         The SDK then chooses among those alone.  When every interface of a
         binding the client speaks is on a refused origin, ``origin_refused``
-        names the first of them, before any request goes there.
+        names the first of them, before any request goes there; so it does
+        when the call has an OAuth token and every one is a gRPC interface the
+        token may not reach (:mod:`skillrack.client.token_reach`).
         """
         policy = current_policy()
         assert policy is not None, "_send runs inside a public call"
@@ -710,6 +718,9 @@ class SkillClient:
         if usable and not reachable:
             what = f"the Agent Card of {agent} names an interface on"
             policy.check(judged_url(usable[0], scheme), what)
+        source = self._token_source(policy.named)  # a token goes to gRPC only where safe
+        judge = functools.partial(judged_url, named_scheme=scheme)
+        reachable = token_reachable(reachable, judge, policy.named, source, agent)
         trimmed = AgentCard()
         trimmed.CopyFrom(card)
         del trimmed.supported_interfaces[:]

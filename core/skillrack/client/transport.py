@@ -17,8 +17,9 @@ in an ``httpx`` transport that wraps the one that connects:
   refused, since a few compressed bytes can inflate past any bound;
 * a bearer token from the exchange's :class:`~skillrack.client.oauth.TokenSource`
   (OAuth 2.0 client credentials) is attached to requests to the origin the
-  call named, and to no other (not to ``allow_origins``, not where a
-  redirect leads); an agent's 401 drops it from the source's cache;
+  call named and to the origins the caller named for it
+  (``ClientCredentials.origins``), and to no other (not to ``allow_origins``,
+  not where a redirect leads); an agent's 401 drops it from the source's cache;
 * the current OpenTelemetry span, if one is recording (a skill handler's,
   when the host traces), goes along as W3C ``traceparent``/``tracestate``, so
   the peer's spans join the caller's trace; without one nothing is added, and
@@ -88,7 +89,10 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         policy.check(request.url, "a request (to an interface URL or a redirect) to")
         source = _bearer.get()
         sent = None
-        if source is not None and Origin.of(request.url) == policy.named:
+        target = Origin.of(request.url)
+        if source is not None and (
+            target == policy.named or target in source.credentials.token_origins
+        ):
             sent = (await source.token()).value
             request.headers["Authorization"] = f"Bearer {sent}"
         _TRACE_CONTEXT.inject(request.headers)  # nothing unless a valid span is current

@@ -304,6 +304,8 @@ class PeerOAuth:
     #: PEM CAs the token endpoint's certificate chains to (a private CA), relative to the
     #: configuration's directory; empty: SSL_CERT_FILE / SSL_CERT_DIR, else httpx's CAs.
     ca_bundle: str = ""
+    #: Origins besides the peer's that receive its token (its gRPC port on another host).
+    origins: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -530,6 +532,7 @@ def _peer_oauth(table: dict[str, Any]) -> dict[str, PeerOAuth]:
         "client_secret_env",
         "scopes",
         "ca_bundle",
+        "origins",
     }
     for name, entry in table.items():
         oauth = entry.get("oauth") if isinstance(entry, dict) else None
@@ -556,6 +559,12 @@ def _peer_oauth(table: dict[str, Any]) -> dict[str, PeerOAuth]:
         ca_bundle = oauth.get("ca_bundle", "")
         if not isinstance(ca_bundle, str):
             raise ConfigError(f"{where}.ca_bundle must be the path of a PEM file of CAs")
+        origins = oauth.get("origins", [])
+        if not isinstance(origins, list) or not all(_is_origin(o) for o in origins):
+            raise ConfigError(
+                f"{where}.origins must be a list of origins that may receive the token "
+                '(e.g. ["https://grpc.example.net:50051"], scheme://host[:port] only)'
+            )
         found[name] = PeerOAuth(
             oauth["token_url"],
             oauth["client_id"],
@@ -563,6 +572,7 @@ def _peer_oauth(table: dict[str, Any]) -> dict[str, PeerOAuth]:
             secret_env or "",
             tuple(scopes),
             ca_bundle,
+            tuple(origins),
         )
     return found
 

@@ -62,9 +62,9 @@ def peer_tls(config: Config) -> dict[str, ClientTls]:
 def address_guard(config: Config, tls: Mapping[str, ClientTls] | None = None) -> AddressGuard:
     """Delegation connects only to vetted addresses (:mod:`skillrack.client.address_guard`).
 
-    Each peer's URL, each origin its table allows, and its OAuth token URL, may
-    reach what the operator's own address choice or its ``allow_loopback`` /
-    ``allow_private`` allow.
+    Each peer's URL, each origin its table allows, its OAuth token URL and the
+    origins its token may go to, may reach what the operator's own address
+    choice or its ``allow_loopback`` / ``allow_private`` allow.
     A peer's ``tls`` (its client certificate, its CA bundle) applies to its own
     origin only: another origin its card leads to gets no certificate.
     """
@@ -72,7 +72,7 @@ def address_guard(config: Config, tls: Mapping[str, ClientTls] | None = None) ->
     for name, url in config.peers.items():
         allowed = config.peer_addresses.get(name, PeerAddresses())
         oauth = config.peer_oauth.get(name)
-        token_url = (oauth.token_url,) if oauth is not None else ()
+        token_url = (oauth.token_url, *oauth.origins) if oauth is not None else ()
         for destination in (url, *config.peer_allow_origins.get(name, ()), *token_url):
             policy = policy_for_url(
                 destination,
@@ -116,7 +116,7 @@ def peer_credentials(config: Config) -> dict[str, ClientCredentials]:
         ca_bundle = str(config.base_dir / oauth.ca_bundle) if oauth.ca_bundle else None
         try:
             creds = ClientCredentials(
-                oauth.token_url, oauth.client_id, secret, oauth.scopes, ca_bundle
+                oauth.token_url, oauth.client_id, secret, oauth.scopes, ca_bundle, oauth.origins
             )
             creds.tls_context()
         except ValueError as exc:
