@@ -131,21 +131,30 @@ def test_call_push_url_then_push_commands(
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
-def test_push_on_a_plain_a2a_agent(binding: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_push_on_a_plain_a2a_agent(
+    binding: str, webhook: Webhook, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """a2a-sdk's own store keeps the config, and a2a-sdk's own sender posts the task."""
+    hook = f"{webhook.url}/plain-{binding.replace('+', '-').lower()}"
     with plain_agent() as plain:
         via = _binding_args(plain.url, binding)
         status = cli.main(
-            ["call", plain.url, "echo", "--text", "hi", "--push-url", "https://hooks.example.net/a",
+            ["call", plain.url, "echo", "--text", "hi", "--push-url", hook,
              "--push-token", "t", *via]
         )  # fmt: skip
         captured = capsys.readouterr()
         assert status == 0 and captured.out.strip() == "echo: hi"
         task_id = captured.err.split("task ")[1].split()[0]
+        path = hook.removeprefix(webhook.url)
+        wait_until(
+            lambda: any(p == path and "COMPLETED" in json.dumps(b) for p, _, b in webhook.posts),
+            "the plain agent posting the completed task to the webhook",
+        )
+        assert {token for p, token, _ in webhook.posts if p == path} == {"t"}
+        assert all(task_id in json.dumps(body) for p, _, body in webhook.posts if p == path)
         status, listed = run(capsys, "push", "list", plain.url, task_id, *via)
         assert status == 0
-        assert [(c["url"], c["token"]) for c in listed["configs"]] == [
-            ("https://hooks.example.net/a", "t")
-        ]
+        assert [(c["url"], c["token"]) for c in listed["configs"]] == [(hook, "t")]
         status, out = run(capsys, "push", "delete", plain.url, task_id, *via)
         assert status == 0
         status, out = run(capsys, "push", "get", plain.url, task_id, *via)

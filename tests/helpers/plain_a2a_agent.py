@@ -3,8 +3,9 @@
 It has one base skill, ``echo`` (a plain text Message in, a completed Task
 with the text back out), no schema-interface extension, and speaks
 JSON-RPC, HTTP+JSON and gRPC, with push notification configs kept in
-a2a-sdk's in-memory store.  skillrack's client commands are checked against
-it so that they are known to work with an agent skillrack did not write.
+a2a-sdk's in-memory store and delivered by a2a-sdk's own sender.
+skillrack's client commands are checked against it so that they are known
+to work with an agent skillrack did not write.
 
 What a test may ask of it, each the way an agent written with a2a-sdk alone
 would do it (plain ASGI middleware and a gRPC server interceptor):
@@ -34,12 +35,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc.aio
+import httpx
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore, TaskUpdater
+from a2a.server.tasks import (
+    BasePushNotificationSender,
+    InMemoryPushNotificationConfigStore,
+    InMemoryTaskStore,
+    TaskUpdater,
+)
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -277,11 +284,14 @@ def plain_agent(
     if api_key:
         _security(card)
     gate = Gate()
+    configs = InMemoryPushNotificationConfigStore()
+    webhooks = httpx.AsyncClient(timeout=5)  # a2a-sdk's sender POSTs through it, unscreened
     handler = DefaultRequestHandler(
         agent_executor=EchoExecutor(),
         task_store=InMemoryTaskStore(),
         agent_card=card,
-        push_config_store=InMemoryPushNotificationConfigStore(),
+        push_config_store=configs,
+        push_sender=BasePushNotificationSender(webhooks, configs),
     )
     cache_control = f"max-age={card_max_age}" if card_max_age is not None else None
     routes = [
@@ -309,6 +319,7 @@ def plain_agent(
         web.should_exit = True
         await serving
         await rpc.stop(None)
+        await webhooks.aclose()
 
     thread = threading.Thread(target=lambda: asyncio.run(serve_both()), daemon=True)
     thread.start()
