@@ -121,6 +121,27 @@ def test_the_token_reaches_the_agents_own_grpc_port(
     assert status == 1 and out["error"]["code"] == "authorization_failed", out
 
 
+async def test_a_token_the_grpc_port_refuses_is_dropped(issuer: Issuer, secret: Path) -> None:
+    """As after a 401 over HTTP: the next call asks the issuer for a new token."""
+    from skillrack.client.oauth import ClientCredentials
+    from skillrack.client.skill_client import SkillClient
+    from skillrack.errors import SkillCallError
+
+    creds = ClientCredentials(issuer.base + TOKEN, "caller", secret.read_text().strip())
+    with plain_agent() as plain:
+        allow = [f"http://{plain.grpc_target}"]
+        async with SkillClient(binding="GRPC", oauth=creds, allow_origins=allow) as client:
+            before = issuer.hits[TOKEN]
+            plain.gate.unauthenticated = 1
+            with pytest.raises(SkillCallError) as refused:
+                await client.send_message(plain.url, ["a"], skill="echo")
+            assert refused.value.code == "authorization_failed"
+            answer = await client.send_message(plain.url, ["b"], skill="echo")
+            assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        first, second = (sent["authorization"] for sent in plain.grpc_metadata)
+    assert issuer.hits[TOKEN] - before == 2 and first != second  # a new token after the refusal
+
+
 def test_a_card_pointing_grpc_at_another_host_gets_no_token(
     hostile: PlainAgent, issuer: Issuer, secret: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

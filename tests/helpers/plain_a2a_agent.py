@@ -114,6 +114,8 @@ class Gate:
     retry_info: bool = True
     #: Cut the next gRPC stream after its first event with ``RESOURCE_EXHAUSTED``.
     cut_stream: bool = False
+    #: How many of the next messages to refuse as unauthenticated (401, ``UNAUTHENTICATED``).
+    unauthenticated: int = 0
     #: ``(monotonic time, "GET /path" or "gRPC Method", answer)`` of each request, in order;
     #: ``answer`` is 200 when let through, else the refusal (429, 503, 401).
     seen: list[tuple[float, str, int]] = field(default_factory=list)
@@ -122,6 +124,9 @@ class Gate:
         """Record one request; the refusal to answer it with, or 200 to let it through."""
         answer = 200
         if needs_key and what != f"GET {CARD}" and key != KEY:
+            answer = 401
+        elif message and self.unauthenticated > 0:
+            self.unauthenticated -= 1
             answer = 401
         elif message and self.refuse > 0:
             self.refuse -= 1

@@ -107,7 +107,8 @@ def channel_factory(
     """a2a-sdk's ``grpc_channel_factory``: one ``grpc.aio`` channel per target, headers attached.
 
     ``bearer``'s token goes as ``authorization`` metadata to the targets
-    ``bearer_to`` accepts (:mod:`skillrack.client.token_reach`), to no other.
+    ``bearer_to`` accepts (:mod:`skillrack.client.token_reach`), to no other;
+    a unary call refused with ``UNAUTHENTICATED`` drops it from the cache.
     """
     import grpc
     import grpc.aio
@@ -119,26 +120,37 @@ def channel_factory(
     ]
 
     def interceptors(token: TokenSource | None) -> list[Any]:
-        async def with_headers(details: Any) -> Any:
+        async def with_headers(details: Any) -> tuple[Any, str | None]:
+            """``details`` with the metadata to send, and the token sent (None: none)."""
             trace: dict[str, str] = {}
             _TRACE_CONTEXT.inject(trace)  # the current span's, as over HTTP; nothing without one
             sent = [*(details.metadata or ()), *metadata, *trace.items()]
-            if token is not None:
-                sent.append(("authorization", f"Bearer {(await token.token()).value}"))
-            return details._replace(metadata=sent)
+            value = (await token.token()).value if token is not None else None
+            if value is not None:
+                sent.append(("authorization", f"Bearer {value}"))
+            return details._replace(metadata=sent), value
 
         # Two classes: grpc.aio files an interceptor under the first kind it is an instance of.
         class _Unary(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
             async def intercept_unary_unary(
                 self, continuation: Any, details: Any, request: Any
             ) -> Any:
-                return await continuation(await with_headers(details), request)
+                details, value = await with_headers(details)
+                call = await continuation(details, request)
+                if (
+                    token is not None
+                    and value is not None
+                    and await call.code() == grpc.StatusCode.UNAUTHENTICATED
+                ):
+                    token.invalidate(value)  # as a 401 over HTTP: the next call asks anew
+                return call
 
         class _Stream(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
             async def intercept_unary_stream(
                 self, continuation: Any, details: Any, request: Any
             ) -> Any:
-                return await continuation(await with_headers(details), request)
+                details, _ = await with_headers(details)
+                return await continuation(details, request)
 
         return [_Unary(), _Stream()]
 
