@@ -4,27 +4,36 @@ A real ``skillrack serve --grpc-port`` with a rate limit of two requests a
 minute answers the third with ``RESOURCE_EXHAUSTED``, its ``ErrorInfo`` and
 ``retry-after`` trailing metadata.  The client shows it as the draft's
 ``resource_limit_exceeded`` with that wait, as it shows HTTP 429; ``--retry``
-does not begin a wait that would pass the call's ``--timeout``.  (That
-``--retry`` waits as asked and then goes through, on gRPC as over HTTP, is
-shown against the plain a2a-sdk agent: tests/cli/test_plain_agent_limits.py.)
-An interface nobody listens on is a ``transport_error``, never retried.
+does not begin a wait that would pass the call's ``--timeout``.  Another
+replica counts its limits in a Redis of the test's own with
+``limits_on_outage = "deny"``: while Redis is stopped its gRPC port answers
+``UNAVAILABLE`` with ``retry-after: 2``, and a call with ``--retry`` waits
+that long and goes through once Redis is back.  (The same against the plain
+a2a-sdk agent, with its ``google.rpc.RetryInfo``:
+tests/cli/test_plain_agent_limits.py.)  An interface nobody listens on is a
+``transport_error``, never retried.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from helpers.served_process import PLUGIN_MODULE, serving
+from helpers.own_redis import own_redis
+from helpers.served_process import PLUGIN_MODULE, serving, write_config
 
 from skillrack.cli import main as cli
 from skillrack.client.busy import AgentBusy
+from skillrack.client.disk_cache import DiskCache
 from skillrack.client.grpc_channel import grpc_failure
+from skillrack.client.skill_client import SkillClient
 from skillrack.testing.serve import CARD_PATH, ServedAgent, free_port
 
 KEY = "grpc-retry-test-key"
@@ -50,6 +59,12 @@ def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServedAg
         [target] = [i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
         options = ["--binding", "grpc", "--allow-origin", f"http://{target}"]
         yield served, [*options, "--header", f"X-API-Key: {KEY}", "--no-cache"]
+
+
+def grpc_origin(url: str) -> str:
+    card = httpx.get(url + CARD_PATH, timeout=10).json()
+    [target] = [i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    return f"http://{target}"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any]:
@@ -79,6 +94,42 @@ def test_over_the_limit_is_resource_limit_exceeded_with_the_wait(
     status, out = run(capsys, *argv, "--retry", "3", "--timeout", "5")
     assert time.monotonic() - started < 4
     assert status == 1 and out["error"]["code"] == "resource_limit_exceeded"
+
+
+@pytest.mark.slow
+async def test_retry_waits_out_a_limits_store_outage_over_grpc(tmp_path: Path) -> None:
+    with own_redis(tmp_path) as redis:
+        config = write_config(
+            tmp_path,
+            f'grpc_port = {free_port()}\ncard_max_age = 300\nlimits_store = "{redis.url}"\n'
+            'limits_on_outage = "deny"\n',
+        )
+        with serving(tmp_path, config=config) as agent:
+            disk = DiskCache(tmp_path / "cache")  # the card and document: no HTTP below
+
+            def client(retries: int) -> SkillClient:
+                allow = [grpc_origin(agent.url)]
+                return SkillClient(
+                    binding="GRPC", allow_origins=allow, disk_cache=disk, retries=retries
+                )
+
+            async with client(0) as first:
+                assert (await first.call(agent.url, "echo", {"text": "a"})).result == {"echo": "a"}
+            redis.stop()
+            async with client(0) as refused:
+                with pytest.raises(AgentBusy) as busy:
+                    await refused.call(agent.url, "echo", {"text": "b"})
+            assert busy.value.code == "resource_limit_exceeded" and busy.value.retry_after == 2
+            assert "answered gRPC UNAVAILABLE" in busy.value.message, busy.value.message
+            assert "limits_on_outage" in busy.value.message
+            back = threading.Timer(1.0, redis.start)  # Redis returns during the first wait
+            back.start()
+            started = time.monotonic()
+            async with client(5) as patient:
+                result = await patient.call(agent.url, "echo", {"text": "c"})
+            back.join()
+            assert result.result == {"echo": "c"}
+            assert time.monotonic() - started >= 2.0  # the wait the agent asked for, at least
 
 
 def test_an_interface_nobody_listens_on_is_a_transport_error(

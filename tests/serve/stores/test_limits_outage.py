@@ -11,16 +11,13 @@ appear in Redis).
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
+from helpers.own_redis import OwnRedis, own_redis
 from helpers.served_process import probe_request, start, write_config
 
 from skillrack.testing.serve import HEADERS, message
@@ -30,76 +27,10 @@ pytestmark = pytest.mark.slow
 KEY_PREFIX = "failover-test:"
 
 
-@dataclass
-class OwnRedis:
-    """A redis-server of the test's own on a fixed loopback port, to stop and start."""
-
-    directory: Path
-    port: int
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        server = shutil.which("redis-server")
-        assert server is not None
-        self.process = subprocess.Popen(
-            [
-                server,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.directory),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                return
-            except OSError:
-                assert time.monotonic() < deadline and self.process.poll() is None
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-    def stored_keys(self) -> list[str]:
-        cli = shutil.which("redis-cli") or "redis-cli"
-        out = subprocess.run(
-            [cli, "-p", str(self.port), "--scan", "--pattern", f"{KEY_PREFIX}*"],
-            capture_output=True,
-            check=True,
-            timeout=10,
-        )
-        return out.stdout.decode().split()
-
-
 @pytest.fixture
 def redis(tmp_path: Path) -> Iterator[OwnRedis]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = OwnRedis(tmp_path, port)
-    server.start()
-    try:
+    with own_redis(tmp_path) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _echo(url: str, request: dict[str, object]) -> tuple[httpx.Response, float]:
