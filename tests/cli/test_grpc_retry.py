@@ -151,4 +151,4 @@ def test_an_interface_nobody_listens_on_is_a_transport_error(
 
     mapped = grpc_failure(asyncio.run(unreachable()), "calling x")
     assert mapped is not None and not isinstance(mapped, AgentBusy)
-    assert mapped.code == "transport_error" and "unreachable" in mapped.message
+    assert mapped.code == "transport_error" and "the gRPC connection failed" in mapped.message

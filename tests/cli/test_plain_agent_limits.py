@@ -218,3 +218,19 @@ def test_a_stream_cut_after_its_first_event_is_not_sent_again(
     assert "after the agent's answer began" in error["message"], error
     assert "--retry N" not in error["message"]
     assert [what for _, what, _ in messages(cached)] == ["gRPC SendStreamingMessage"]
+
+
+def test_an_answer_over_the_clients_bound_is_not_the_agent_being_busy(
+    cached: PlainAgent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """grpcio's own RESOURCE_EXHAUSTED (a message over ``--max-response-bytes``): not resent."""
+    cached.gate.seen.clear()
+    argv = ["call", cached.url, "echo", "--text", "x" * 8000, "--retry", "3"]
+    bound = ["--max-response-bytes", "4000"]  # the card is smaller, the echoed text larger
+    status, out = run(capsys, *argv, *bound, *via(cached, "GRPC"))
+    assert status == 1, out
+    error = out["error"]
+    assert error["code"] == "resource_limit_exceeded" and "retry_after" not in error, error
+    assert "over this client's bound" in error["message"], error
+    assert "--max-response-bytes" in error["message"]
+    assert [what for _, what, _ in messages(cached)] == ["gRPC SendMessage"]

@@ -33,8 +33,9 @@ wait the agent asked for (a ``google.rpc.RetryInfo`` in the status details,
 else ``retry-after`` trailing metadata, skillrack's), which ``--retry``
 honours (:mod:`skillrack.client.busy`).  The statuses grpcio makes itself
 are not the agent's: a message over the client's bound is the client's
-``resource_limit_exceeded``, never retried; an interface that cannot be
-reached is a ``transport_error``, as over HTTP.
+``resource_limit_exceeded``, never retried; a connection that failed or was
+lost is a ``transport_error``, as over HTTP, never retried either (grpcio
+says so in its details, which are all there is to tell the two apart).
 grpcio is imported only when a gRPC channel is made (the ``grpc`` extra).
 """
 
@@ -187,24 +188,39 @@ def grpc_failure(exc: BaseException, what: str) -> SkillCallError | None:
             f"{what}: the agent refused the call over gRPC ({code.name}: {details}); send "
             "the agent's credentials with --header (they go as gRPC metadata)",
         )
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and details.startswith(_TOO_LARGE):
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and any(t in details for t in _TOO_LARGE):
         return SkillCallError.local(  # grpcio's own refusal, here: the agent is not busy
             ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-            f"{what}: the agent's answer is over this client's bound ({details}); "
-            "raise --max-response-bytes if it is expected",
+            f"{what}: a message is over this client's bound ({details}); raise "
+            "--max-response-bytes if the agent's answers are expected to be this large",
         )
-    if code == grpc.StatusCode.UNAVAILABLE and details.startswith(_UNREACHED):
+    said = details.lower()
+    if code == grpc.StatusCode.UNAVAILABLE and any(part in said for part in _CONNECTION):
         return SkillCallError(
-            ClientCode.TRANSPORT_ERROR, f"{what}: the gRPC interface is unreachable ({details})"
+            ClientCode.TRANSPORT_ERROR,
+            f"{what}: the gRPC connection failed ({details})",
         )
     if code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):
         return grpc_busy(code.name, details, cause.trailing_metadata(), what)
     return None
 
 
-#: How grpcio words the statuses it makes itself (not the agent's answers).
-_TOO_LARGE = "Received message larger than max"
-_UNREACHED = ("failed to connect", "Failed to connect", "DNS resolution failed", "Socket closed")
+#: How grpcio words the statuses it makes itself, which are not the agent's answers: a
+#: message over a bound (``Received message larger than max (N vs. M)``, perhaps inside
+#: ``Stream removed (...)``), and a connection that failed or was lost (the message may
+#: have reached the agent: never resent).
+_TOO_LARGE = tuple(f"{way} message larger than max" for way in ("Received", "Sent"))
+_CONNECTION = (
+    "failed to connect",
+    "dns resolution failed",
+    "socket closed",
+    "connection reset",
+    "broken pipe",
+    "goaway",
+    "keepalive",
+    "stream removed",
+    "end of tcp stream",
+)
 
 
 def grpc_wait(trailing: Any) -> float | None:
