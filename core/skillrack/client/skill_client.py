@@ -135,8 +135,10 @@ class SkillClient:
     mapping from an agent's URL to them, as ``[peers]`` configures them)
     obtains bearer tokens by the OAuth 2.0 client-credentials grant, cached
     until shortly before they expire, and sends them to the origin of the
-    URL a call names and nowhere else; ``oauth_transport`` connects to the
-    token endpoint (a host's address guard).  Before a message is sent, a
+    URL a call names (its gRPC port too, when safe, and the credentials'
+    ``origins``: :mod:`skillrack.client.token_reach`) and nowhere else;
+    ``oauth_transport`` connects to the token endpoint (a host's address
+    guard).  Before a message is sent, a
     card whose ``securityRequirements`` (the agent's, or the called
     skill's) nothing this client presents can meet is refused locally with
     ``authorization_failed`` (:mod:`skillrack.client.card_security`).
@@ -175,7 +177,8 @@ class SkillClient:
         disk_cache: DiskCache | None = None,
     ) -> None:
         self.limits = limits
-        #: How many times a request the agent refused with HTTP 429 or 503 is sent again.
+        #: How many times a request the agent refused with HTTP 429 or 503 (gRPC
+        #: RESOURCE_EXHAUSTED or UNAVAILABLE) is sent again.
         self.retries = retries
         #: Cards and verified documents kept between runs (None: memory only).
         self.disk = disk_cache
@@ -246,7 +249,8 @@ class SkillClient:
         return call_scope(url, self.allow_origins, self._token_source, self.timeout)
 
     async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
-        """``attempt()``, sent again on HTTP 429 or 503 (``retries``) within the call's deadline."""
+        """``attempt()``, sent again on HTTP 429 or 503, or their gRPC statuses (``retries``),
+        within the call's deadline."""
         return await retrying(attempt, self.retries, remaining)
 
     def _token_source(self, named: Origin) -> TokenSource | None:
