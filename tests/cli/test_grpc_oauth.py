@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import jwt
@@ -121,7 +121,10 @@ def test_the_token_reaches_the_agents_own_grpc_port(
     assert status == 1 and out["error"]["code"] == "authorization_failed", out
 
 
-async def test_a_token_the_grpc_port_refuses_is_dropped(issuer: Issuer, secret: Path) -> None:
+@pytest.mark.parametrize("mode", ["sync", "stream"])
+async def test_a_token_the_grpc_port_refuses_is_dropped(
+    issuer: Issuer, secret: Path, mode: Literal["sync", "stream"]
+) -> None:
     """As after a 401 over HTTP: the next call asks the issuer for a new token."""
     from skillrack.client.oauth import ClientCredentials
     from skillrack.client.skill_client import SkillClient
@@ -134,9 +137,9 @@ async def test_a_token_the_grpc_port_refuses_is_dropped(issuer: Issuer, secret: 
             before = issuer.hits[TOKEN]
             plain.gate.unauthenticated = 1
             with pytest.raises(SkillCallError) as refused:
-                await client.send_message(plain.url, ["a"], skill="echo")
+                await client.send_message(plain.url, ["a"], skill="echo", mode=mode)
             assert refused.value.code == "authorization_failed"
-            answer = await client.send_message(plain.url, ["b"], skill="echo")
+            answer = await client.send_message(plain.url, ["b"], skill="echo", mode=mode)
             assert answer["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
         first, second = (sent["authorization"] for sent in plain.grpc_metadata)
     assert issuer.hits[TOKEN] - before == 2 and first != second  # a new token after the refusal

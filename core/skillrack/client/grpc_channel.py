@@ -41,6 +41,7 @@ grpcio is imported only when a gRPC channel is made (the ``grpc`` extra).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -109,12 +110,13 @@ def channel_factory(
 
     ``bearer``'s token goes as ``authorization`` metadata to the targets
     ``bearer_to`` accepts (:mod:`skillrack.client.token_reach`), to no other;
-    a unary call refused with ``UNAUTHENTICATED`` drops it from the cache.
+    a call refused with ``UNAUTHENTICATED`` drops it from the cache.
     """
     import grpc
     import grpc.aio
 
     metadata = tuple((name.lower(), value) for name, value in headers.items())
+    checks: set[asyncio.Future[None]] = set()  # refusal checks under way (kept from the GC)
     options = [
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.enable_http_proxy", 0),  # as trust_env=False over HTTP: no proxy routes around
@@ -131,6 +133,21 @@ def channel_factory(
                 sent.append(("authorization", f"Bearer {value}"))
             return details._replace(metadata=sent), value
 
+        async def forget_if_refused(call: Any, value: str) -> None:
+            """As after a 401 over HTTP: a refused token is dropped, the next call asks anew."""
+            if token is not None and await call.code() == grpc.StatusCode.UNAUTHENTICATED:
+                token.invalidate(value)
+
+        def ended(value: str) -> Callable[[Any], None]:
+            """A stream's done callback: check it (a task, held in ``checks`` until it ran)."""
+
+            def check(call: Any) -> None:
+                running = asyncio.ensure_future(forget_if_refused(call, value))
+                checks.add(running)
+                running.add_done_callback(checks.discard)
+
+            return check
+
         # Two classes: grpc.aio files an interceptor under the first kind it is an instance of.
         class _Unary(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
             async def intercept_unary_unary(
@@ -138,20 +155,19 @@ def channel_factory(
             ) -> Any:
                 details, value = await with_headers(details)
                 call = await continuation(details, request)
-                if (
-                    token is not None
-                    and value is not None
-                    and await call.code() == grpc.StatusCode.UNAUTHENTICATED
-                ):
-                    token.invalidate(value)  # as a 401 over HTTP: the next call asks anew
+                if value is not None:  # before the caller sees the answer: its next call asks anew
+                    await forget_if_refused(call, value)
                 return call
 
         class _Stream(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
             async def intercept_unary_stream(
                 self, continuation: Any, details: Any, request: Any
             ) -> Any:
-                details, _ = await with_headers(details)
-                return await continuation(details, request)
+                details, value = await with_headers(details)
+                call = await continuation(details, request)
+                if value is not None:
+                    call.add_done_callback(ended(value))
+                return call
 
         return [_Unary(), _Stream()]
 
