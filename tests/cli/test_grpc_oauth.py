@@ -204,7 +204,13 @@ def test_where_a_token_may_go(
         assert f"--oauth-origin {Origin.of(target)}" in why
 
 
-def test_peer_oauth_origins_in_the_configuration(tmp_path: Path) -> None:
+def test_peer_oauth_origins_in_the_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``origins`` in a peer's oauth table: parsed, checked, and given to its credentials."""
+    from skillrack.serve.bindings.outbound import peer_credentials
+
+    monkeypatch.setenv("CORE_SECRET", "s3cret")
     config = tmp_path / "skillrack.toml"
     table = (
         '[peers.core]\nurl = "https://core.example.net"\n\n[peers.core.oauth]\n'
@@ -212,7 +218,10 @@ def test_peer_oauth_origins_in_the_configuration(tmp_path: Path) -> None:
         'client_secret_env = "CORE_SECRET"\n'
     )
     config.write_text(table + 'origins = ["https://grpc.example.net:50051"]\n')
-    assert load_config(config).peer_oauth["core"].origins == ("https://grpc.example.net:50051",)
+    loaded = load_config(config)
+    assert loaded.peer_oauth["core"].origins == ("https://grpc.example.net:50051",)
+    [creds] = peer_credentials(loaded).values()
+    assert creds.token_origins == {Origin.of("https://grpc.example.net:50051")}
     config.write_text(table + 'origins = ["https://grpc.example.net/a2a"]\n')
     with pytest.raises(ConfigError, match=r"peers\.core\.oauth\.origins must be a list of origins"):
         load_config(config)
