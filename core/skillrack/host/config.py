@@ -109,7 +109,7 @@ FIRST_PARTY: Mapping[str, str] = {
 
 
 #: ``[server]`` limits for which 0 is allowed and turns the limit off.
-_ZERO_IS_OFF = frozenset({"memory_max_tasks", "memory_task_ttl"})
+_ZERO_IS_OFF = frozenset({"memory_max_tasks", "memory_task_ttl", "task_restarts"})
 
 #: The tables of the configuration file.
 TABLES = (
@@ -187,6 +187,10 @@ class ServerSettings:
     #: leases (killed, frozen, cut off); then a surviving replica ends them failed
     #: (``skillrack.serve.stores.leases``).
     task_lease_seconds: float = 15.0
+    #: How many times a task of a restartable skill is run again after the process running
+    #: it died (``Skill(restartable=True)``); past it, or 0, the task ends failed
+    #: (``skillrack.serve.execution.restarts``).
+    task_restarts: int = 1
     #: Seconds a stopping replica (``SIGTERM``) lets running tasks finish before it ends
     #: them failed (``skillrack.serve.bindings.shutdown``); match the orchestrator's grace.
     shutdown_grace: float = 30.0

@@ -84,7 +84,7 @@ def read_settings(cls: type[T], table: Any, where: str, *, zero_is_off: Collecti
             if not number or not value > 0:
                 raise ConfigError(
                     f"{where}.{key} must be a positive number"
-                    + (" or 0 (no limit)" if key in zero_is_off else "")
+                    + (" or 0 (turns it off)" if key in zero_is_off else "")
                 )
         elif not isinstance(value, str):
             raise ConfigError(f"{where}.{key} must be a string")

@@ -194,6 +194,36 @@ class Skill:
     #: it wait.  Quick, pure, synchronous; one that raises counts as False (logged).  Not
     #: part of the Skill Interface Document.
     changes_nothing: ChangesNothing | None = None
+    #: The host may run the handler again from the start when the process running it died
+    #: (a replica killed, a restart on SQLite) instead of failing the task: for a skill that
+    #: changes nothing, whose handler can run twice with the same effect.  Allowed for an
+    #: ``observe_only`` skill, or one with ``changes_nothing`` (then only the calls it says
+    #: change nothing are run again); assembly refuses it for any other.  The run again is
+    #: the stored caller's, authorized again, with the task's original input and answers,
+    #: at most ``[server] task_restarts`` times (docs/failures.md).  Not part of the Skill
+    #: Interface Document.
+    restartable: bool = False
+
+
+def restartable_problem(skill: Skill) -> str | None:
+    """Why ``skill`` cannot declare itself restartable, or ``None`` (also when it does not).
+
+    Running a handler again after its process died repeats whatever it did
+    before it died; only a skill that changes nothing may be repeated.
+    """
+    declared: Any = skill  # a plain dataclass: a plugin can put anything in it
+    if not isinstance(declared.restartable, bool):
+        return f"restartable must be true or false, not {type(declared.restartable).__name__}"
+    if not declared.restartable:
+        return None
+    if declared.authority.default_mode == "observe_only" or declared.changes_nothing is not None:
+        return None
+    return (
+        f"restartable is allowed for an observe_only skill (or one with changes_nothing), "
+        f"and this one is {declared.authority.default_mode}: running its handler again after "
+        "its process died could repeat a change; drop restartable=True or declare "
+        "changes_nothing"
+    )
 
 
 def timeout_problem(timeout: object) -> str | None:

@@ -31,6 +31,7 @@ from skillrack.interface.declare import (
     SchemaFileTooLarge,
     Skill,
     SupportingRecord,
+    restartable_problem,
     timeout_problem,
 )
 from skillrack.interface.inline import CompiledSchema, InlineSchemaError, compile_inline_schema
@@ -331,6 +332,9 @@ def _check_declaration(skill: Skill) -> None:
     problem = timeout_problem(skill.timeout)
     if problem is not None:
         raise _invalid("timeout", "", problem)
+    problem = restartable_problem(skill)
+    if problem is not None:
+        raise _invalid("restartable", "", problem)
     for name in ("resources", "constraints", "sensitive"):
         for pointer in getattr(skill, name):
             if not isinstance(pointer, str) or (pointer and not pointer.startswith("/")):

@@ -22,6 +22,15 @@ from typing import Any, Final
 SKILL_KEY: Final = "skillrackSkill"
 #: Who started a task and when: ``{"identity", "tenant", "at"}`` (strings).
 STARTED_KEY: Final = "skillrackStarted"
+#: What authorization needs of the starter besides ``STARTED_KEY`` (``{"authenticated",
+#: "attributes", "schemes"}``), kept for a turn the host runs as them later (a restart, a
+#: question's deadline after a restart): ``skillrack.serve.execution.stored_caller``.
+CALLER_KEY: Final = "skillrackCaller"
+#: How many times the host ran the task's skill again after its process died (a number).
+RESTARTS_KEY: Final = "skillrackRestarts"
+#: Status Message metadata of a question asked with a deadline: ``{"deadline", "question"}``
+#: (``skillrack.serve.execution.input_deadline``; read by the stores' task leases too).
+DEADLINE_KEY: Final = "skillrack_input_deadline"
 #: Earlier name -> current name, for tasks stored before the rename.
 LEGACY_KEYS: Final[Mapping[str, str]] = {
     "skillrack_skill": SKILL_KEY,

@@ -33,6 +33,7 @@ from a2a.server.routes import (
     create_rest_routes,
 )
 from a2a.server.tasks import PushNotificationConfigStore, TaskStore
+from a2a.types import Task
 from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -79,6 +80,7 @@ from skillrack.serve.console.revocations import open_revocations
 from skillrack.serve.console.session import Sessions, load_secret
 from skillrack.serve.execution.executor import SkillExecutor
 from skillrack.serve.execution.outputs import OutputLimits
+from skillrack.serve.execution.restarts import Restarts
 from skillrack.serve.execution.traced_delegation import TracedDelegation
 from skillrack.serve.middleware import (
     JSONRPC_PATH,
@@ -101,7 +103,6 @@ from skillrack.serve.stores.counters import RedisCounter, open_counter
 from skillrack.serve.stores.leases import LeaseKeeper, replica_name
 from skillrack.serve.stores.new_task_notice import NewTaskNotice
 from skillrack.serve.stores.outages import watch_outages
-from skillrack.serve.stores.recovery import fail_interrupted, fail_orphaned
 from skillrack.serve.stores.storage import (
     SingleProcessTaskStore,
     TaskStorage,
@@ -341,10 +342,18 @@ def build_server(
         if storage is not None and isinstance(storage.task_store, ClusterTaskStore)
         else None
     )
+    # Orphaned tasks of restartable skills run again here; parked ones get their deadline back.
+    restarts = Restarts(
+        registry,
+        executor.deadlines,
+        replica=cluster_store.replica if cluster_store is not None else replica_name(),
+        limit=config.server.task_restarts,
+    )
+    restarts.bind(handler.run_again)
     keeper = (
         LeaseKeeper(
             cluster_store.renew_leases,
-            lambda: cluster_store.end_orphans(fail_orphaned),
+            lambda: cluster_store.end_orphans(restarts.settle, restarts.took_over),
             lease_s=cluster_store.lease_s,
             reachable=lambda problem: (
                 drain.store_up() if problem is None else drain.store_down(problem)
@@ -359,13 +368,19 @@ def build_server(
     stopper = GracefulStop(
         drain,
         executor,
-        replica=cluster_store.replica if cluster_store is not None else replica_name(),
+        replica=restarts.replica,
         grace=config.server.shutdown_grace,
         commit=cluster_store.commit if cluster_store is not None else None,
     )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        taken_over: list[Task] = []  # one process: run again, or deadlines to re-arm
+
+        def settle(task: Task) -> None:
+            if restarts.settle_interrupted(task):
+                taken_over.append(task)
+
         if storage is None:
             await approvals.initialize()
         else:
@@ -376,7 +391,8 @@ def build_server(
                         endpoint.etag, endpoint.published
                     )
                 migrated = await storage.migrate_metadata_keys()
-                settled = await storage.settle_interrupted(fail_interrupted)
+                settled = await storage.settle_interrupted(settle)
+                taken_over += await storage.parked_with_deadline()
                 await approvals.initialize()  # after the store: its database exists then
             except BaseException:
                 await storage.close()  # the lock and the connections, even on a failed start
@@ -390,7 +406,7 @@ def build_server(
             if settled:
                 logger.warning(
                     "task store: %d task(s) left running by a stopped process marked failed"
-                    " (output_invalid): %s",
+                    " (output_invalid) or, for restartable skills, run again: %s",
                     len(settled),
                     ", ".join(settled[:10]) + (" ..." if len(settled) > 10 else ""),
                 )
@@ -422,6 +438,7 @@ def build_server(
                     max_message_bytes=config.server.max_body_bytes,
                     shared_port=workers > 1,
                 )
+            restarts.took_over(taken_over)
             # The MCP transport's task group lives as long as the app (before the handler closes).
             async with mcp.running() if mcp is not None else contextlib.nullcontext():
                 # uvicorn hands this state to each connection (serve.bindings.connections).
@@ -431,6 +448,7 @@ def build_server(
                 release_signal()
             if grpc_server is not None:  # first: its calls use the handler and the stores
                 await grpc_server.stop(GRPC_STOP_GRACE_S)
+            await restarts.close()
             await executor.deadlines.close()
             await handler.aclose()
             if keeper is not None:

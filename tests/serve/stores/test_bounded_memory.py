@@ -160,7 +160,7 @@ def test_the_limits_are_configured_and_checked(tmp_path: Path) -> None:
         with pytest.raises(ConfigError) as caught:
             load_config(path)
         message = str(caught.value)
-        assert message.startswith(key) and "or 0 (no limit)" in message and "\n" not in message
+        assert message.startswith(key) and "or 0 (turns it off)" in message and "\n" not in message
 
 
 @pytest.mark.slow

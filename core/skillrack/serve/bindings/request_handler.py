@@ -58,6 +58,7 @@ from skillrack.serve.bindings.card import (
 )
 from skillrack.serve.bindings.push import PushUrlCheck
 from skillrack.serve.execution.input_deadline import Armed, deadline_message, stored_park
+from skillrack.serve.execution.restarts import restart_message
 from skillrack.serve.execution.task_record import skill_of, started_by
 from skillrack.serve.middleware.error_sanitizer import OWN_ERROR
 from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY, CALLER_KEY
@@ -305,6 +306,17 @@ class SkillrackRequestHandler(DefaultRequestHandler):
             return  # answered, cancelled or gone meanwhile
         message = deadline_message(armed.task_id, task.context_id, armed.asked)
         await self.on_message_send(SendMessageRequest(message=message), call)
+
+    async def run_again(self, task: Task, caller: Caller) -> None:
+        """Run a restartable ``task`` again after its process died, as ``caller`` who started it.
+
+        The host's restart Message (:func:`~skillrack.serve.execution.restarts.restart_message`)
+        goes through this handler as a follow-up would, so the turn is authorized
+        again and its events reach the store, the event log, push notifications
+        and subscribers as any other turn's.
+        """
+        call = bind_call(ServerCallContext(), caller, None, set())
+        await self.on_message_send(SendMessageRequest(message=restart_message(task)), call)
 
     async def _after_blocking_turn(self, task_id: str) -> None:
         """A request about a task still running on the blocking path waits for its end."""

@@ -90,8 +90,10 @@ from skillrack.serve.execution.outputs import (
     check_safe_numbers,
 )
 from skillrack.serve.execution.replay import replay_turn, user_messages
+from skillrack.serve.execution.restarts import restartable
 from skillrack.serve.execution.skill_context import Delegation, SkillContext
 from skillrack.serve.execution.stop_signal import StopSignal
+from skillrack.serve.execution.stored_caller import caller_metadata
 from skillrack.serve.execution.task_record import new_task, skill_of
 from skillrack.serve.execution.turn import Turn, begin_turn
 from skillrack.serve.observability.metrics import Metrics
@@ -331,9 +333,11 @@ class SkillExecutor(AgentExecutor):
                 base = claiming_base_skill(self.registry, context.message, view)
                 if base is not None:
                     return self._base_call(turn, base, view), []
-            await turn.queue.enqueue_event(
-                new_task(context, request.skill if request is not None else None)
-            )
+            task = new_task(context, request.skill if request is not None else None)
+            if request is not None and restartable(self.registry, request.skill):
+                # Kept for the host's run of it on another replica (restarts.py).
+                task.metadata.update(caller_metadata(turn.caller))
+            await turn.queue.enqueue_event(task)
             if error is not None:
                 raise error
             assert request is not None

@@ -40,13 +40,15 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Role, Task, TaskState
 
 from skillrack.errors import InputRequired
+from skillrack.protocol.task_metadata import DEADLINE_KEY
 from skillrack.protocol.values import data_part, from_value
+from skillrack.serve.execution.stored_caller import caller_metadata
 from skillrack.serve.security.caller import Caller
 
 logger = logging.getLogger(__name__)
 
 #: Status Message metadata of a question asked with a deadline: ``{"deadline", "question"}``.
-DEADLINE_METADATA_KEY = "skillrack_input_deadline"
+DEADLINE_METADATA_KEY = DEADLINE_KEY
 #: The Data Part member of the host's Message that says a question's deadline passed.
 DEADLINE_PASSED_KEY = "input_deadline_passed"
 #: How long the host's turn waits for a question's park to reach the store (a tiny deadline).
@@ -177,11 +179,14 @@ class InputDeadlines:
     async def park(self, updater: TaskUpdater, asked: InputRequired, caller: Caller) -> None:
         """Park the task on ``asked`` (a handler's question); with a deadline, arm its timer."""
         deadline = Asked(asked.question, asked.deadline) if asked.deadline is not None else None
-        await updater.requires_input(
-            updater.new_agent_message(
+        await updater.update_status(
+            TaskState.TASK_STATE_INPUT_REQUIRED,
+            message=updater.new_agent_message(
                 [data_part(asked.request)],
                 metadata=deadline.metadata() if deadline is not None else None,
-            )
+            ),
+            # The caller, for a process that re-arms this deadline after a restart.
+            metadata=caller_metadata(caller) if deadline is not None else None,
         )
         if deadline is not None:
             self.arm(Armed(updater.task_id, updater.context_id, caller, deadline))

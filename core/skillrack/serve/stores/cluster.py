@@ -90,6 +90,7 @@ from skillrack.serve.stores.leases import (
     SWEEP_BATCH,
     TASK_LEASE_S,
     database_now,
+    holds_lease,
     replica_name,
 )
 from skillrack.serve.stores.notified_events import CHANNEL
@@ -373,7 +374,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 lost.add(key)
                 continue
             rows.append(row)
-            if pending.task.status.state not in SETTLED_STATES:
+            if holds_lease(pending.task):
                 if key not in self._leased:
                     taken.append(key)
             elif pending.base != 0:
@@ -426,19 +427,31 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         async with self._writer.begin() as connection:
             await connection.execute(self._renew)
 
-    async def end_orphans(self, settle: Callable[[Task, str], None]) -> int:
-        """End the tasks of up to ``SWEEP_BATCH`` expired leases; how many were ended.
+    async def end_orphans(
+        self,
+        settle: Callable[[Task, str], bool | None],
+        took: Callable[[list[Task]], None] = lambda tasks: None,
+    ) -> int:
+        """Settle the tasks of up to ``SWEEP_BATCH`` expired leases; how many leases it handled.
 
         Each task still in progress gets ``settle(task, replica)`` (the lost
-        replica's name) and is written as any settled state is: the version
-        swapped from the one stored, the row, the status event in the log and
-        the notification, in one transaction with the lease's removal.  A
-        task already settled only loses its lease; one whose version moved
-        meanwhile (its replica wrote after all) keeps it, to be looked at again.
+        replica's name), which fails it (False) or makes it a restart this
+        replica runs (True, :mod:`skillrack.serve.execution.restarts`), and is
+        written as any state is: the version swapped from the one stored, the
+        row, the status event in the log and the notification, in one
+        transaction with the lease's removal, or its takeover by this replica
+        for a restart.  A task waiting for an answer with a deadline
+        (:func:`~skillrack.serve.stores.leases.holds_lease`) is not written: its
+        lease is taken over.  ``took`` is then given the tasks taken over (run
+        again, or deadlines to re-arm), after the commit.  A task otherwise
+        settled only loses its lease; one whose version moved meanwhile (its
+        replica wrote after all) keeps it, to be looked at again.
         """
         await self._db._ensure_initialized()
         await self._ensure_cluster_tables()
         ended: list[str] = []
+        taken: list[tuple[str, Task]] = []
+        kept = 0
         by_replica: dict[str, list[str]] = {}
         async with self._writer.begin() as connection:
             found = (await connection.execute(self._expired)).all()
@@ -449,26 +462,45 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 ).first()
                 task = self._task_of(row) if row is not None else None
                 version = row._mapping["version"] if row is not None else None
-                if task is None or version is None or task.status.state in SETTLED_STATES:
+                if (
+                    task is not None
+                    and version is not None
+                    and task.status.state in (SETTLED_STATES)
+                ):
+                    if holds_lease(task):  # parked with a deadline: its timer is ours now
+                        await connection.execute(self._take_lease, lease)
+                        taken.append((owner, task))
+                    else:
+                        await connection.execute(self._drop_lease, lease)
+                    continue
+                if task is None or version is None:
                     await connection.execute(self._drop_lease, lease)
                     continue
-                settle(task, replica)
-                written = await self._end_orphan(connection, task, owner, version)
-                if written:
-                    await connection.execute(self._drop_lease, lease)
+                again = settle(task, replica)
+                if await self._end_orphan(connection, task, owner, version):
+                    if again:
+                        await connection.execute(self._take_lease, lease)
+                        taken.append((owner, task))
+                    else:
+                        await connection.execute(self._drop_lease, lease)
                     ended.append(task_id)
                     by_replica.setdefault(replica, []).append(task_id)
+                else:
+                    kept += 1
             if ended and self._notify is not None:
                 await connection.execute(self._notify, {"b_channel": CHANNEL, "b_ids": ended})
+        self._leased.update((owner, task.id) for owner, task in taken)
         for replica, ids in by_replica.items():
             logger.warning(
                 "task leases: replica %s stopped renewing its leases; %d task(s) it was running "
-                "ended failed: %s",
+                "ended failed or run again here: %s",
                 replica,
                 len(ids),
                 ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""),
             )
-        return len(ended)
+        if taken:
+            took([task for _, task in taken])
+        return len(found) - kept
 
     async def _end_orphan(
         self, connection: AsyncConnection, task: Task, owner: str, version: int

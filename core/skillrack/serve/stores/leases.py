@@ -47,9 +47,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from a2a.types import Task, TaskState
 from sqlalchemy import Column, Float, Index, MetaData, String, Table, literal_column
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.elements import ColumnElement
+
+from skillrack.protocol.task_metadata import DEADLINE_KEY
+from skillrack.serve.stores.write_behind import SETTLED_STATES
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +83,25 @@ def replica_name() -> str:
     restarted); the host and pid are what an operator looks for in the logs.
     """
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+def holds_lease(task: Task) -> bool:
+    """Whether ``task``, as written, is someone's to look after: it runs, or waits with a deadline.
+
+    A task in progress is run by the replica that wrote it.  A task waiting
+    for an answer with a deadline (the status message's ``skillrack_input_deadline``)
+    has that replica's timer: when the replica dies, a survivor takes the
+    lease over and arms the timer again
+    (:mod:`skillrack.serve.execution.restarts`).  Other settled tasks hold none.
+    """
+    state = task.status.state
+    if state not in SETTLED_STATES:
+        return True
+    return (
+        state == TaskState.TASK_STATE_INPUT_REQUIRED
+        and task.status.HasField("message")
+        and DEADLINE_KEY in task.status.message.metadata.fields
+    )
 
 
 def database_now(engine: AsyncEngine) -> ColumnElement[Any]:

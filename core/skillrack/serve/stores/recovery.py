@@ -35,7 +35,7 @@ INTERRUPTED = (
 
 def fail_interrupted(task: Task) -> None:
     """Give ``task`` a FAILED status whose message carries the draft's error object."""
-    _fail(task, INTERRUPTED)
+    fail(task, INTERRUPTED)
 
 
 def orphaned(replica: str) -> str:
@@ -48,10 +48,11 @@ def orphaned(replica: str) -> str:
 
 def fail_orphaned(task: Task, replica: str) -> None:
     """Like :func:`fail_interrupted`, naming the replica that was running ``task``."""
-    _fail(task, orphaned(replica))
+    fail(task, orphaned(replica))
 
 
-def _fail(task: Task, reason: str) -> None:
+def fail(task: Task, reason: str) -> None:
+    """Give ``task`` a FAILED status whose message carries ``reason`` as the error object."""
     error = ConditionError(ErrorCode.OUTPUT_INVALID, reason)
     if task.status.HasField("message"):
         task.history.append(task.status.message)

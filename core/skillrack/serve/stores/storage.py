@@ -66,6 +66,7 @@ another writer to finish.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import fcntl
 import logging
 import os
@@ -460,7 +461,7 @@ class SingleProcessTaskStore(DatabaseTaskStore):
                 self._deleting.discard(key)
                 self._forget(key)
 
-    async def settle_interrupted(self, settle: Callable[[Task], None]) -> tuple[str, ...]:
+    async def settle_interrupted(self, settle: Callable[[Task], object]) -> tuple[str, ...]:
         """Apply ``settle`` to every task left submitted or working, and write them back.
 
         For start-up, before this process accepts a task: whatever is in
@@ -493,6 +494,29 @@ class SingleProcessTaskStore(DatabaseTaskStore):
             async with self._behind.lock, self.engine.begin() as connection:
                 await connection.execute(self._upsert, rows)
         return tuple(settled)
+
+    async def parked_with_deadline(self) -> builtins.list[Task]:
+        """Every task waiting for an answer with a deadline (one scan, at start-up).
+
+        Their timers were in the process that parked them; this one arms them
+        again (:mod:`skillrack.serve.execution.restarts`).
+        """
+        await self._ensure_initialized()
+        state = func.json_extract(self._table.c.status, "$.state")
+        query = select(self.task_model).where(
+            state.in_(("TASK_STATE_INPUT_REQUIRED", "input-required"))
+        )
+        async with self.async_session_maker() as session:
+            models = list((await session.execute(query)).scalars())
+        parked = []
+        for model in models:
+            try:
+                task = self._from_orm(model)
+            except Exception:  # a row this version cannot read waits for its caller
+                continue
+            if leases.holds_lease(task):
+                parked.append(task)
+        return parked
 
     def note_new(self, task_id: str, context: ServerCallContext) -> None:
         """``task_id`` was just generated for a new task: it is not in the database."""
@@ -597,7 +621,7 @@ class TaskStorage:
             return now
         return await published.first_published(self.engine, etag, now)
 
-    async def settle_interrupted(self, settle: Callable[[Task], None]) -> tuple[str, ...]:
+    async def settle_interrupted(self, settle: Callable[[Task], object]) -> tuple[str, ...]:
         """One process on SQLite: settle the tasks a stopped process left in progress.
 
         Nothing in cluster mode (another replica may be running them) or in
@@ -606,6 +630,16 @@ class TaskStorage:
         if isinstance(self.task_store, SingleProcessTaskStore):
             return await self.task_store.settle_interrupted(settle)
         return ()
+
+    async def parked_with_deadline(self) -> list[Task]:
+        """One process on SQLite: the tasks waiting with a deadline a stopped process parked.
+
+        Cluster mode finds them through their leases instead (a replica's
+        leases expire when it dies); memory holds none at start-up.
+        """
+        if isinstance(self.task_store, SingleProcessTaskStore):
+            return await self.task_store.parked_with_deadline()
+        return []
 
     async def migrate_metadata_keys(self) -> int:
         """Rename the old task metadata keys of stored tasks (skillrack_skill...); return how many.
