@@ -3,7 +3,10 @@
 No vendor distribution is loaded (``SKILLRACK_LOAD_PLUGINS=""``): the plugin
 is a module registered through ``[plugins] builtin`` and found on PYTHONPATH.
 Its skills: ``echo`` (completes), ``crash`` (fails), ``ask`` (waits for input),
-``ticker`` (cancellable, publishes a progressive result every ``interval``).
+``ticker`` (cancellable, publishes a progressive result every ``interval``),
+``watch`` (``ticker``, restartable: run again when its process died) and
+``ask_by`` (waits for input until the ``deadline`` it is given, then answers
+``{"answer": null, "deadline_passed": ...}``).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ PLUGIN_SOURCE = '''
 """Skills for the store and replica tests."""
 
 import asyncio
+import datetime
 
-from skillrack import DomainSchema, Interaction, Skill, hookimpl
+from skillrack import DomainSchema, InputDeadlinePassed, Interaction, Skill, hookimpl
 
 
 def _schema(name, schema):
@@ -53,6 +57,15 @@ async def ticker(arguments, context):
     return {"ticks": ticks}
 
 
+async def ask_by(arguments, context):
+    deadline = datetime.datetime.fromisoformat(arguments["deadline"])
+    try:
+        answer = await context.request_input({"needed": "confirmation"}, deadline=deadline)
+    except InputDeadlinePassed as passed:
+        return {"answer": None, "deadline_passed": passed.deadline}
+    return {"answer": answer}
+
+
 def _skill(skill_id, handler, input_schema=None, **extra):
     return Skill(
         id=skill_id,
@@ -66,6 +79,15 @@ def _skill(skill_id, handler, input_schema=None, **extra):
     )
 
 
+TICKS = {
+    "type": "object",
+    "properties": {
+        "ticks": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "interval": {"type": "number", "minimum": 0, "maximum": 5},
+    },
+}
+
+
 @hookimpl
 def register_skills(register):
     register(_skill("echo", echo, {"type": "object", "properties": {"text": {"type": "string"}}}))
@@ -75,16 +97,12 @@ def register_skills(register):
         _skill(
             "ticker",
             ticker,
-            {
-                "type": "object",
-                "properties": {
-                    "ticks": {"type": "integer", "minimum": 1, "maximum": 1000},
-                    "interval": {"type": "number", "minimum": 0, "maximum": 5},
-                },
-            },
+            TICKS,
             interaction=Interaction(cancellable=True),
         )
     )
+    register(_skill("watch", ticker, TICKS, restartable=True))
+    register(_skill("ask_by", ask_by, {"type": "object", "required": ["deadline"]}))
 '''
 
 

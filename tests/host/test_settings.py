@@ -115,6 +115,6 @@ def test_the_dataclass_is_the_schema() -> None:
         assert fragment in str(info.value)
     assert read_settings(_Example, {"count": 0}, "ex", zero_is_off={"count"}).count == 0
     with pytest.raises(
-        ConfigError, match=r"^ex\.count must be a positive number or 0 \(no limit\)$"
+        ConfigError, match=r"^ex\.count must be a positive number or 0 \(turns it off\)$"
     ):
         read_settings(_Example, {"count": -1}, "ex", zero_is_off={"count"})

@@ -87,7 +87,7 @@ def test_replicas_assemble_identically(replicas: tuple[str, str]) -> None:
     advertised = {
         s["skill_id"]: s["interface_digest"] for s in _extension(card_a)["params"]["skills"]
     }
-    assert set(advertised) == {"ask", "crash", "echo", "ticker"}
+    assert set(advertised) == {"ask", "ask_by", "crash", "echo", "ticker", "watch"}
     for skill_id, digest in advertised.items():
         from_a, from_b = _describe(a, skill_id), _describe(b, skill_id)
         assert json.dumps(from_a, sort_keys=True) == json.dumps(from_b, sort_keys=True)

@@ -22,7 +22,7 @@ so running its handler again from the start has the effect of running it once.
 A task run again gets, in the same write that takes it over, the status
 ``TASK_STATE_WORKING`` with a message naming the replica that was lost and
 the one running it now (subscribers see it); then the host sends the task a
-Message of its own (role ``agent``, one Data Part ``{"restarted": ...}``,
+Message of its own (role ``agent``, one Data Part ``{"run_again": ...}``,
 :func:`restart_message`) through the request handler every binding uses, as
 the stored caller, as it does when a question's deadline passes.  Replay
 (:mod:`skillrack.serve.execution.replay`) ignores agent Messages: the turn
@@ -37,7 +37,6 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from a2a.types import Message, Role, Task, TaskState
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -45,7 +44,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import parse_request
 from skillrack.protocol.task_metadata import RESTARTS_KEY
-from skillrack.protocol.values import data_part, from_value
+from skillrack.protocol.values import data_part
 from skillrack.serve.execution.input_deadline import Armed, InputDeadlines, asked_in
 from skillrack.serve.execution.stored_caller import stored_caller
 from skillrack.serve.execution.task_record import skill_of
@@ -56,8 +55,10 @@ logger = logging.getLogger(__name__)
 
 #: ``[server] task_restarts``' default.
 TASK_RESTARTS = 1
-#: The Data Part member of the restart notice (the status message and the host's Message).
+#: The Data Part member of the restart notice (the status message of the task taken over).
 RESTARTED_KEY = "restarted"
+#: The Data Part member of the host's Message that runs the task again.
+RUN_AGAIN_KEY = "run_again"
 #: How long close() lets restarts under way go on before leaving them.
 CLOSE_WAIT_S = 5.0
 
@@ -79,24 +80,13 @@ def restarts_of(task: Task) -> int:
 
 def restart_message(task: Task) -> Message:
     """The host's Message that runs ``task`` again (its status message carries the notice)."""
-    notice = _notice_of(task) or {"restart": restarts_of(task)}
     return Message(
         message_id=str(uuid.uuid4()),
         role=Role.ROLE_AGENT,
         task_id=task.id,
         context_id=task.context_id,
-        parts=[data_part({RESTARTED_KEY: notice})],
+        parts=[data_part({RUN_AGAIN_KEY: {"restart": restarts_of(task)}})],
     )
-
-
-def _notice_of(task: Task) -> dict[str, Any] | None:
-    if not task.status.HasField("message") or len(task.status.message.parts) != 1:
-        return None
-    part = task.status.message.parts[0]
-    if not part.HasField("data") or RESTARTED_KEY not in part.data.struct_value.fields:
-        return None
-    value = from_value(part.data.struct_value.fields[RESTARTED_KEY])
-    return value if isinstance(value, dict) else None
 
 
 class Restarts:
