@@ -348,6 +348,7 @@ def build_server(
         executor.deadlines,
         replica=cluster_store.replica if cluster_store is not None else replica_name(),
         limit=config.server.task_restarts,
+        abandon=cluster_store.abandon if cluster_store is not None else None,
     )
     restarts.bind(handler.run_again)
     keeper = (
@@ -375,11 +376,12 @@ def build_server(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
-        taken_over: list[Task] = []  # one process: run again, or deadlines to re-arm
+        # One process: the tasks to run again, and those whose deadlines to re-arm.
+        taken_over: list[tuple[str, Task]] = []
 
         def settle(task: Task) -> None:
             if restarts.settle_interrupted(task):
-                taken_over.append(task)
+                taken_over.append(("", task))
 
         if storage is None:
             await approvals.initialize()
@@ -392,7 +394,7 @@ def build_server(
                     )
                 migrated = await storage.migrate_metadata_keys()
                 settled = await storage.settle_interrupted(settle)
-                taken_over += await storage.parked_with_deadline()
+                taken_over += [("", task) for task in await storage.parked_with_deadline()]
                 await approvals.initialize()  # after the store: its database exists then
             except BaseException:
                 await storage.close()  # the lock and the connections, even on a failed start

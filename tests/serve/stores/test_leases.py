@@ -23,6 +23,7 @@ from a2a.types import StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpd
 from helpers.postgres import fresh_database
 from sqlalchemy import text
 
+from skillrack.protocol.task_metadata import DEADLINE_KEY
 from skillrack.serve.stores.cluster import ClusterTaskStore
 from skillrack.serve.stores.recovery import fail_orphaned
 from skillrack.serve.stores.storage import open_storage, parse_store
@@ -147,3 +148,59 @@ def test_a_settled_write_drops_the_lease(store_url: str, tmp_path: Path) -> None
     held, after, replica = asyncio.run(_two(store_url, tmp_path, scenario))
     assert held == [(replica,)]
     assert after == []
+
+
+def test_a_restart_and_a_parked_deadline_are_taken_over_and_an_abandoned_one_swept_again(
+    store_url: str, tmp_path: Path
+) -> None:
+    """``settle`` True keeps the task WORKING under B's lease; a task parked with a deadline
+    holds A's lease and is handed to ``took`` as it is; ``abandon`` lets B's lease expire."""
+
+    async def scenario(a: ClusterTaskStore, b: ClusterTaskStore) -> Any:
+        running = Task(id="00000000-0000-4000-8000-0000000000b1", context_id="c")
+        parked = Task(id="00000000-0000-4000-8000-0000000000b2", context_id="c")
+        await a.save(
+            running,
+            event=_step(running, TaskState.TASK_STATE_WORKING),
+            prev_version=TaskVersion.MISSING,
+            context=CONTEXT,
+        )
+        parked.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_INPUT_REQUIRED))
+        parked.status.message.metadata.update(
+            {DEADLINE_KEY: {"deadline": "2030-01-01T00:00:00.000Z", "question": 0}}
+        )
+        await a.save(
+            parked,
+            event=TaskStatusUpdateEvent(task_id=parked.id, context_id="c", status=parked.status),
+            prev_version=TaskVersion.MISSING,
+            context=CONTEXT,
+        )
+        await a.commit()
+        held = await _rows(a, "SELECT task_id, replica FROM skillrack_task_leases")
+        await asyncio.sleep(LEASE_S + 0.1)
+        took: list[tuple[str, Task]] = []
+
+        def again(task: Task, replica: str) -> bool:
+            task.status.state = TaskState.TASK_STATE_WORKING
+            return True
+
+        assert await b.end_orphans(again, took.extend) == 2
+        taken = await _rows(b, "SELECT task_id, replica FROM skillrack_task_leases")
+        await asyncio.sleep(LEASE_S + 0.1)
+        await b.renew_leases()
+        assert await a.end_orphans(fail_orphaned) == 0  # B renews what it took
+        await b.abandon("", running.id)
+        await b.renew_leases()  # the abandoned lease is no longer B's to renew
+        assert await a.end_orphans(fail_orphaned) == 1
+        ended = await a.get(running.id, CONTEXT)
+        return held, took, taken, ended, a.replica, b.replica
+
+    held, took, taken, ended, a_name, b_name = asyncio.run(_two(store_url, tmp_path, scenario))
+    assert sorted(held) == [(f"00000000-0000-4000-8000-0000000000b{i}", a_name) for i in (1, 2)]
+    assert sorted((task.id, task.status.state) for _, task in took) == [
+        ("00000000-0000-4000-8000-0000000000b1", TaskState.TASK_STATE_WORKING),
+        ("00000000-0000-4000-8000-0000000000b2", TaskState.TASK_STATE_INPUT_REQUIRED),
+    ]
+    assert {replica for _, replica in taken} == {b_name}
+    assert ended is not None and ended.task.status.state == TaskState.TASK_STATE_FAILED
+    assert f"{b_name} (gave up running it again)" in str(ended.task.status.message.parts[0].data)

@@ -64,6 +64,8 @@ CLOSE_WAIT_S = 5.0
 
 #: What runs a restart turn (the request handler's, wired by ``build_server``).
 RunAgain = Callable[[Task, Caller], Awaitable[None]]
+#: Lets a lease taken over expire at once (owner, task id): the cluster store's ``abandon``.
+Abandon = Callable[[str, str], Awaitable[None]]
 
 
 def restartable(registry: Registry, skill_id: str | None) -> bool:
@@ -99,8 +101,11 @@ class Restarts:
         *,
         replica: str,
         limit: int = TASK_RESTARTS,
+        abandon: Abandon | None = None,
     ) -> None:
         self.registry = registry
+        #: Cluster mode: hands a task whose run again failed to start back to the sweep.
+        self._abandon = abandon
         self.deadlines = deadlines
         self.replica = replica
         self.limit = limit
@@ -202,9 +207,9 @@ class Restarts:
 
     # -- after the write: the turns ---------------------------------------------------------
 
-    def took_over(self, tasks: list[Task]) -> None:
-        """Run again the tasks made restarts; re-arm the deadlines of parked ones."""
-        for task in tasks:
+    def took_over(self, tasks: list[tuple[str, Task]]) -> None:
+        """Run again the tasks made restarts; re-arm the deadlines of parked ones (with owners)."""
+        for owner, task in tasks:
             caller = stored_caller(task)
             asked = asked_in(task)
             if asked is not None:
@@ -218,9 +223,9 @@ class Restarts:
                     continue
                 self.deadlines.arm(Armed(task.id, task.context_id, caller, asked))
             elif task.status.state == TaskState.TASK_STATE_WORKING and caller is not None:
-                self._start(task, caller)
+                self._start(owner, task, caller)
 
-    def _start(self, task: Task, caller: Caller) -> None:
+    def _start(self, owner: str, task: Task, caller: Caller) -> None:
         logger.warning(
             "task %s of %s: run again on %s (restart %d of at most %d)",
             task.id,
@@ -229,21 +234,27 @@ class Restarts:
             restarts_of(task),
             self.limit,
         )
-        run = asyncio.get_running_loop().create_task(self._again(task, caller))
+        run = asyncio.get_running_loop().create_task(self._again(owner, task, caller))
         self._running.add(run)
         run.add_done_callback(self._running.discard)
 
-    async def _again(self, task: Task, caller: Caller) -> None:
+    async def _again(self, owner: str, task: Task, caller: Caller) -> None:
         assert self._run is not None
         try:
             await self._run(task, caller)
-        except Exception as exc:  # the operator must hear of it; the task's lease expires again
+        except Exception as exc:  # the operator must hear of it, and the task must not hang
             logger.error(
-                "task %s: running it again failed (%s: %s)",
+                "task %s: running it again failed (%s: %s)%s",
                 task.id,
                 type(exc).__name__,
                 str(exc).splitlines()[0] if str(exc) else "",
+                "; its lease is given back to the sweep" if self._abandon is not None else "",
             )
+            if self._abandon is not None:
+                try:
+                    await self._abandon(owner, task.id)
+                except Exception as again:  # the database is out: the lease keeper says so
+                    logger.error("task %s: cannot give its lease back (%s)", task.id, again)
 
     async def close(self) -> None:
         """At shutdown: let restarts under way go on a moment (the drain ends what is left)."""

@@ -430,7 +430,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
     async def end_orphans(
         self,
         settle: Callable[[Task, str], bool | None],
-        took: Callable[[list[Task]], None] = lambda tasks: None,
+        took: Callable[[list[tuple[str, Task]]], None] = lambda tasks: None,
     ) -> int:
         """Settle the tasks of up to ``SWEEP_BATCH`` expired leases; how many leases it handled.
 
@@ -443,7 +443,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         for a restart.  A task waiting for an answer with a deadline
         (:func:`~skillrack.serve.stores.leases.holds_lease`) is not written: its
         lease is taken over.  ``took`` is then given the tasks taken over (run
-        again, or deadlines to re-arm), after the commit.  A task otherwise
+        again, or deadlines to re-arm), with their owners, after the commit.  A task otherwise
         settled only loses its lease; one whose version moved meanwhile (its
         replica wrote after all) keeps it, to be looked at again.
         """
@@ -499,8 +499,24 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 ", ".join(ids[:10]) + (" ..." if len(ids) > 10 else ""),
             )
         if taken:
-            took([task for _, task in taken])
+            took(taken)
         return len(found) - kept
+
+    async def abandon(self, owner: str, task_id: str) -> None:
+        """Let this replica's lease on a task expire now: a run again here could not go on.
+
+        The lease is renamed, so this replica's renewals leave it alone, and
+        expired, so the next sweep (any replica's) settles the task again,
+        as one whose replica died: a restart counts against the bound.
+        """
+        abandoned = f"{self.replica} (gave up running it again)"
+        async with self._writer.begin() as connection:
+            await connection.execute(
+                update(LEASES)
+                .where(and_(LEASES.c.task_id == task_id, LEASES.c.owner == owner))
+                .values(replica=abandoned, expires=0.0)
+            )
+        self._leased.discard((owner, task_id))
 
     async def _end_orphan(
         self, connection: AsyncConnection, task: Task, owner: str, version: int
