@@ -21,9 +21,13 @@ is too late all the same: the executor adds the same Message after it and
 the question counts as unanswered (the deadline is read from the stored
 status Message, so this holds after a restart too).
 
-The timers live in the process that parked the task: a restart, or the
-death of that replica, loses them (docs/known-limits.md); the task then
-waits for the caller's next Message, which finds the deadline passed.
+The timers live in the process that parked the task, and the park keeps the
+caller in the task's metadata (:mod:`skillrack.serve.execution.stored_caller`)
+for whichever process arms them again: in cluster mode a task parked with a
+deadline holds a lease (:func:`skillrack.serve.stores.leases.holds_lease`),
+so when its replica dies a survivor takes it over and re-arms the timer; one
+process on SQLite re-arms every parked task's at start-up
+(:mod:`skillrack.serve.execution.restarts`).
 """
 
 from __future__ import annotations

@@ -49,9 +49,10 @@ the stored state), after this task's pending saves are committed.
 
 Each commit also keeps the task leases (:mod:`skillrack.serve.stores.leases`)
 in step with the states it writes, in the same transaction: a task written in
-progress takes a lease for this replica (once: renewals are the lease
-keeper's), a task written settled drops it.  :meth:`ClusterTaskStore.renew_leases`
-and :meth:`ClusterTaskStore.end_orphans` are what the keeper runs.
+progress, or parked with a deadline, takes a lease for this replica (once:
+renewals are the lease keeper's), a task written otherwise settled drops it.
+:meth:`ClusterTaskStore.renew_leases` and :meth:`ClusterTaskStore.end_orphans`
+are what the keeper runs.
 
 The cost of the write-behind: a replica killed within ``write_behind_s`` of
 an in-progress save loses that save (the task is absent, or in its previous

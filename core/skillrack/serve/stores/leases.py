@@ -6,7 +6,9 @@ a lease, a row of ``skillrack_task_leases``: the task, the replica running it
 and when the lease expires.  The rows follow the task's state in the same
 transaction that writes it (:class:`~skillrack.serve.stores.cluster.ClusterTaskStore`):
 a state in progress (submitted, working) takes the lease for the replica that
-wrote it, a settled one (completed, failed, input-required, ...) drops it.
+wrote it, and so does a question asked with a deadline (that replica holds
+its timer, :func:`holds_lease`); any other settled state (completed,
+failed, input-required, ...) drops it.
 A task created and ended within one commit never has one (it costs nothing).
 
 Every replica runs a :class:`LeaseKeeper`.  Every third of
@@ -16,11 +18,14 @@ renewing (killed, frozen, cut off from the database).  It claims them
 (``FOR UPDATE SKIP LOCKED`` on PostgreSQL: two survivors never end the same
 task twice), and ends each task still in progress ``TASK_STATE_FAILED`` with
 a status message naming the lost replica
-(:func:`~skillrack.serve.stores.recovery.fail_orphaned`), through the same
+(:func:`~skillrack.serve.stores.recovery.fail_orphaned`), or, for a
+restartable skill, takes its lease over and runs it again
+(:mod:`skillrack.serve.execution.restarts`), through the same
 compare-and-swap, event log and notification as any other write, so a client
-streaming that task from a surviving replica receives the terminal event.
-Tasks waiting for input or approval hold no lease: they keep waiting, and any
-replica can continue them.
+streaming that task from a surviving replica receives what follows.  A task
+parked with a deadline is taken over as it is, to arm its timer again.
+Other tasks waiting for input or approval hold no lease: they keep waiting,
+and any replica can continue them.
 
 A replica sweeps only once it has renewed its own leases without a failure
 for a whole lease period (at start-up, and after the database was out of

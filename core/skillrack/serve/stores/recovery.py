@@ -7,8 +7,10 @@ client polling it would wait for ever.  So when ``skillrack serve`` starts on
 a store only it writes (one process on SQLite), it fails every task still
 submitted or working, with the draft's error object in the status message,
 as a handler that failed before producing a result is failed
-(``output_invalid``).  Tasks waiting for input are left as they are: a new
-process can take the answer.
+(``output_invalid``), unless its skill is restartable: then it is run
+again (:mod:`skillrack.serve.execution.restarts` decides, with
+:func:`fail`).  Tasks waiting for input are left as they are: a new process
+can take the answer.
 
 Cluster mode (PostgreSQL, ``--workers``) does not do this at start-up:
 another replica may be running those tasks right now.  There a task's lease
