@@ -7,7 +7,7 @@ question's deadline re-armed by a process that did not park the task
 started the task, and authorization is asked again, so the policies must see
 that caller as authentication established it: identity and tenant (the
 task's ``skillrackStarted``), and what else they decide on, kept here under
-``skillrackCaller`` when the task starts or parks: whether it was
+``skillrackCaller`` (a JSON string) when the task starts or parks: whether it was
 authenticated, its JSON attributes (``roles``, ``auth``, ``scopes``, ...)
 and the card schemes its credentials met.  Only values JSON holds are kept
 (an attribute a plugin set to another object is left out, and a policy that
@@ -18,13 +18,13 @@ only (tasks are stored per tenant).
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from a2a.types import Task
 
 from skillrack.protocol.task_metadata import CALLER_KEY
-from skillrack.protocol.values import from_value
 from skillrack.serve.execution.task_record import started_by
 from skillrack.serve.security.caller import Caller, scheme_of
 
@@ -55,8 +55,13 @@ def caller_record(caller: Caller) -> dict[str, Any]:
 
 
 def caller_metadata(caller: Caller) -> dict[str, Any]:
-    """Task metadata keeping ``caller`` (merged into the task by a status update's metadata)."""
-    return {CALLER_KEY: caller_record(caller)}
+    """Task metadata keeping ``caller`` (merged into the task by a status update's metadata).
+
+    One JSON string, not an object: the attributes' keys are the plugins'
+    (``client_id``), and a response's metadata holds camelCase keys only
+    (:mod:`skillrack.protocol.task_metadata`).
+    """
+    return {CALLER_KEY: json.dumps(caller_record(caller), separators=(",", ":"))}
 
 
 def stored_caller(task: Task) -> Caller | None:
@@ -68,9 +73,12 @@ def stored_caller(task: Task) -> Caller | None:
     """
     started = started_by(task)
     value = task.metadata.fields.get(CALLER_KEY)
-    if started is None or value is None or not value.HasField("struct_value"):
+    if started is None or value is None or not value.string_value:
         return None
-    record = from_value(value)
+    try:
+        record = json.loads(value.string_value)
+    except ValueError:
+        return None
     if not isinstance(record, dict):
         return None
     attributes = record.get("attributes")
