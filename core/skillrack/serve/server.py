@@ -359,6 +359,7 @@ def build_server(
             reachable=lambda problem: (
                 drain.store_up() if problem is None else drain.store_down(problem)
             ),
+            draining=lambda: drain.draining,
         )
         if cluster_store is not None
         else None

@@ -25,6 +25,7 @@ from sqlalchemy import text
 
 from skillrack.protocol.task_metadata import DEADLINE_KEY
 from skillrack.serve.stores.cluster import ClusterTaskStore
+from skillrack.serve.stores.leases import LeaseKeeper
 from skillrack.serve.stores.recovery import fail_orphaned
 from skillrack.serve.stores.storage import open_storage, parse_store
 
@@ -204,3 +205,27 @@ def test_a_restart_and_a_parked_deadline_are_taken_over_and_an_abandoned_one_swe
     assert {replica for _, replica in taken} == {b_name}
     assert ended is not None and ended.task.status.state == TaskState.TASK_STATE_FAILED
     assert f"{b_name} (gave up running it again)" in str(ended.task.status.message.parts[0].data)
+
+
+def test_the_keeper_sweeps_after_a_lease_of_renewals_and_never_while_draining() -> None:
+    swept: list[int] = []
+    draining = [False]
+
+    async def renew() -> None:
+        return None
+
+    async def sweep() -> int:
+        swept.append(1)
+        return 0
+
+    keeper = LeaseKeeper(renew, sweep, lease_s=0.05, draining=lambda: draining[0])
+
+    async def scenario() -> None:
+        assert await keeper.round() == 0 and swept == []  # its own leases renewed first
+        await asyncio.sleep(0.06)  # a whole lease period of renewals (time is what is tested)
+        draining[0] = True
+        assert await keeper.round() == 0 and swept == []  # a draining replica takes none over
+        draining[0] = False
+        assert await keeper.round() == 0 and swept == [1]
+
+    asyncio.run(scenario())

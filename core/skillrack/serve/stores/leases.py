@@ -146,8 +146,12 @@ class LeaseKeeper:
         *,
         lease_s: float = TASK_LEASE_S,
         reachable: Callable[[str | None], None] = lambda problem: None,
+        draining: Callable[[], bool] = lambda: False,
     ) -> None:
         self._renew = renew
+        #: True while this replica drains: it renews its leases but takes no other's over
+        #: (it would run them again, or arm their timers, just before it goes).
+        self._draining = draining
         #: Told after each renewal: None when it reached the database, else why not.
         self._reachable = reachable
         self._sweep = sweep
@@ -167,7 +171,7 @@ class LeaseKeeper:
         """One renewal, then sweeps until no expired lease is left; the tasks ended.
 
         No sweep until renewals have succeeded for a whole lease period (see
-        the module docstring).
+        the module docstring), nor while this replica drains.
         """
         try:
             await self._renew()
@@ -179,7 +183,7 @@ class LeaseKeeper:
         now = time.monotonic()
         if self._renewing_since is None:
             self._renewing_since = now
-        if now - self._renewing_since < self.lease_s:
+        if now - self._renewing_since < self.lease_s or self._draining():
             return 0
         ended = 0
         while True:
