@@ -9,8 +9,9 @@ streaming it from the survivor receives the end), fails ``ticker`` naming the
 lost replica, and at the deadline runs ``ask_by``'s turn, though its timer
 died with the killed replica.  A task run again whose second replica dies too
 is not run a third time (``task_restarts = 1``).  One process on SQLite,
-killed and started again, does the same at start-up.  What GetTask answers is
-checked against the tables.
+killed and started again, does the same at start-up, and the run again is
+authorized again as the stored caller (API keys and a policy).  What GetTask
+answers is checked against the tables.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from helpers.postgres import fresh_database
 from helpers.served_process import probe_request, send, serving, start, write_config
 from helpers.waiting import wait_until
 
-from skillrack.testing.serve import error_of, get_task, stream, wait_for_state
+from skillrack.testing.serve import error_of, get_task, rpc, stream, wait_for_state
+from skillrack_plugins.api_keys import hash_key
 
 #: Served processes on PostgreSQL, and leases to wait out: seconds per test.
 pytestmark = pytest.mark.slow
@@ -263,3 +265,70 @@ def test_one_process_started_again_runs_restartable_tasks_and_rearms_deadlines(
         answered = wait_for_state(again.url, parked["id"], ENDED, timeout=20)
         assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered["status"]
         assert _result(answered, "ask_by")["deadline_passed"]
+
+
+ALICE, BOB = "alice-key-0123456789abcdef", "bob-key-0123456789abcdef"
+
+
+def _task(url: str, key: str, task_id: str) -> Any:
+    answer = rpc(url, "GetTask", {"id": task_id}, headers={"X-API-Key": key})
+    assert "result" in answer, answer
+    return answer["result"]
+
+
+def _ended(url: str, key: str, task_id: str) -> Any:
+    return wait_until(
+        lambda: (
+            (task := _task(url, key, task_id))["status"]["state"] in ENDED | {"TASK_STATE_REJECTED"}
+            and task
+        ),
+        f"task {task_id} to end",
+        timeout=20,
+    )
+
+
+def test_the_run_again_is_authorized_again_as_the_stored_caller(tmp_path: Path) -> None:
+    """Both callers hold the role the policy asks; after the restart the policy names alice
+    only: her task runs again (her identity and roles were kept), bob's is refused."""
+    (tmp_path / "keys.toml").write_text(
+        "".join(
+            f'[[key]]\nsha256 = "{hash_key(key)}"\nidentity = "{who}"\nroles = ["reader"]\n'
+            for key, who in ((ALICE, "alice"), (BOB, "bob"))
+        )
+    )
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[rule]]\neffect = "allow"\nroles = ["reader"]\nskills = ["*"]\n')
+    config = write_config(
+        tmp_path,
+        '\n[plugins.api_keys]\nfile = "keys.toml"\n\n[plugins.policy]\nfile = "policy.toml"\n',
+    )
+    store = ("--store", f"sqlite:///{tmp_path / 'secured.db'}")
+    served = start(tmp_path / "first", args=store, config=config).wait_ready()
+    url = served.url
+    started = {
+        key: send(
+            url,
+            probe_request(url, "watch", {"ticks": 20, "interval": 0.1}),
+            headers={"X-API-Key": key},
+            **LATER,
+        )
+        for key in (ALICE, BOB)
+    }
+    for key, task in started.items():
+        wait_until(
+            lambda key=key, task=task: any(_task(url, key, task["id"])["artifacts"]),
+            "the task to tick (its WORKING state is then in the file)",
+        )
+    served.stop(signal.SIGKILL)
+    policy.write_text(
+        '[[rule]]\neffect = "allow"\nroles = ["reader"]\nidentities = ["alice"]\nskills = ["*"]\n'
+    )
+
+    with serving(tmp_path / "second", args=store, config=config) as again:
+        done = _ended(again.url, ALICE, started[ALICE]["id"])
+        assert done["status"]["state"] == "TASK_STATE_COMPLETED", done["status"]
+        assert _result(done, "watch") == {"ticks": 20}
+        refused = _ended(again.url, BOB, started[BOB]["id"])
+        assert refused["status"]["state"] != "TASK_STATE_COMPLETED", refused["status"]
+        assert error_of(refused)["code"] == "authorization_failed"
+        assert _notices(refused)  # it was taken over, then refused by the policy
