@@ -36,6 +36,7 @@ builtin in parentheses is a second base)::
       x InterfaceSchemaIntegrityError         interface.standard_schema
       x UnsafeNumber (ValueError)             protocol.values
       x CardSignatureError                    protocol.signing
+      x HandedOver                            serve.execution.stop_signal
       x AuthenticationFailed                  serve.security.authn
       x CallRefused                           serve.bindings.grpc_server
       x SignInFailed                          serve.console.oidc_flow
@@ -84,6 +85,8 @@ What each one means, in one line:
   raises it to park the task.  Like :class:`asyncio.CancelledError` it derives
   from :class:`BaseException`, so a handler's ``except Exception`` cannot
   swallow it by accident.
+* ``HandedOver``: a stopping replica leaving a restartable skill's running
+  task, unended, for a survivor to run again; the executor writes nothing.
 * ``AuthenticationFailed``, ``UnknownApproval``: a credential refused; an
   approval id nobody issued.
 * ``DecisionRefused``, ``TooManyPending``: an approval decision the rules

@@ -80,7 +80,7 @@ from skillrack.serve.console.revocations import open_revocations
 from skillrack.serve.console.session import Sessions, load_secret
 from skillrack.serve.execution.executor import SkillExecutor
 from skillrack.serve.execution.outputs import OutputLimits
-from skillrack.serve.execution.restarts import Restarts
+from skillrack.serve.execution.restarts import Restarts, restartable
 from skillrack.serve.execution.traced_delegation import TracedDelegation
 from skillrack.serve.middleware import (
     JSONRPC_PATH,
@@ -373,7 +373,11 @@ def build_server(
         replica=restarts.replica,
         grace=config.server.shutdown_grace,
         commit=cluster_store.commit if cluster_store is not None else None,
+        give_up_leases=cluster_store.give_up_leases if cluster_store is not None else None,
     )
+    if cluster_store is not None and config.server.task_restarts > 0:
+        # A drain hands a restartable skill's running task to a survivor rather than fail it.
+        executor.stopping.hands_over = lambda skill_id: restartable(registry, skill_id)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:

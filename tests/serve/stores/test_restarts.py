@@ -332,3 +332,49 @@ def test_the_run_again_is_authorized_again_as_the_stored_caller(tmp_path: Path) 
         assert refused["status"]["state"] != "TASK_STATE_COMPLETED", refused["status"]
         assert error_of(refused)["code"] == "authorization_failed"
         assert _notices(refused)  # it was taken over, then refused by the policy
+
+
+def test_a_drain_hands_restartable_tasks_and_deadlines_over(pg_url: str, tmp_path: Path) -> None:
+    """SIGTERM with a restartable task running past ``shutdown_grace``: the task is not
+    failed but handed over, and the drained replica's leases are given up at once, so the
+    survivor runs it again (and re-arms a parked deadline) well within a lease."""
+    grace = 1.0
+    config = write_config(tmp_path, f"task_lease_seconds = {LEASE_S}\nshutdown_grace = {grace}\n")
+    a = start(tmp_path / "a", args=("--store", pg_url), config=config)
+    b = start(tmp_path / "b", args=("--store", pg_url), config=config)
+    a, b = a.wait_ready(), b.wait_ready()
+    try:
+        watching = send(
+            a.url, probe_request(a.url, "watch", {"ticks": 40, "interval": 0.1}), **LATER
+        )
+        ticking = send(
+            a.url, probe_request(a.url, "ticker", {"ticks": 1000, "interval": 0.1}), **LATER
+        )
+        parked = send(a.url, probe_request(a.url, "ask_by", {"deadline": _in(grace + 5)}))
+        leases = wait_until(
+            lambda: len(found := _leases(pg_url)) == 3 and found, "A's three leases"
+        )
+        [lost] = set(leases.values())
+        a.process.send_signal(signal.SIGTERM)
+        assert a.process.wait(timeout=grace + 20) is not None
+        failed = get_task(b.url, ticking["id"])
+        assert failed["status"]["state"] == "TASK_STATE_FAILED"
+        assert "shutdown_grace" in error_of(failed)["message"]
+        restarted = wait_until(
+            lambda: _notices(task := get_task(b.url, watching["id"])) and task,
+            "the survivor to take the handed-over task",
+            timeout=LEASE_S,  # given up at once: within a sweep, not a whole lease
+        )
+        [notice] = _notices(restarted)
+        assert notice["lost"] == f"replica {lost} (drained)", notice
+        done = wait_for_state(b.url, watching["id"], ENDED, timeout=30)
+        assert done["status"]["state"] == "TASK_STATE_COMPLETED", done["status"]
+        assert _result(done, "watch") == {"ticks": 40}
+        answered = wait_for_state(b.url, parked["id"], ENDED, timeout=20)
+        assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered["status"]
+        assert _result(answered, "ask_by")["deadline_passed"]
+        assert "task lease(s) given up" in a.output()
+        assert _leases(pg_url) == {}
+    finally:
+        for served in (a, b):
+            served.stop()

@@ -12,8 +12,12 @@ serve`` does not stop at once.  :class:`GracefulStop`:
    (``output_invalid``, naming this replica and the grace), through each
    task's own event path (:mod:`skillrack.serve.execution.stop_signal`),
    so a stream of such a task receives that terminal event, and their leases
-   are dropped with that write (cluster mode);
-4. commits what the task store holds pending, then lets uvicorn stop: it
+   are dropped with that write (cluster mode); in cluster mode a task of a
+   restartable skill is handed over instead: left as it is, for a survivor
+   to run again;
+4. commits what the task store holds pending, gives up the leases still held
+   (cluster mode: handed-over tasks, questions with a deadline), so that
+   survivors take them over at their next sweep, then lets uvicorn stop: it
    closes the listening socket, waits briefly for open connections, and the
    lifespan's shutdown closes the stores.
 
@@ -57,7 +61,10 @@ class GracefulStop:
         replica: str,
         grace: float = SHUTDOWN_GRACE_S,
         commit: Callable[[], Awaitable[None]] | None = None,
+        give_up_leases: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
+        #: Cluster mode: lets this replica's leases expire once its writes are committed.
+        self._give_up_leases = give_up_leases
         self.drain = drain
         self.executor = executor
         self.replica = replica
@@ -108,4 +115,16 @@ class GracefulStop:
                 await self._commit()
             except Exception as exc:  # the lifespan's close tries again; say why here
                 logger.error("shutting down: cannot commit the task store (%s)", exc)
+        if self._give_up_leases is not None:
+            try:
+                given = await self._give_up_leases()
+            except Exception as exc:  # the leases then expire by themselves
+                logger.error("shutting down: cannot give the task leases up (%s)", exc)
+            else:
+                if given:
+                    logger.warning(
+                        "shutting down: %d task lease(s) given up for the other replicas "
+                        "(restartable tasks handed over, deadlines to re-arm)",
+                        given,
+                    )
         logger.warning("shutting down: drained")

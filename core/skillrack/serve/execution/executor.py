@@ -92,7 +92,7 @@ from skillrack.serve.execution.outputs import (
 from skillrack.serve.execution.replay import replay_turn, user_messages
 from skillrack.serve.execution.restarts import restartable
 from skillrack.serve.execution.skill_context import Delegation, SkillContext
-from skillrack.serve.execution.stop_signal import StopSignal
+from skillrack.serve.execution.stop_signal import HandedOver, StopSignal
 from skillrack.serve.execution.stored_caller import caller_metadata
 from skillrack.serve.execution.task_record import new_task, skill_of
 from skillrack.serve.execution.turn import Turn, begin_turn
@@ -194,6 +194,8 @@ class SkillExecutor(AgentExecutor):
             raise
         except ProtocolError as exc:  # a base skill's, before it sent anything (_run_base)
             raise a2a_error(exc) from None
+        except HandedOver:  # the replica drains: a survivor runs the task again, unended here
+            pass
         except BaseException as exc:
             await self._respond_with_error(turn, _as_exception(exc), accepted=True)
         finally:
@@ -495,7 +497,7 @@ class SkillExecutor(AgentExecutor):
             await self.deadlines.park(turn.updater, asked, turn.caller)
             turn.trace.ended(TaskState.Name(TaskState.TASK_STATE_INPUT_REQUIRED))
             return
-        except ConditionError:
+        except (ConditionError, HandedOver):
             raise
         except Exception as exc:
             _log_failure(
@@ -635,7 +637,7 @@ class SkillExecutor(AgentExecutor):
             gauge.inc()
             running.add_done_callback(lambda _: gauge.dec())
             running.add_done_callback(self._overdue_finished(skill.skill_id, skill.plugin, turn))
-        self.stopping.check()  # the replica stops: the task fails saying why (no deadline)
+        self.stopping.check(skill.skill_id)  # the replica stops: the task fails (or is handed)
         logger.warning(
             "task %s: handler of %s (plugin %s) passed its deadline of %g s; cancelled",
             turn.task_id,

@@ -4,7 +4,9 @@ A replica that stops (``SIGTERM``) lets running handlers finish within
 ``[server] shutdown_grace`` (:mod:`skillrack.serve.bindings.shutdown`); then
 :meth:`StopSignal.stop` ends the rest as their deadline would,
 ``TASK_STATE_FAILED`` with the reason given, through each task's own event
-path, so a stream of the task gets that terminal event before the process goes.
+path, so a stream of the task gets that terminal event before the process goes;
+in cluster mode a task of a restartable skill is handed over instead
+(:class:`HandedOver`): nothing is written, and a survivor runs it again.
 """
 
 from __future__ import annotations
@@ -13,7 +15,17 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from skillrack.errors import ConditionError, ErrorCode
+from skillrack.errors import ConditionError, ErrorCode, SkillrackError
+
+
+class HandedOver(SkillrackError):
+    """A running task a stopping replica leaves, unended, for a survivor to run again.
+
+    Raised instead of the stop's ``output_invalid`` for a restartable skill in
+    cluster mode (:attr:`StopSignal.hands_over`): the executor writes nothing,
+    the drain gives the task's lease up, and a surviving replica runs the
+    task again (:mod:`skillrack.serve.execution.restarts`).
+    """
 
 
 class StopSignal:
@@ -25,6 +37,9 @@ class StopSignal:
     def __init__(self, count: Callable[[], int]) -> None:
         self._future: asyncio.Future[str] | None = None
         self._count = count
+        #: Whether a running task of this skill is handed over rather than failed at a stop
+        #: (cluster mode, a restartable skill; set by ``build_server``).
+        self.hands_over: Callable[[str], bool] = lambda skill_id: False
 
     @property
     def running(self) -> int:
@@ -52,10 +67,15 @@ class StopSignal:
             raise
         return running in done
 
-    def check(self) -> None:
-        """Raise ``output_invalid`` with the stop's reason, once :meth:`stop` was called."""
+    def check(self, skill_id: str = "") -> None:
+        """Raise ``output_invalid`` with the stop's reason, once :meth:`stop` was called.
+
+        :class:`HandedOver` instead for a task of ``skill_id`` that :attr:`hands_over`.
+        """
         future = self.future()
         if future.done():
+            if skill_id and self.hands_over(skill_id):
+                raise HandedOver(f"task of {skill_id!r} handed over to another replica")
             raise ConditionError(ErrorCode.OUTPUT_INVALID, future.result())
 
     def stop(self, reason: str) -> None:

@@ -519,6 +519,23 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             )
         self._leased.discard((owner, task_id))
 
+    async def give_up_leases(self) -> int:
+        """At the end of a drain: every lease still held here expires now; how many.
+
+        What this replica leaves (a restartable skill's task handed over, a
+        question's deadline timer) is then a survivor's at its next sweep,
+        not a whole ``task_lease_seconds`` later.  The leases are renamed
+        (``... (drained)``), so no renewal of this replica's touches them.
+        """
+        async with self._writer.begin() as connection:
+            result = await connection.execute(
+                update(LEASES)
+                .where(LEASES.c.replica == self.replica)
+                .values(replica=f"{self.replica} (drained)", expires=0.0)
+            )
+        self._leased.clear()
+        return int(result.rowcount or 0)
+
     async def _end_orphan(
         self, connection: AsyncConnection, task: Task, owner: str, version: int
     ) -> bool:
