@@ -244,8 +244,8 @@ class InputDeadlines:
             timer.cancel()
         if self._timers:
             logger.warning(
-                "%d task(s) waiting for an answer with a deadline lose their timer at "
-                "shutdown; the caller's next message finds the deadline passed",
+                "%d task(s) waiting for an answer with a deadline lose their timer here at "
+                "shutdown; another replica (cluster mode) or the next start arms it again",
                 len(self._timers),
             )
         self._timers.clear()
