@@ -442,11 +442,13 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         row, the status event in the log and the notification, in one
         transaction with the lease's removal, or its takeover by this replica
         for a restart.  A task waiting for an answer with a deadline
-        (:func:`~skillrack.serve.stores.leases.holds_lease`) is not written: its
-        lease is taken over.  ``took`` is then given the tasks taken over (run
-        again, or deadlines to re-arm), with their owners, after the commit.  A task otherwise
-        settled only loses its lease; one whose version moved meanwhile (its
-        replica wrote after all) keeps it, to be looked at again.
+        (:func:`~skillrack.serve.stores.leases.holds_lease`) is not written:
+        its lease is taken over.  ``took`` is then given the tasks taken over
+        (run again, or deadlines to re-arm), with their owners, after the
+        commit.  A task otherwise settled only loses its lease; one whose
+        version moved meanwhile (its replica wrote after all) keeps it, to be
+        looked at again.  The count excludes those kept, so a caller looping
+        while a whole batch was handled never spins on them.
         """
         await self._db._ensure_initialized()
         await self._ensure_cluster_tables()
@@ -463,19 +465,15 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 ).first()
                 task = self._task_of(row) if row is not None else None
                 version = row._mapping["version"] if row is not None else None
-                if (
-                    task is not None
-                    and version is not None
-                    and task.status.state in (SETTLED_STATES)
-                ):
+                if task is None or version is None:
+                    await connection.execute(self._drop_lease, lease)
+                    continue
+                if task.status.state in SETTLED_STATES:
                     if holds_lease(task):  # parked with a deadline: its timer is ours now
                         await connection.execute(self._take_lease, lease)
                         taken.append((owner, task))
                     else:
                         await connection.execute(self._drop_lease, lease)
-                    continue
-                if task is None or version is None:
-                    await connection.execute(self._drop_lease, lease)
                     continue
                 again = settle(task, replica)
                 if await self._end_orphan(connection, task, owner, version):
