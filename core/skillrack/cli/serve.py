@@ -460,7 +460,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     from skillrack.serve.observability.metrics import Metrics
     from skillrack.serve.observability.traces import configure as configure_traces
     from skillrack.serve.observability.traces import describe as describe_traces
-    from skillrack.serve.process import describe_tracing, freeze_startup_heap
+    from skillrack.serve.process import describe_tracing, freeze_startup_heap, raise_open_files
     from skillrack.serve.security.approvals import PENDING, ApprovalStore, approvals_location
     from skillrack.serve.server import (
         SERVE_ENV,
@@ -541,9 +541,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     metrics_port = args.metrics_port or config.server.metrics_port
     if metrics_port and metrics_port == args.port:
         return fail(f"--metrics-port {metrics_port} is --port too: give the metrics another port")
-    if (
-        served_metrics is None
-    ):  # the parent of the workers: their files, and what the approval store says
+    if served_metrics is None:  # the parent of the workers: their files, the approval store
         served_metrics = Metrics()
         if store.kind != "postgresql":  # a file (in PostgreSQL they are not counted yet)
             approvals = ApprovalStore(config.base_dir / config.server.approvals_store)
@@ -575,6 +573,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     from skillrack.serve.bindings.metrics_endpoint import metrics_access
     from skillrack.serve.observability.logs import banner_printer
 
+    open_files = raise_open_files(config.server.max_connections)  # workers inherit it
     say = banner_printer(log_format)
 
     def announce() -> None:
@@ -596,6 +595,8 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         say(f"  approvals store: {approvals_location(config)}")
         say(f"  limits counted in: {counter_location(config)} ([server] limits_store)")
         say(f"  a2a-sdk tracing: {describe_tracing()}")
+        if open_files:
+            say(f"  {open_files}")
         say(f"  traces: {traces}")
         allowed = config.server.allowed_hosts or default_allowed_hosts(base_url, args.host)
         say(f"  allowed hosts: {', '.join(allowed)} (others get 421; [server] allowed_hosts)")
@@ -654,6 +655,8 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         # After the drain (skillrack.serve.bindings.shutdown) only streams of tasks other
         # replicas run are left open: they are cut this long after (clients resubscribe).
         "timeout_graceful_shutdown": STREAMS_CLOSED_AFTER_S,
+        # [server] max_connections: one more request (or connection) is answered 503.
+        "limit_concurrency": config.server.max_connections,
     }
     try:
         if app is None:
@@ -784,16 +787,7 @@ def add_commands(sub: Any) -> None:
 
 
 __all__ = [
-    "QuietStartup",
-    "ReusePortSockets",
-    "WorkerMarks",
-    "add_commands",
-    "bind_listener",
-    "client_tls",
-    "cmd_serve",
-    "tls_files",
-    "port_number",
-    "positive",
-    "spread_by_kernel",
+    "QuietStartup", "ReusePortSockets", "WorkerMarks", "add_commands", "bind_listener",
+    "client_tls", "cmd_serve", "tls_files", "port_number", "positive", "spread_by_kernel",
     "worker_app",
-]
+]  # fmt: skip

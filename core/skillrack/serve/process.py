@@ -33,6 +33,11 @@ application, so it chooses, and says so in its start-up log.
 - **SIGTERM.** uvicorn stops at once on ``SIGTERM``; ``skillrack serve``
   drains first (:mod:`skillrack.serve.bindings.shutdown`), so it puts its own
   handler in front of uvicorn's (:func:`take_signal`) and hands over when done.
+- **Open files.** Every open connection (a stream a client holds open
+  included) is a file descriptor, and a soft ``RLIMIT_NOFILE`` of 1,024 (a
+  common default) makes ``accept`` fail with ``EMFILE`` long before ``[server]
+  max_connections``; :func:`raise_open_files` raises the soft limit (never the
+  hard one, which only root may raise) and says so.
 """
 
 from __future__ import annotations
@@ -175,3 +180,40 @@ def take_signal(sig: int, first: Callable[[Callable[[], None]], object]) -> Call
             signal.signal(sig, previous)
 
     return undo
+
+
+#: Descriptors a process needs besides its connections: listening sockets, the store's and
+#: the log's files, connections to peers and webhooks.
+FILE_HEADROOM = 256
+
+
+def raise_open_files(connections: int) -> str | None:
+    """Raise the soft open-file limit to hold ``connections`` (up to the hard limit).
+
+    Returns the start-up line saying what it did, or ``None`` when the limit
+    was high enough already (or the platform has no such limit: Windows).
+    Workers started afterwards inherit the limit.
+    """
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + FILE_HEADROOM
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return None
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    short = (
+        f"{wanted:,} wanted for [server] max_connections = {connections:,}: raise the hard "
+        "limit (ulimit -Hn, systemd LimitNOFILE=) or lower max_connections"
+    )
+    if target <= soft:
+        return f"open files: soft limit {soft:,} is the hard limit; {short}"
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError) as exc:  # macOS refuses more than OPEN_MAX
+        return f"open files: soft limit {soft:,} could not be raised ({exc}); {short}"
+    line = f"open files: soft limit raised from {soft:,} to {target:,}"
+    if target < wanted:
+        return f"{line} (the hard limit); {short}"
+    return f"{line} for [server] max_connections = {connections:,}"
