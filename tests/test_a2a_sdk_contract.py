@@ -115,6 +115,14 @@ CONTRACT: dict[str, str] = {
     "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher.handle_requests.__wrapped__": (
         "(self, request: Request) -> Response"
     ),
+    # serve/bindings/jsonrpc.py: stream events written once for every stream (stream_events.py).
+    "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._process_streaming_request": (
+        "(self, request_id: str | int | None, request_obj: Any, context: ServerCallContext) -> "
+        "AsyncGenerator[dict[str, Any], None]"
+    ),
+    "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._shutdown_grace_period": (
+        "instance attribute"
+    ),
     "a2a.server.tasks.database_task_store.DatabaseTaskStore._ensure_initialized": "(self) -> None",
     # serve/stores/push_configs.py: a config's id as a2a-sdk stores it, read before its save.
     "a2a.server.tasks.database_push_notification_config_store."
@@ -152,7 +160,11 @@ CONTRACT: dict[str, str] = {
     "a2a.server.tasks.task_manager.append_artifact_to_task": (
         "(task: 'Task', event: 'TaskArtifactUpdateEvent') -> 'None'"
     ),
+    "a2a.server.routes.common.create_event_source_response": (
+        "(content: Any, shutdown_grace_period: float = 0) -> 'EventSourceResponse'"
+    ),
     "a2a.types.a2a_pb2": "module",
+    "a2a.utils.constants": "module",
     "a2a.types.a2a_pb2.DESCRIPTOR": "FileDescriptor",
     "a2a.utils.constants.PROTOCOL_VERSION_1_0": "str = '1.0'",
     "a2a.utils.error_handlers.build_error_details": "(error: A2AError) -> list[dict[str, Any]]",

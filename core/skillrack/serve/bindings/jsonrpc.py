@@ -15,6 +15,11 @@ document goes, and the placeholder replaced by the text.  The bytes are the
 ones ``JSONResponse`` writes; a placeholder found anywhere else in the
 answer (a caller could send one) falls back to encoding the whole answer.
 
+The events of SendStreamingMessage and SubscribeToTask streams are written
+once each, whatever the number of streams carrying them
+(:mod:`skillrack.serve.bindings.stream_events`); the SSE response around
+them is a2a-sdk's.
+
 When a2a-sdk's OpenTelemetry instrumentation is off
 (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false``, which ``skillrack serve``
 sets when no exporter is configured), its tracing decorator still wraps the
@@ -26,25 +31,56 @@ from __future__ import annotations
 
 import json
 import types
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import ServerCallContextBuilder
+from a2a.server.routes.common import create_event_source_response
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import GetTaskRequest, SendMessageRequest, Task
-from a2a.utils import telemetry
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils import constants, telemetry
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.version_validator import validate_version
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from skillrack.protocol.proto_json import Remembered, message_to_dict
+from skillrack.serve.bindings.stream_events import SharedEvents, server_sent, written
 
 #: Stands for a remembered document while the rest of an answer is encoded.
 PLACEHOLDER = "\x00skillrack:remembered\x00"
 
 
 class Dispatcher(JsonRpcDispatcher):
-    """a2a-sdk's JSON-RPC dispatcher; SendMessage and GetTask results converted by proto_json."""
+    """a2a-sdk's JSON-RPC dispatcher; SendMessage and GetTask results converted by proto_json,
+    streamed events written once for all their streams."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._shared = SharedEvents()
+
+    @validate_version(constants.PROTOCOL_VERSION_1_0)
+    async def _process_streaming_request(  # type: ignore[override]  # texts too: see below
+        self, request_id: str | int | None, request_obj: Any, context: ServerCallContext
+    ) -> AsyncGenerator[str | dict[str, Any], None]:
+        """a2a-sdk's, but each event arrives as its JSON-RPC text, shared by every stream.
+
+        Only :meth:`_create_response` below reads what this yields (a2a-sdk's own
+        ``handle_requests`` passes it on unread), and it takes texts as well as dicts.
+        """
+        method = context.state.get("method")
+        if method == "SendStreamingMessage":
+            stream = self.request_handler.on_message_send_stream(request_obj, context)
+        elif method == "SubscribeToTask":
+            stream = self.request_handler.on_subscribe_to_task(request_obj, context)
+        else:
+            raise UnsupportedOperationError(message="Stream not supported")
+        try:  # the first event now: an error before it is an answer, not a stream
+            first = await anext(stream)
+        except StopAsyncIteration:
+            first = None
+        return written(stream, first, request_id, self._shared)
 
     async def _handle_send_message(
         self, request_obj: SendMessageRequest, context: ServerCallContext
@@ -56,9 +92,14 @@ class Dispatcher(JsonRpcDispatcher):
 
     def _create_response(self, context: ServerCallContext, handler_result: Any) -> Any:
         """a2a-sdk's ``JSONResponse(handler_result)``, or the same :class:`Answer` for a dict
-        that carries a remembered document."""
+        that carries a remembered document; a stream's SSE response, its texts as they are."""
         if _carries_remembered(handler_result):
             return Answer(handler_result)
+        if isinstance(handler_result, AsyncGenerator):  # from _process_streaming_request
+            return create_event_source_response(
+                server_sent(handler_result, context.state.get("request_id")),
+                shutdown_grace_period=self._shutdown_grace_period,
+            )
         return super()._create_response(context, handler_result)
 
     async def _handle_get_task(
