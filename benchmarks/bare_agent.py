@@ -6,9 +6,11 @@ Artifacts skillrack returns (the ``resource-observation`` record and the
 primary result) and ``describe_skill`` with the same prebuilt interface
 document, through the same sequence of events (Task, WORKING for an
 invocation, the Artifacts, COMPLETED), so both sides put the same work on
-a2a-sdk.  Nothing is validated, authenticated, authorized or rate limited; no
-middleware.  The card is served by a2a-sdk's own ``create_agent_card_routes``
-from the very card skillrack serves (read from ``--card``).
+a2a-sdk.  ``ticker`` (``streams.py``; ``stream_plugin.py`` on skillrack's side)
+publishes the same progressive results on the same schedule.  Nothing is
+validated, authenticated, authorized or rate limited; no middleware.  The
+card is served by a2a-sdk's own ``create_agent_card_routes`` from the very
+card skillrack serves (read from ``--card``).
 
     python benchmarks/bare_agent.py --port 9001 --card card.json --describe describe.json
 
@@ -20,7 +22,9 @@ by a2a-sdk at import: the benchmark runs this agent at a2a-sdk's default
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -65,6 +69,9 @@ class BareExecutor(AgentExecutor):
             )
         )
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if request.get("skill") == "ticker":
+            await self.ticker(request["arguments"], updater)
+            return
         if request.get("skill") == "describe_skill":
             await updater.add_artifact(
                 [self.describe[request["arguments"]["skill_id"]]],
@@ -114,6 +121,34 @@ class BareExecutor(AgentExecutor):
             ],
             artifact_id="result",
             name="evaluate_resource_condition",
+            last_chunk=True,
+            extensions=[EXTENSION_URI],
+        )
+        await updater.complete()
+
+    @staticmethod
+    async def ticker(arguments: dict[str, Any], updater: TaskUpdater) -> None:
+        """skillrack's ``publish_progress`` events (stream_plugin.py), on the same schedule."""
+        await updater.start_work()
+        events, interval = int(arguments["events"]), float(arguments["interval"])
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for seq in range(events):
+            partial = {"seq": seq, "published": time.time()}
+            await updater.add_artifact(
+                [data_part({"skill": "ticker", "result": partial})],
+                artifact_id="result",
+                name="ticker",
+                append=False,
+                last_chunk=False,
+                extensions=[EXTENSION_URI],
+            )
+            await asyncio.sleep(max(0.0, start + (seq + 1) * interval - loop.time()))
+        await updater.add_artifact(
+            [data_part({"skill": "ticker", "result": {"events": events}})],
+            artifact_id="result",
+            name="ticker",
+            append=False,
             last_chunk=True,
             extensions=[EXTENSION_URI],
         )
