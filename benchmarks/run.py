@@ -391,7 +391,7 @@ def main() -> int:
         "--skip",
         default="",
         help="comma-separated parts to skip: invoke,describe,card,otel,durable,concurrency,"
-        "workers,memory,inprocess,assembly,scaleout",
+        "workers,memory,inprocess,assembly,scaleout,streams",
     )
     args = parser.parse_args()
     instances = args.instances or (2 if args.quick else 4)
@@ -583,6 +583,14 @@ def main() -> int:
             argv += ["--quick"] if settings.quick else []
             subprocess.run(argv, check=True, env=env)
             report["scaleout"] = json.loads(out.read_text())
+
+        if "streams" not in skip:  # issue 34 item 1: streams.py's own table
+            print("  open streams: skillrack and bare a2a-sdk ...", flush=True)
+            out = workdir / "streams.json"
+            argv = [PYTHON, str(HERE / "streams.py"), "--json", str(out)]
+            argv += ["--quick"] if settings.quick else []
+            subprocess.run(argv, check=True, env=env)
+            report["streams"] = json.loads(out.read_text())
     finally:
         for server in running:
             server.stop()
@@ -662,7 +670,13 @@ def target_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 
 def print_targets(report: dict[str, Any]) -> None:
-    """Each issue 19 target beside the figure measured for it in this run."""
+    """Each issue 19 and issue 34 target beside the figure measured for it in this run."""
+    streams = report.get("streams")
+    if streams:  # streams.py's targets (issue 34 item 1)
+        print("\n| issue 34 target | measured | target | verdict |\n|---|---|---|---|")
+        for t in streams["targets"]:
+            verdict = "met" if t["met"] else "NOT met"
+            print(f"| {t['name']} | {t['measured']} | {t['target']} | {verdict} |")
     rows = target_rows(report)
     if not rows:
         return
