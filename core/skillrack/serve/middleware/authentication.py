@@ -132,15 +132,7 @@ class AuthenticationGate:
         if scope["type"] != "http" or scope["path"] in self.public:
             await self.app(scope, receive, send)
             return
-        raw = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in scope["headers"]]
-        client = scope.get("client")
-        outcome = await self.authenticator.admit(
-            raw,
-            client_host=client[0] if client else None,
-            path=scope["path"],
-            # Put there by skillrack's connection protocol only, from a verified handshake.
-            client_certificate=scope.get(CLIENT_CERTIFICATE_KEY),
-        )
+        outcome = await self._admit(scope)
         if outcome.caller is None and outcome.refused_by is None and self._signs_in(scope["path"]):
             await self.app(scope, receive, send)  # no credential: the console's sign-in
             return
@@ -149,6 +141,19 @@ class AuthenticationGate:
             return
         scope[CALLER_KEY] = outcome.caller
         await self.app(scope, receive, send)
+
+    async def _admit(self, scope: Scope) -> Authentication:
+        """The authenticators' verdict; the decoded headers go with this frame, not the
+        caller's, which a stream keeps for as long as it is open."""
+        raw = [(n.decode("latin-1"), v.decode("latin-1")) for n, v in scope["headers"]]
+        client = scope.get("client")
+        return await self.authenticator.admit(
+            raw,
+            client_host=client[0] if client else None,
+            path=scope["path"],
+            # Put there by skillrack's connection protocol only, from a verified handshake.
+            client_certificate=scope.get(CLIENT_CERTIFICATE_KEY),
+        )
 
     def _signs_in(self, path: str) -> bool:
         prefix = self.signs_in

@@ -128,6 +128,8 @@ class BodyGuard:
                     pointer=exc.pointer,
                 )
                 return
+        # A stream keeps this frame for as long as it is open: only the bytes to replay stay.
+        del body, message, value
         await self.app(scope, replaying(data, receive), send)
 
     def _parse(self, body: bytes) -> tuple[Any, str | None]:
