@@ -40,9 +40,10 @@ from skillrack.protocol.proto_json import message_to_dict
 
 logger = logging.getLogger(__name__)
 
-#: Events whose text is kept: enough for every stream of every task to catch up on the
-#: events of the last moments, few enough to weigh little (an update is about 1 kB).
-KEPT = 1024
+#: Events whose text is kept.  The streams of a task write an event within a turn or two
+#: of the event loop after it is dispatched to them, so a quarter of a second of events at
+#: 1,000 a second is plenty; few enough to weigh little (an update and its text: ~1 kB).
+KEPT = 256
 
 
 def write_result(event: Event) -> str:
