@@ -17,6 +17,8 @@ sequence number is counted; the driver reads the counts with the delays.
     {"op": "open", "host": "127.0.0.1", "port": 9000, "tasks": 100, "subscribers": 5,
      "request": {...the skill request object...}, "opening": 50}
     -> {"ok": true, "streams": 500, "failed": 0, "first_error": null, "seconds": 2.1}
+    {"op": "recent", "since": 1733300000.0}
+    -> {"count": 812, "p50_ms": 12.5}
     {"op": "window", "begin": 1733300000.0, "end": 1733300020.0}
     -> {"delays_ms": [...], "delivered": 123, "ended": 0, "errors": 0, "gaps": 0, "silent": 0}
     {"op": "quit"}
@@ -263,6 +265,16 @@ class Generator:
             "open": sum(not s.done for s in r.streams),
         }
 
+    def recent(self, since: float) -> dict[str, Any]:
+        """The median delay of the events published since ``since`` (settling: has the
+        server caught up with the opening?)."""
+        r = self.recorder
+        delays = sorted(
+            d for p, d in zip(r.published[-20_000:], r.delays[-20_000:], strict=True) if p >= since
+        )
+        median = delays[len(delays) // 2] * 1000 if delays else None
+        return {"count": len(delays), "p50_ms": median}
+
     def close(self) -> None:
         for stream in self.recorder.streams:
             stream.close()
@@ -286,6 +298,8 @@ async def main() -> None:
                 result = await generator.open(command)
             except Exception as exc:  # reported to streams.py, which stops the run
                 result = {"ok": False, "first_error": f"{type(exc).__name__}: {exc}"}
+        elif op == "recent":
+            result = generator.recent(command["since"])
         elif op == "window":
             result = generator.window(command["begin"], command["end"])
         else:

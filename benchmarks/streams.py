@@ -15,8 +15,9 @@ has ``--subscribers`` streams open.  Every task publishes a progressive
 result every ``tasks / rate`` seconds, so ``--rate`` events a second are
 published in all and ``rate x subscribers`` delivered.
 
-Once every stream is open (and a few seconds more), a window of
-``--seconds`` is measured:
+Once every stream is open, and the server has caught up with the opening
+(the median delay of the last second under ``SETTLED_MS``, 3 to 60 s), a
+window of ``--seconds`` is measured:
 
 * **RSS per open stream**: the server's RSS at the end of the window minus
   its RSS before the first stream (after a warm-up of a few streams), over
@@ -77,8 +78,12 @@ max_connections = {connections}
 #: Issue 34's bound on the p99 delay, and the aggregate rate it is stated at.
 P99_TARGET_MS = 100.0
 TARGET_RATE = 1000.0
-#: Seconds every stream is left open before the window (the last ones settle in).
+#: Seconds every stream is left open before the window (the last ones settle in), at least.
 SETTLE_S = 3.0
+#: The server has caught up with the opening when the median delay of the last second is
+#: below this; the window starts then, or after ``SETTLE_MAX_S`` whatever the delay.
+SETTLED_MS = 250.0
+SETTLE_MAX_S = 60.0
 #: Seconds after the window for its last events to arrive; one later is not counted.
 TAIL_S = 3.0
 
@@ -175,7 +180,7 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
         if failed:
             first = next(o["first_error"] for o in opened_all if o.get("first_error"))
             print(f"  {server.name}: {failed} tasks failed to open: {first}", flush=True)
-        time.sleep(SETTLE_S)
+        settle_s = settle(clients)
         cpu_before = cpu_seconds(server.pid)
         begin = time.time()
         time.sleep(args.seconds)
@@ -197,6 +202,7 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
         "streams": streams,
         "opened": opened_streams,
         "opening_s": opening_s,
+        "settle_s": settle_s,
         "interval_s": interval,
         "window_s": end - begin,
         "delivered": delivered,
@@ -216,6 +222,20 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
         "gaps": sum(w["gaps"] for w in windows),
         "first_error": next((w["first_error"] for w in windows if w["first_error"]), None),
     }
+
+
+def settle(clients: list[Client]) -> float:
+    """Wait until the server has caught up with the opening (see ``SETTLED_MS``); seconds."""
+    began = time.monotonic()
+    time.sleep(SETTLE_S)
+    while time.monotonic() - began < SETTLE_MAX_S:
+        since = time.time() - 1.0
+        recent = each(clients, [{"op": "recent", "since": since}] * len(clients))
+        medians = [r["p50_ms"] for r in recent if r["p50_ms"] is not None]
+        if medians and max(medians) < SETTLED_MS:
+            break
+        time.sleep(1.0)
+    return time.monotonic() - began
 
 
 def open_command(
@@ -266,6 +286,7 @@ def report(sides: dict[str, dict[str, Any]], rate: float) -> list[dict[str, Any]
     keys = [
         ("streams open", "opened", "{:,.0f}"),
         ("seconds to open them", "opening_s", "{:.1f}"),
+        ("seconds to settle after", "settle_s", "{:.1f}"),
         ("events delivered per s", "delivered_per_s", "{:,.0f}"),
         ("RSS before / with streams, MB", None, ""),
         ("RSS per open stream, kB", "rss_kb_per_stream", "{:.1f}"),
