@@ -214,8 +214,7 @@ async def test_five_streams_of_a_task_share_one_serialization_of_each_event(
     finals = [
         e
         for e in written
-        if isinstance(e, TaskStatusUpdateEvent)
-        and e.status.state == TaskState.TASK_STATE_COMPLETED
+        if isinstance(e, TaskStatusUpdateEvent) and e.status.state == TaskState.TASK_STATE_COMPLETED
     ]
     assert len(finals) == 1
     # The Tasks (each stream's first event, a snapshot of its own) are written per stream.
