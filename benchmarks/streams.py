@@ -349,7 +349,7 @@ def main() -> int:
     env.pop("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", None)  # each side at its own default
     interval = args.tasks / args.rate
     # Long enough for opening every stream, the window and the tail: the servers are stopped.
-    events = math.ceil((600 + args.seconds) / interval)
+    events = math.ceil((1200 + args.seconds) / interval)
     skillrack = Server(
         "skillrack",
         [PYTHON, "-m", "skillrack", "serve", "--host", "127.0.0.1", "--port", "{port}",
