@@ -203,8 +203,9 @@ class ServerSettings:
     #: ``X-Forwarded-Proto`` name the client; empty (the default): nobody's, so a client
     #: cannot choose the address its rate and failed-authentication limits count against.
     forwarded_allow_ips: tuple[str, ...] = ()
-    #: HTTP connections (open streams included) one ``skillrack serve`` process holds at
-    #: once; past it a request is answered 503.  Its soft open-file limit is raised to match.
+    #: HTTP connections (open streams included) one ``skillrack serve`` process (each
+    #: worker) holds at once; past it a request is answered 503.  Its soft open-file limit
+    #: is raised to match.
     max_connections: int = 10_000
     #: Seconds a connection may take to send a request's headers (``skillrack serve``).
     header_timeout: float = 10.0
