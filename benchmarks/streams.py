@@ -46,6 +46,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -410,6 +411,7 @@ def main() -> int:
         args.json.write_text(
             json.dumps({"settings": settings, "sides": sides, "targets": rows}, indent=2)
         )
+    shutil.rmtree(workdir, ignore_errors=True)  # kept when the run failed: the servers' logs
     return 0
 
 
