@@ -1,4 +1,4 @@
-"""What ``skillrack serve`` sets for its own process: a2a-sdk's tracing, the start-up heap.
+"""What ``skillrack serve`` sets for its own process: a2a-sdk's tracing, the collector.
 
 The library must leave an embedding application's tracing alone; the
 ``skillrack`` command, which owns its process, switches a2a-sdk's tracing off
@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 from helpers.served_process import serving
 
-from skillrack.serve.process import A2A_TRACING, default_tracing, freeze_startup_heap
+from skillrack.cli.launch import main as launch
+from skillrack.serve.process import (
+    A2A_TRACING,
+    default_tracing,
+    freeze_startup_heap,
+    pause_collector,
+)
 
 
 def test_tracing_is_switched_off_when_nobody_asked_for_it() -> None:
@@ -57,6 +63,23 @@ def test_freeze_moves_the_startup_heap_out_of_collections() -> None:
         assert gc.get_freeze_count() > before
     finally:
         gc.unfreeze()
+
+
+def test_the_collector_paused_for_the_start_runs_again_once_the_heap_is_frozen() -> None:
+    try:
+        assert pause_collector() is True
+        assert not gc.isenabled()
+        freeze_startup_heap()
+        assert gc.isenabled()
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def test_a_start_that_fails_turns_the_collector_on_again(tmp_path: Path) -> None:
+    """``launch`` pauses it for ``serve``; a start that stops early must not leave it off."""
+    assert launch(["serve", "--config", str(tmp_path / "missing.toml")]) != 0
+    assert gc.isenabled()
 
 
 @pytest.mark.slow

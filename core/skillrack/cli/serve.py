@@ -288,6 +288,9 @@ class WorkerMarks:
 
 def worker_app() -> ASGIApp:
     """The app of one ``serve --workers N`` process (uvicorn's factory), start-up kept quiet."""
+    from skillrack.serve.process import pause_collector
+
+    pause_collector()  # the imports and the app: server_from_environment freezes the heap
     from skillrack.errors import SkillrackError
     from skillrack.serve.server import SERVE_ENV, server_from_environment
 
@@ -658,6 +661,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         # [server] max_connections: one more request (or connection) is answered 503.
         "limit_concurrency": config.server.max_connections,
     }
+    freeze_startup_heap()  # and the collector on again (launch.py paused it); workers: their own
     try:
         if app is None:
             import tempfile
@@ -693,7 +697,6 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
             if failure is not None:
                 return fail(f"the agent did not start: {failure}")
             return EXIT_OK
-        freeze_startup_heap()
         server = _announcing_server(uvicorn.Config(app, **options), announce)
         try:
             server.run(sockets=[sock])
