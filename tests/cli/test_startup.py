@@ -13,9 +13,11 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.example_vendor import example_vendor_env
@@ -95,6 +97,100 @@ def test_plugins_loads_the_plugins_but_not_the_server_stack(tmp_path: Path) -> N
     assert "skillrack_example_vendor" in found  # the plugins were loaded
     assert "jsonschema" in found  # and their skills assembled
     assert found & {*SERVER_STACK, "rfc3987_syntax", "isoduration", "arrow"} == set()
+
+
+#: What a fresh ``skillrack serve`` must not import before it answers its card (issue 34,
+#: item 4): the card signer and client certificates (PyJWT, cryptography), the delegation
+#: client (tenacity), the PostgreSQL dialect with SQLite or memory stores, and the OTLP
+#: exporter's HTTP stack, made at its first export (DeferredExporter).
+SERVE_DEFERRED = frozenset(
+    {"cryptography", "jwt", "tenacity", "requests", "urllib3",
+     "skillrack.client.skill_client", "skillrack.protocol.signing",
+     "sqlalchemy.dialects.postgresql", "opentelemetry.exporter.otlp.proto.http.trace_exporter"}
+)  # fmt: skip
+
+#: Runs ``skillrack serve`` in this interpreter; a thread polls the card with a bare socket
+#: (importing nothing) and, at the first 200, prints the modules then held and the collector's
+#: state, and ends the process.
+SERVE_PROBE = """
+import gc, json, os, socket, sys, threading, time
+port = int(sys.argv[1])
+request = b"GET /.well-known/agent-card.json HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n"
+def poll():
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                sock.sendall(request)
+                if sock.recv(12) == b"HTTP/1.1 200":
+                    break
+        except OSError:
+            pass
+        time.sleep(0.05)
+    state = {"modules": sorted(sys.modules), "collecting": gc.isenabled(),
+             "frozen": gc.get_freeze_count()}
+    sys.__stdout__.write("\\n" + json.dumps(state) + "\\n")
+    sys.__stdout__.flush()
+    os._exit(0)
+threading.Thread(target=poll, daemon=True).start()
+from skillrack.cli.launch import main
+main(["serve", "--port", str(port), "--store", "memory", "--log-level", "warning"])
+"""
+
+
+def serving_state(env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """A fresh ``skillrack serve``'s modules (full names) and collector once it answers its card."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = subprocess.run(
+        [sys.executable, "-c", SERVE_PROBE, str(port)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=180,
+        env=env,
+        cwd=cwd,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    state: dict[str, Any] = json.loads(run.stdout.splitlines()[-1])
+    return state
+
+
+def deferred_in(modules: list[str]) -> set[str]:
+    """Which of :data:`SERVE_DEFERRED` (packages and modules) ``modules`` holds."""
+    found = set(modules) | {name.split(".")[0] for name in modules}
+    return found & SERVE_DEFERRED
+
+
+@pytest.mark.slow
+def test_serve_answers_its_card_before_importing_what_only_some_requests_need(
+    tmp_path: Path,
+) -> None:
+    env = example_vendor_env(tmp_path / "site")
+    for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_SDK_DISABLED"):
+        env.pop(name, None)
+    state = serving_state(env, tmp_path)
+    assert {"skillrack_example_vendor", "skillrack.serve.server"} <= set(state["modules"])
+    assert deferred_in(state["modules"]) == set()
+    # The collector, off while the start-up heap was made (launch.py), is on again; the heap
+    # is frozen.
+    assert state["collecting"] is True
+    assert state["frozen"] > 10_000
+
+
+@pytest.mark.slow
+def test_with_an_otel_exporter_serve_answers_before_the_exporter_is_made(tmp_path: Path) -> None:
+    pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    env = {
+        **example_vendor_env(tmp_path / "site"),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",  # nothing is exported before exit
+    }
+    env.pop("OTEL_SDK_DISABLED", None)
+    env.pop("OTEL_TRACES_EXPORTER", None)
+    modules = serving_state(env, tmp_path)["modules"]
+    assert "opentelemetry.sdk.trace" in modules  # traces are on
+    assert deferred_in(modules) == set()
 
 
 def installed_closure(name: str, extras: frozenset[str]) -> set[str]:

@@ -44,7 +44,6 @@ from skillrack.host.config import Config, ConfigError, load_config
 from skillrack.host.registry import Registry
 from skillrack.host.secrets import secret_values
 from skillrack.host.startup import build_host
-from skillrack.protocol.signing import JWKS_PATH
 from skillrack.serve.bindings.card import (
     CARD_PATH,
     CardEndpoint,
@@ -275,7 +274,9 @@ def build_server(
         )
     )
     public = {CARD_PATH, LIVEZ_PATH, READYZ_PATH}
-    if signer is not None:
+    if signer is not None:  # signing.py is imported (load_card_signer) once a key is configured
+        from skillrack.protocol.signing import JWKS_PATH
+
         public.add(JWKS_PATH)
     drain = DrainState()
     stack_hosts = config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host)

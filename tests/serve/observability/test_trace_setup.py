@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,15 @@ from helpers.builders import registry_of
 from helpers.served_process import probe_request, start
 from helpers.waiting import wait_until
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from skillrack.errors import StartupError
 from skillrack.host.config import Config, ServerSettings
 from skillrack.serve.middleware import TraceContext
 from skillrack.serve.observability import traces
+from skillrack.serve.observability.deferred_exporter import DeferredExporter
 from skillrack.serve.process import A2A_TRACING, EXPORTER_SETTINGS
 from skillrack.serve.server import build_server
 from skillrack.testing.serve import ServedAgent, invoke
@@ -153,3 +158,46 @@ def test_serve_exports_spans_when_an_exporter_is_configured(
     assert '"service.name": "probe-agent"' in output
     assert '"skillrack.task.state": "TASK_STATE_COMPLETED"' in output
     assert "argument-value-9" not in output
+
+
+#: An installed exporter class (the SDK's own) and one that cannot be made.
+IN_MEMORY = "opentelemetry.sdk.trace.export.in_memory_span_exporter:InMemorySpanExporter"
+BROKEN = "skillrack.serve.observability.traces:no_such_exporter"
+
+
+def entry_point(value: str) -> EntryPoint:
+    return EntryPoint(name="probe", value=value, group="opentelemetry_traces_exporter")
+
+
+def finished_span() -> ReadableSpan:
+    provider = TracerProvider()
+    memory = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider.get_tracer("probe").start_span("probe").end()
+    (span,) = memory.get_finished_spans()
+    return span
+
+
+def test_the_exporter_is_made_at_the_first_export_not_before() -> None:
+    """``configure`` hands the processor a stand-in: making the exporter is not start-up work."""
+    deferred = DeferredExporter("probe", entry_point(IN_MEMORY))
+    assert deferred.force_flush() is True  # nothing made for a flush or a shutdown
+    assert deferred._exporter is None
+    assert deferred.export([finished_span()]) is SpanExportResult.SUCCESS
+    made = deferred.exporter()
+    assert isinstance(made, InMemorySpanExporter)
+    assert [span.name for span in made.get_finished_spans()] == ["probe"]
+    assert deferred.exporter() is made  # made once
+    deferred.shutdown()
+
+
+def test_an_exporter_that_cannot_be_made_is_logged_once_and_its_spans_dropped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    deferred = DeferredExporter("probe", entry_point(BROKEN))
+    with caplog.at_level("ERROR"):
+        assert deferred.export([finished_span()]) is SpanExportResult.FAILURE
+        assert deferred.export([finished_span()]) is SpanExportResult.FAILURE
+    (record,) = [r for r in caplog.records if "span exporter" in r.getMessage()]
+    assert "the 'probe' span exporter could not be made (AttributeError" in record.getMessage()
+    deferred.shutdown()  # nothing to shut down

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
@@ -45,9 +45,6 @@ from a2a.types import (
     AgentProvider,
     AgentSkill,
 )
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from google.protobuf import json_format
 from starlette.requests import Request
 from starlette.responses import Response
@@ -58,9 +55,11 @@ from skillrack.interface.declare import Authority
 from skillrack.interface.document import DESCRIBE_SKILL
 from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.protocol.signing import JWKS_MEDIA_TYPE, JWKS_PATH, CardSigner
 from skillrack.serve.security.authn import security_schemes
 from skillrack.serve.security.requirements import SkillRequirements, skill_requirements
+
+if TYPE_CHECKING:  # signing.py (PyJWT, cryptography) is imported once [signing] is configured
+    from skillrack.protocol.signing import CardSigner
 
 CARD_PATH = "/.well-known/agent-card.json"
 JSON_MODES = ["application/json"]
@@ -211,6 +210,8 @@ def build_card(
                 card,
             )
     if signer is not None:
+        from skillrack.protocol.signing import JWKS_PATH
+
         signer.sign(card, jku=base_url + JWKS_PATH)  # last: it covers everything above
     return card
 
@@ -293,6 +294,12 @@ def load_card_signer(settings: SigningSettings, base_dir: Path) -> CardSigner:
     the operator's configuration and reporting it as a :class:`ConfigError` is the
     server's business, and protocol/ imports nothing of host/.
     """
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+    from skillrack.protocol.signing import CardSigner
+
     path = base_dir / settings.key
     try:
         data = path.read_bytes()
@@ -317,6 +324,8 @@ def load_card_signer(settings: SigningSettings, base_dir: Path) -> CardSigner:
 
 def jwks_endpoint(signer: CardSigner, max_age: int) -> CardEndpoint:
     """The public key(s) of the card's signatures as a JWKS (RFC 7517), cached like the card."""
+    from skillrack.protocol.signing import JWKS_MEDIA_TYPE
+
     return CardEndpoint.of_json(signer.jwks(), max_age, JWKS_MEDIA_TYPE)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from a2a.server.tasks import PushNotificationConfigStore
 
@@ -24,10 +25,12 @@ from skillrack.client.address_guard import (
 from skillrack.client.composition import Peers
 from skillrack.client.oauth import ClientCredentials
 from skillrack.client.origin import Origin
-from skillrack.client.skill_client import SkillClient
 from skillrack.client.tls import ClientTls
 from skillrack.host.config import Config, ConfigError, PeerAddresses, PeerTls, redact_url
 from skillrack.serve.bindings.push import PushDelivery, PushUrlCheck
+
+if TYPE_CHECKING:
+    from skillrack.client.skill_client import SkillClient
 
 
 def peer_tls(config: Config) -> dict[str, ClientTls]:
@@ -174,15 +177,18 @@ def delegation_peers(config: Config, base_url: str) -> Peers:
 
     A certificate or secret that does not load stops start-up here, in one line
     naming the peer.
+    The client (and with it PyJWT, cryptography, tenacity) is imported and
+    made at the first delegation, not at start-up.
     """
     credentials = peer_credentials(config)
     # Each peer's own origin, plus what its [peers] table allows (allow_origins).
     origins = {config.peers[name]: o for name, o in config.peer_allow_origins.items()}
     tls = peer_tls(config)
-    return Peers(
-        config.peers,
-        base_url,
-        lambda: SkillClient(
+
+    def client() -> SkillClient:
+        from skillrack.client.skill_client import SkillClient
+
+        return SkillClient(
             limits=config.limits,
             allow_origins=origins,
             transport=address_guard(config, tls),
@@ -191,5 +197,6 @@ def delegation_peers(config: Config, base_url: str) -> Peers:
             oauth_transport=address_guard(config, tls),
             card_keys=config.client_trust.card_keys,
             trust=config.client_trust.policy,
-        ),
-    )
+        )
+
+    return Peers(config.peers, base_url, client)

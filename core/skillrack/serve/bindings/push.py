@@ -60,7 +60,6 @@ import httpx
 from a2a.server.tasks import BasePushNotificationSender, PushNotificationConfigStore
 from a2a.server.tasks.push_notification_sender import PushNotificationEvent, PushNotificationSender
 from a2a.utils.errors import InvalidParamsError
-from cryptography.fernet import Fernet
 
 from skillrack.errors import ErrorCode, SkillCallError
 from skillrack.host.config import ConfigError
@@ -169,6 +168,8 @@ def load_push_key(path: str, base_dir: Path) -> bytes | None:
     """
     if not path:
         return None
+    from cryptography.fernet import Fernet  # here: cryptography is slow to import
+
     where = base_dir / path
     try:
         key = where.read_bytes().strip()

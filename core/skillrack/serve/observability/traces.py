@@ -51,7 +51,7 @@ import contextlib
 import importlib.util
 from collections.abc import Coroutine, Iterator, Mapping
 from contextlib import AbstractContextManager
-from importlib.metadata import PackageNotFoundError, entry_points, version
+from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, version
 from typing import Any, TypeVar
 
 from a2a.types import TaskState
@@ -328,7 +328,7 @@ def _decide(environ: Mapping[str, str]) -> tuple[str, list[str]]:
             "SDK is not installed: pip install 'skillrack[otel]', or unset them"
         )
     for name in names:
-        _exporter(name)  # installed? (loaded again when configured)
+        _exporter(name)  # installed? (loaded at the first export: DeferredExporter)
     return f"on (exporting with {', '.join(names)})", names
 
 
@@ -351,20 +351,22 @@ def configure(environ: Mapping[str, str]) -> str:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+    from skillrack.serve.observability.deferred_exporter import DeferredExporter
+
     resource = Resource.create()  # OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: "skillrack"}))
     if SERVICE_VERSION not in resource.attributes:
         resource = resource.merge(Resource({SERVICE_VERSION: _version()}))
     sdk_provider = TracerProvider(resource=resource)  # OTEL_TRACES_SAMPLER
-    for name in names:
-        sdk_provider.add_span_processor(BatchSpanProcessor(_exporter(name)()))
+    for name in names:  # each exporter is made at its first batch, not during the start
+        sdk_provider.add_span_processor(BatchSpanProcessor(DeferredExporter(name, _exporter(name))))
     trace.set_tracer_provider(sdk_provider)
     return description
 
 
-def _exporter(name: str) -> Any:
-    """The span exporter class an installed package registers under ``name``."""
+def _exporter(name: str) -> EntryPoint:
+    """The entry point of the span exporter an installed package registers under ``name``."""
     found = entry_points(group=_EXPORTER_GROUP, name=name)
     if not found:
         package = {
@@ -375,4 +377,4 @@ def _exporter(name: str) -> Any:
             f"OTEL_TRACES_EXPORTER asks for the {name!r} span exporter, which no installed "
             f"package provides: pip install '{package}', or change OTEL_TRACES_EXPORTER"
         )
-    return next(iter(found)).load()
+    return next(iter(found))

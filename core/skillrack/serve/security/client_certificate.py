@@ -34,10 +34,6 @@ import ssl
 from dataclasses import dataclass
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives.serialization import Encoding
-from cryptography.x509.oid import NameOID
-
 logger = logging.getLogger(__name__)
 
 #: The URI scheme of a SPIFFE ID (SPIFFE X.509-SVID: exactly one URI SAN, ``spiffe://``).
@@ -73,6 +69,9 @@ class ClientCertificate:
     @classmethod
     def from_der(cls, der: bytes) -> ClientCertificate:
         """Parse a DER certificate (raises ``ValueError`` when it is not one)."""
+        from cryptography import x509  # at the first certificate: slow to import, at start
+        from cryptography.x509.oid import NameOID
+
         cert = x509.load_der_x509_certificate(der)
         names = cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)
         try:
@@ -97,11 +96,17 @@ class ClientCertificate:
     @classmethod
     def from_pem(cls, pem: bytes | str) -> ClientCertificate:
         """Parse a PEM certificate (gRPC's ``x509_pem_cert``); ``ValueError`` when it is not one."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives.serialization import Encoding
+
         data = pem.encode("ascii") if isinstance(pem, str) else pem
         return cls.from_der(x509.load_pem_x509_certificate(data).public_bytes(Encoding.DER))
 
     def pem(self) -> str:
         """The certificate in PEM form (what the ASGI ``tls`` extension carries)."""
+        from cryptography import x509
+        from cryptography.hazmat.primitives.serialization import Encoding
+
         return x509.load_der_x509_certificate(self.der).public_bytes(Encoding.PEM).decode("ascii")
 
 

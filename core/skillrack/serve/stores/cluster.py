@@ -81,7 +81,7 @@ from a2a.server.owner_resolver import OwnerResolver
 from a2a.types import Task, TaskState, TaskStatusUpdateEvent
 from a2a.utils.proto_utils import to_stream_response
 from sqlalchemy import Table, and_, bindparam, delete, insert, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.orm import class_mapper
 
@@ -166,7 +166,9 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             (prop.key, prop.columns[0].name)
             for prop in class_mapper(self._db.task_model).column_attrs
         ]
-        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+        dialect: Any = sqlite
+        if engine.dialect.name == "postgresql":  # imported with such an engine: no cost here
+            from sqlalchemy.dialects import postgresql as dialect
         # Built once; executed with each batch's values as parameters.
         upsert = dialect.insert(tasks)
         self._upsert = upsert.on_conflict_do_update(

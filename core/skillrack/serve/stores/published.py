@@ -24,8 +24,9 @@ Times are whole seconds, the resolution of an HTTP-date.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import BigInteger, Column, MetaData, String, Table, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -49,8 +50,13 @@ async def create_table(engine: AsyncEngine) -> None:
 
 async def first_published(engine: AsyncEngine, etag: str, now: int) -> int:
     """When ``etag`` was first published from this store; records ``now`` if never."""
-    insert = postgresql_insert if engine.dialect.name == "postgresql" else sqlite_insert
-    statement = insert(PUBLISHED).values(etag=etag, published=now).on_conflict_do_nothing()
+    if engine.dialect.name == "postgresql":  # imported with such an engine: no cost here
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        upsert: Any = postgresql_insert(PUBLISHED)
+    else:
+        upsert = sqlite_insert(PUBLISHED)
+    statement = upsert.values(etag=etag, published=now).on_conflict_do_nothing()
     async with engine.begin() as connection:
         await connection.execute(statement)
         found = await connection.scalar(
