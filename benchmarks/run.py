@@ -391,7 +391,7 @@ def main() -> int:
         "--skip",
         default="",
         help="comma-separated parts to skip: invoke,describe,card,otel,durable,concurrency,"
-        "workers,memory,inprocess,assembly,scaleout,streams",
+        "workers,memory,inprocess,assembly,scaleout,streams,startup",
     )
     args = parser.parse_args()
     instances = args.instances or (2 if args.quick else 4)
@@ -576,6 +576,14 @@ def main() -> int:
             subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
             report["assembly"] = json.loads(out.read_text())
 
+        if "startup" not in skip:  # issue 34 item 4: skillrack serve's start, startup.py's table
+            print("  start of skillrack serve: plain, --grpc-port, OTel exporter ...", flush=True)
+            out = workdir / "startup.json"
+            argv = [PYTHON, str(HERE / "startup.py"), "--only", "serve", "--json", str(out)]
+            argv += ["--rounds", "5" if settings.quick else "15"]
+            subprocess.run(argv, check=True, env=env)
+            report["startup"] = json.loads(out.read_text())
+
         if "scaleout" not in skip:  # issue 19 items 3, 4 and 7: scaleout.py's own table
             print("  scale-out: memory, SQLite, PostgreSQL, replicas, --workers 2 ...", flush=True)
             out = workdir / "scaleout.json"
@@ -666,6 +674,17 @@ def target_rows(report: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             )  # fmt: skip
     if scaleout:
         rows.append(("7. scale-out benchmark (scaleout.py)", "run above", "-", "met"))
+    startup = report.get("startup")
+    for row in startup["results"] if startup else []:  # issue 34 item 4 (startup.py)
+        if row["target_s"] is None:
+            continue
+        load = startup["load_average_1min"]["before"]
+        rows.append(
+            (f"issue 34, 4. fast start: {row['command']}",
+             f"{row['median_s']:.2f} s median, {row['min_s']:.2f} s min, "
+             f"{row['cpu_median_s']:.2f} s CPU (load average {load:.1f})",
+             f"< {row['target_s']:g} s", row["verdict"])
+        )  # fmt: skip
     return rows
 
 

@@ -71,6 +71,8 @@ CARD_PATH = "/.well-known/agent-card.json"
 SERVE_TIMEOUT_S = 60.0
 #: Seconds between two polls of the card URL.
 POLL_INTERVAL_S = 0.005
+#: The card the bare a2a-sdk agent serves (its start does not depend on what the card says).
+BARE_CARD = {"name": "bare", "description": "a bare a2a-sdk agent", "version": "1.0"}
 
 
 @dataclass
@@ -87,6 +89,8 @@ class Command:
     env: dict[str, str] = field(default_factory=dict)
     serve: bool = False
     grpc: bool = False
+    #: What a row without a target is: "baseline" (python -c pass) or "reference".
+    role: str = "baseline"
     workdir: str | None = None
     wall: list[float] = field(default_factory=list)
     cpu: list[float] = field(default_factory=list)
@@ -119,6 +123,17 @@ def commands(only: str | None = None) -> list[Command]:
         found.append(Command("serve, OTel exporter", serve, 1.0, otel, serve=True))
     else:
         print("the OpenTelemetry SDK is not installed (pip install 'skillrack[otel]'): no OTel row")
+    bare = [PYTHON, str(Path(__file__).resolve().parent / "bare_agent.py"), "--card", "card.json"]
+    found.append(
+        Command(
+            "bare a2a-sdk agent",
+            [*bare, "--describe", "describe.json"],
+            None,
+            {"OTEL_INSTRUMENTATION_A2A_SDK_ENABLED": "false"},  # as skillrack serve's default
+            serve=True,
+            role="reference",
+        )
+    )
     if only == "serve":
         return [found[0], *(command for command in found if command.serve)]
     return found
@@ -207,7 +222,7 @@ def process_cpu(pid: int) -> float | None:
 def verdict(command: Command) -> str:
     """PASS or MISS by the median wall time; a MISS says whether the CPU time alone was within."""
     if command.target is None:
-        return "baseline"
+        return command.role
     if statistics.median(command.wall) <= command.target:
         return "PASS"
     within = statistics.median(command.cpu) <= command.target
@@ -284,6 +299,9 @@ def working_directories(measured: list[Command]) -> Iterator[None]:
                 command.workdir = stack.enter_context(
                     tempfile.TemporaryDirectory(prefix="skillrack-startup-")
                 )
+                workdir = Path(command.workdir)  # what the bare agent serves: any card will do
+                (workdir / "card.json").write_text(json.dumps(BARE_CARD), encoding="utf-8")
+                (workdir / "describe.json").write_text("{}", encoding="utf-8")
         yield
 
 
