@@ -180,20 +180,24 @@ def serve_once(command: Command) -> tuple[float, float]:
         process = subprocess.Popen(
             argv, cwd=command.workdir, env=env, stdout=output, stderr=subprocess.STDOUT
         )
+        answered = False
         try:
-            while not card_answered(port):
+            while not (answered := card_answered(port)):
                 if process.poll() is not None or time.perf_counter() - start > SERVE_TIMEOUT_S:
-                    output.seek(0)
-                    text = output.read().decode(errors="replace").strip()
-                    sys.exit(f"{command.name} did not answer its card: {text}")
+                    break
                 time.sleep(POLL_INTERVAL_S)
             wall = time.perf_counter() - start
-            cpu = process_cpu(process.pid)
+            cpu = process_cpu(process.pid) if answered else None
         finally:
-            with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGTERM)
-            _, _, usage = os.wait4(process.pid, 0)
-            process.returncode = 0
+            if process.returncode is None:  # not reaped yet (poll() reaps one that ended)
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(signal.SIGTERM)
+                _, _, usage = os.wait4(process.pid, 0)
+                process.returncode = 0
+        if not answered:
+            output.seek(0)
+            text = output.read().decode(errors="replace").strip()
+            sys.exit(f"{command.name} did not answer its card: {text}")
     return wall, cpu if cpu is not None else usage.ru_utime + usage.ru_stime
 
 
