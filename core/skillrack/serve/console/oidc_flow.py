@@ -46,14 +46,16 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-import jwt
 
 from skillrack.errors import SkillrackError
 from skillrack.host.config import ConfigError
 from skillrack.host.startup import is_loopback
+
+if TYPE_CHECKING:  # PyJWT (and cryptography) at the first sign-in: slow to import at start
+    import jwt
 
 #: Seconds the discovery document is kept.
 DISCOVERY_SECONDS = 3600.0
@@ -225,6 +227,8 @@ class CodeFlow:
 
     async def check_id_token(self, id_token: str, flow: Flow) -> Mapping[str, Any]:
         """``id_token``'s claims once it is checked for this sign-in; else SignInFailed."""
+        import jwt
+
         client = self.client
         try:
             header = jwt.get_unverified_header(id_token)
@@ -287,6 +291,8 @@ class CodeFlow:
         )
 
     async def _key_set(self, refresh: bool) -> jwt.PyJWKSet:
+        import jwt
+
         fresh = time.monotonic() - self._keys_fetched < DISCOVERY_SECONDS
         if self._keys is not None and fresh and not refresh:
             return self._keys
