@@ -52,6 +52,7 @@ from typing import Any
 import httpx
 
 from skillrack.client.origin import Origin
+from skillrack.client.pool import origin_transport
 from skillrack.errors import ClientCode, SkillCallError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -71,8 +72,9 @@ METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
 #: choose origins (a push notification's webhook is any ``host:port``) and a guard may
 #: live as long as the process, so the pools are bounded: past this many, the least
 #: recently used idle one is closed; a busy one (a request or body still in flight) is
-#: closed once it is idle again.
-MAX_TRANSPORTS = 64
+#: closed once it is idle again.  256: an orchestrator delegating to a hundred or two
+#: peers at once keeps every peer's connections open between calls.
+MAX_TRANSPORTS = 256
 
 #: Names of metadata services, refused before they are even resolved.
 METADATA_NAMES = frozenset({"metadata.google.internal"})
@@ -215,7 +217,7 @@ class AddressGuard(httpx.AsyncBaseTransport):
         policy: AddressPolicy | None = None,
         *,
         origins: Mapping[Origin, AddressPolicy] | None = None,
-        transport: Callable[..., httpx.AsyncBaseTransport] = httpx.AsyncHTTPTransport,
+        transport: Callable[..., httpx.AsyncBaseTransport] = origin_transport,
         resolve: Resolver = resolve_once,
         tls: Mapping[Origin, ssl.SSLContext] | None = None,
         max_transports: int = MAX_TRANSPORTS,

@@ -88,6 +88,9 @@ async def read_card(
             raise busy_error(response, f"fetching {what}", await _read_some(response))
         fresh, store = fresh_for(response.headers)
         if response.status_code != 200:
+            # Read to its end (a 304 has no body): a response closed unread closes its
+            # connection, and every revalidation would then cost the next request a new one.
+            await _read_some(response)
             return CardAnswer(response.status_code, None, b"", fresh, store)
         length = declared_length(response)
         if length is not None and length > limit:
