@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from run import PYTHON, Server, cpu_seconds, free_port, rss_mb
+from run import PYTHON, Server, cpu_seconds, rss_mb
 
 HERE = Path(__file__).resolve().parent
 SKILL = "evaluate_resource_condition"
@@ -77,13 +77,10 @@ class Agents:
     """The agent processes, ``per_process`` ports each; ``stats()`` sums nothing, per port."""
 
     def __init__(self, processes: int, per_process: int, workdir: Path, env: dict[str, str]):
-        self.ports = [free_port() for _ in range(processes * per_process)]
-        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
         self.processes: list[subprocess.Popen[str]] = []
         for index in range(processes):
-            ports = self.ports[index * per_process : (index + 1) * per_process]
             argv = [PYTHON, str(HERE / "fanout_agents.py"), "--config", str(workdir / "bench.toml")]
-            argv += ["--ports", ",".join(map(str, ports))]
+            argv += ["--agents", str(per_process)]
             self.processes.append(
                 subprocess.Popen(
                     argv,
@@ -95,6 +92,15 @@ class Agents:
                     cwd=workdir,
                 )
             )
+
+        self.ports: list[int] = []
+        for process in self.processes:  # each binds its own ports and says which
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            if not line:
+                raise RuntimeError("an agent process exited; see agents-*.log")
+            self.ports += json.loads(line)["ports"]
+        self.urls = [f"http://127.0.0.1:{p}" for p in self.ports]
 
     def wait_ready(self, timeout: float = 300.0) -> None:
         deadline = time.monotonic() + timeout

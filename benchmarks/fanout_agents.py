@@ -1,6 +1,6 @@
 """Many skillrack agents in one process, each on a port (an origin) of its own, with counters.
 
-    python benchmarks/fanout_agents.py --ports 9001,9002,... --config bench.toml
+    python benchmarks/fanout_agents.py --agents 10 --config bench.toml
 
 The fan-out benchmark (``fanout.py``) needs 100 distinct agents without 100
 interpreters: this process builds the host once (the example vendor plugin,
@@ -18,7 +18,9 @@ Two counters per agent say what the clients did, seen from the agent's side:
   body arrives, not buffered), so interface documents fetched once per agent
   and digest show as one each.
 
-On a line ``stats`` on stdin it prints ``{port: {"connections", "describes",
+It binds its ports itself (port 0: no race with other processes for a port
+chosen beforehand) and prints them first, as ``{"ports": [...]}``.  On a line
+``stats`` on stdin it then prints ``{port: {"connections", "describes",
 "requests"}}`` as one JSON line; ``quit`` (or end of input) stops every server.
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import socket
 import sys
 import tempfile
 import threading
@@ -81,10 +84,17 @@ def counting_protocol(counts: Counter[str]) -> type[H11Protocol]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--ports", required=True, help="comma-separated ports, one agent each")
+    parser.add_argument("--agents", type=int, required=True, help="how many agents (ports)")
     parser.add_argument("--config", type=Path, required=True)
     args = parser.parse_args()
-    ports = [int(p) for p in args.ports.split(",")]
+    sockets = []
+    for _ in range(args.agents):
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sockets.append(sock)
+    ports = [int(sock.getsockname()[1]) for sock in sockets]
+    print(json.dumps({"ports": ports}), flush=True)
     config = load_config(args.config)
     registry = build_host(config, listen_host="127.0.0.1").registry
     workdir = Path(tempfile.mkdtemp(prefix="skillrack-fanout-agents-"))
@@ -121,7 +131,9 @@ def main() -> None:
 
     async def serve_all() -> None:
         threading.Thread(target=commands, daemon=True).start()
-        await asyncio.gather(*(server.serve() for server in servers))
+        await asyncio.gather(
+            *(s.serve(sockets=[sock]) for s, sock in zip(servers, sockets, strict=True))
+        )
 
     asyncio.run(serve_all())
 

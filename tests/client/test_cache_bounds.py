@@ -121,7 +121,9 @@ async def test_the_card_cache_is_bounded_in_entries(agent: tuple[str, CardReques
     async with SkillClient(card_cache=CacheBounds(entries=1, bytes=1_000_000)) as client:
         seen.seen.clear()
         await client.card(url)
-        await client.card(url)  # cached: revalidated
+        await client.card(url)  # cached and fresh (max-age): no request
+        client._cards[url].fresh_for(None)  # as when its max-age has passed
+        await client.card(url)  # cached, stale: revalidated
         await client.card(other)  # evicts the first
         await client.card(url)  # fetched anew, no revalidation
     named = [(host.startswith("127.0.0.1"), revalidated) for host, revalidated in seen.seen]

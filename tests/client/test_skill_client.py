@@ -78,10 +78,12 @@ async def test_changed_card_invalidates_the_cache(
 ) -> None:
     await client.call(base, SKILL, ARGS)
     tamper.card = lambda card: _set_binding(card, SKILL, skill_version="1.1")
+    client._cards[base].fresh_for(None)  # its max-age has passed: the next use revalidates
     with pytest.raises(SkillCallError):
         await client.call(base, SKILL, ARGS)  # the new binding is retrieved again ...
     assert tamper.describes() == 2  # ... with a second describe_skill
     tamper.card = None
+    client._cards[base].fresh_for(None)
     await client.call(base, SKILL, ARGS)
     assert tamper.describes() == 3
 

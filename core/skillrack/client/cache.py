@@ -37,8 +37,11 @@ class CacheBounds:
     bytes: int
 
 
-#: The Agent Card cache of one client: a card may be up to a few MB (its skills' cards).
-CARD_CACHE = CacheBounds(entries=64, bytes=16_000_000)
+#: The Agent Card cache of one client: a card may be up to a few MB (its skills' cards), a
+#: usual one is 5-30 kB.  1,024 entries: an orchestrator fanning out to a few hundred agents
+#: keeps every card (64 made a fan-out to 100 agents fetch and parse every card on every
+#: call); the bytes bound is what bounds the memory.
+CARD_CACHE = CacheBounds(entries=1024, bytes=32_000_000)
 
 
 class LruCache(Mapping[K, V], Generic[K, V]):

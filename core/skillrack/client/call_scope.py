@@ -9,10 +9,11 @@ streams, polling and retries included.  A call made inside another
 (``call`` describes first) joins the outer one: same agent, same deadline.
 
 :class:`CallState` is what the running call remembers: which agents' cards
-it already fetched or revalidated (one look per call), which it took from
-the disk cache without asking (a stale one is fetched again when the agent
-says ``interface_mismatch``), and when its deadline ends (a retry does not
-begin a wait that would pass it).
+it already fetched or revalidated (one look per call), which it took from a
+cache without asking, fresh by its ``Cache-Control`` (a stale one is fetched
+again when the agent says ``interface_mismatch``), which security
+requirements it already checked, and when its deadline ends (a retry does
+not begin a wait that would pass it).
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ class CallState:
 
     #: Agents whose card this call already fetched or revalidated.
     seen: set[str] = field(default_factory=set)
-    #: Agents whose card this call took from the disk cache without asking the agent.
+    #: Agents whose card this call took from a cache (memory, disk) without asking the agent.
     unasked: set[str] = field(default_factory=set)
+    #: ``(agent, skill)`` pairs whose card security requirements this call already checked.
+    checked: set[tuple[str, str | None]] = field(default_factory=set)
     #: The loop time at which the call's ``timeout`` ends.
     ends: float | None = None
 

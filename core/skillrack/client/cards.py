@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,17 @@ class CachedCard:
     card: dict[str, Any]
     advertisement: Advertisement | None
     proto: AgentCard
+    #: ``time.monotonic()`` until which the agent said the card stays fresh (``Cache-Control``):
+    #: until then it is used without a request; 0: revalidate before each use.
+    fresh_until: float = 0.0
+
+    @property
+    def fresh(self) -> bool:
+        return time.monotonic() < self.fresh_until
+
+    def fresh_for(self, seconds: float | None) -> None:
+        """Fresh for ``seconds`` from now (None or 0: revalidate before the next use)."""
+        self.fresh_until = time.monotonic() + seconds if seconds else 0.0
 
 
 @dataclass(frozen=True)

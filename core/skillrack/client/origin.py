@@ -15,6 +15,7 @@ hand the credentials to anyone on the path.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -36,6 +37,12 @@ class Origin:
     @classmethod
     def of(cls, url: str | httpx.URL) -> Origin:
         """The origin of ``url``; ``ValueError`` when it is not an absolute http(s) URL."""
+        if isinstance(url, str):
+            return _of_text(url)  # a client asks for its agents' origins on every call
+        return cls._parse(url)
+
+    @classmethod
+    def _parse(cls, url: str | httpx.URL) -> Origin:
         try:
             parsed = url if isinstance(url, httpx.URL) else httpx.URL(url)
         except httpx.InvalidURL as exc:
@@ -49,6 +56,12 @@ class Origin:
         host = f"[{self.host}]" if ":" in self.host else self.host
         port = "" if self.port == _DEFAULT_PORTS[self.scheme] else f":{self.port}"
         return f"{self.scheme}://{host}{port}"
+
+
+@functools.lru_cache(maxsize=1024)
+def _of_text(url: str) -> Origin:
+    """:meth:`Origin.of` of a string, remembered (an error is raised again, not kept)."""
+    return Origin._parse(url)
 
 
 def parse_origin(text: str) -> Origin:

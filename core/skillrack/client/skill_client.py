@@ -34,6 +34,7 @@ import asyncio
 import functools
 import logging
 import os
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -75,6 +76,7 @@ from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
 from skillrack.client.pool import connecting_transport
 from skillrack.client.push import PushTarget
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
+from skillrack.client.sdk_clients import SdkClients
 from skillrack.client.tls import ClientTls, TlsByOrigin, refused_hint
 from skillrack.client.token_reach import may_receive, token_reachable
 from skillrack.client.transport import current_policy, http_client
@@ -99,6 +101,9 @@ from skillrack.protocol.states import INTERRUPTED, TERMINAL
 from skillrack.protocol.values import data_part
 
 logger = logging.getLogger(__name__)
+
+#: The service parameters (HTTP headers) that activate the schema-interface extension.
+_ACTIVATED = ServiceParametersFactory.create([with_a2a_extensions([EXTENSION_URI])])
 
 Mode = Literal["sync", "stream", "poll"]
 
@@ -226,6 +231,10 @@ class SkillClient:
         )
         # Bounded: a client named many agents, or sent huge cards, must not grow without end.
         self._cards: LruCache[str, CachedCard] = LruCache(card_cache)
+        #: The describe_skill exchanges under way: concurrent calls wait for the one running.
+        self._describing: dict[CacheKey, asyncio.Event] = {}
+        #: a2a-sdk's clients, made once per agent and card (two per card: streaming or not).
+        self._sdk_clients = SdkClients(2 * card_cache.entries)
         #: Count of describe_skill exchanges sent, per (agent, skill): diagnostics.
         self.describe_calls: LruCache[tuple[str, str], int] = LruCache(
             CacheBounds(limits.max_cache_entries, limits.max_cache_bytes)
@@ -278,13 +287,18 @@ class SkillClient:
     async def _card(self, url: str) -> CachedCard:
         """The card: once per public call, from memory, the disk cache or the agent.
 
-        A card kept on disk and still fresh by its ``Cache-Control`` costs no
-        request; otherwise the kept ETag revalidates it.
+        A card kept in memory or on disk and still fresh by its
+        ``Cache-Control`` costs no request; otherwise the kept ETag revalidates
+        it.  A card used without asking the agent may be older than the
+        agent's documents: :meth:`call` fetches it again on ``interface_mismatch``.
         """
         agent = url.rstrip("/")
         cached = self._cards.get(agent)
         if cached is not None and agent in current().seen:
             return cached  # looked at once in this call already
+        if cached is not None and cached.fresh:
+            current().unasked.add(agent)
+            return self._keep_card(agent, cached, 0)
         stored = self.disk.card(agent) if self.disk is not None and cached is None else None
         if stored is not None:
             try:
@@ -292,6 +306,7 @@ class SkillClient:
             except SkillCallError:
                 cached, stored = None, None  # kept under other keys, or damaged: fetch it
         if stored is not None and cached is not None and stored.fresh:
+            cached.fresh_for(stored.fresh_until - time.time())
             current().unasked.add(agent)
             return self._keep_card(agent, cached, len(stored.body))
         headers = {"If-None-Match": cached.etag} if cached and cached.etag else {}
@@ -305,6 +320,7 @@ class SkillClient:
         if answer.status == 304 and cached is not None:
             if self.disk is not None and stored is not None:
                 self.disk.refresh_card(agent, stored, answer.fresh_for)
+            cached.fresh_for(answer.fresh_for if answer.store else None)
             return self._keep_card(agent, cached, len(stored.body) if stored else 0)
         if answer.status != 200:
             raise SkillCallError(
@@ -312,6 +328,7 @@ class SkillClient:
                 f"the Agent Card of {agent} answered HTTP {answer.status}",
             )
         entry = parse_card(agent, answer.body, answer.etag, self.card_keys)
+        entry.fresh_for(answer.fresh_for if answer.store else None)
         if self.disk is not None and answer.store:
             self.disk.put_card(agent, answer.body, answer.etag, answer.fresh_for)
         return self._keep_card(agent, entry, len(answer.body))
@@ -348,6 +365,8 @@ class SkillClient:
         key = CacheKey(
             agent, skill_id, binding.skill_version, INTERFACE_VERSION, binding.interface_digest
         )
+        while (running := self._describing.get(key)) is not None:
+            await running.wait()  # another call is fetching it: its document, or our turn
         cached = self.cache.get(key) or self._from_disk(key)
         if cached is not None:
             return self._trusted(agent, cached) if apply_trust else cached
@@ -355,11 +374,17 @@ class SkillClient:
         self.cache.invalidate(agent, skill_id)
         counted = self.describe_calls.get((agent, skill_id), 0) + 1
         self.describe_calls.put((agent, skill_id), counted, len(agent) + len(skill_id))
-        task = await self._send(
-            agent, {"skill": DESCRIBE_SKILL, "arguments": {"skill_id": skill_id}}, "sync"
-        )
-        document, returned_digest = describe_result(task)
-        verified = verify_described(document, returned_digest, key, self.limits)
+        self._describing[key] = done = asyncio.Event()
+        try:
+            task = await self._send(
+                agent, {"skill": DESCRIBE_SKILL, "arguments": {"skill_id": skill_id}}, "sync"
+            )
+            document, returned_digest = describe_result(task)
+            verified = verify_described(document, returned_digest, key, self.limits)
+            self.cache.put(key, verified)  # before the waiters wake
+        finally:
+            del self._describing[key]
+            done.set()
         logger.info(
             "verified %s %s at %s: interface %s, digest %s",
             skill_id,
@@ -368,7 +393,6 @@ class SkillClient:
             INTERFACE_VERSION,
             verified.interface_digest,
         )
-        self.cache.put(key, verified)
         if self.disk is not None:
             self.disk.put_document(key, document)
         return self._trusted(agent, verified) if apply_trust else verified
@@ -408,10 +432,11 @@ class SkillClient:
         ``push`` asks the agent to POST the task's updates to a webhook as well
         (A2A push notifications; the agent decides whether it may connect there).
 
-        A card taken from the disk cache without asking the agent may be
-        older than the agent's documents: when the agent rejects the call
-        with ``interface_mismatch``, the card is fetched again and the call
-        made once more (the rejected task did nothing).
+        A card taken from a cache (memory or disk) without asking the agent,
+        while its ``Cache-Control`` says it is fresh, may be older than the
+        agent's documents: when the agent rejects the call with
+        ``interface_mismatch``, the card is fetched again and the call made
+        once more (the rejected task did nothing).
         """
         agent = url.rstrip("/")
         try:
@@ -422,11 +447,12 @@ class SkillClient:
             state = current()
             if agent not in state.unasked:
                 raise
-            assert self.disk is not None
-            self.disk.forget_card(agent)
+            if self.disk is not None:
+                self.disk.forget_card(agent)
             self._cards.pop(agent)
             state.seen.discard(agent)
             state.unasked.discard(agent)
+            state.checked = {pair for pair in state.checked if pair[0] != agent}
             return await self._call_once(agent, skill_id, arguments, mode, push)
 
     async def _call_once(
@@ -513,8 +539,12 @@ class SkillClient:
 
         Run before ``describe_skill`` too: a call that cannot succeed sends nothing.
         """
+        checked = current().checked
+        if (agent, skill_id) in checked:
+            return  # this call already checked it, against the same card
         entry = await self._card(agent)
         check_card_security(entry.card, agent, skill_id, await self._presented(agent))
+        checked.add((agent, skill_id))
 
     @one_call
     async def send_request(self, url: str, data: Any, *, mode: Mode = "sync") -> Task:
@@ -550,8 +580,8 @@ class SkillClient:
             httpx_client=self._http,
             supported_protocol_bindings=bindings,
         )
-        reachable = self._reachable(agent, entry.proto)
-        if GRPC in bindings:
+        if GRPC in bindings:  # a channel per exchange, closed with it: not kept
+            reachable = self._reachable(agent, entry.proto)
             named = Origin.of(agent)
             source = self._token_source(named)
             config.grpc_channel_factory = channel_factory(
@@ -562,19 +592,20 @@ class SkillClient:
                 bearer=source,
                 bearer_to=functools.partial(may_receive, named=named, source=source, agent=agent),
             )
-        return ClientFactory(config).create(reachable)
+            return ClientFactory(config).create(reachable)
+        return self._sdk_clients.get(
+            (agent, streaming, current_policy()),
+            entry,
+            lambda: ClientFactory(config).create(self._reachable(agent, entry.proto)),
+        )
 
     def _bindings(self) -> list[str]:
         """The A2A bindings this client may use: the one asked for, else JSON-RPC and HTTP+JSON."""
         return [self.binding] if self.binding else ["JSONRPC", "HTTP+JSON"]
 
     def _context(self) -> ClientCallContext:
-        return ClientCallContext(
-            service_parameters=ServiceParametersFactory.create(
-                [with_a2a_extensions([EXTENSION_URI])]
-            ),
-            timeout=self.timeout,
-        )
+        """A call's context: the extension activated (a copy of the parameters built once)."""
+        return ClientCallContext(service_parameters=dict(_ACTIVATED), timeout=self.timeout)
 
     async def _get_task(self, agent: str, task_id: str) -> Task:
         """The task once it ended or waits (polled while it is worked on)."""
