@@ -22,6 +22,7 @@ from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.client.cache import CacheBounds
+from skillrack.client.origin_pools import PerOrigin
 from skillrack.client.skill_client import SkillClient
 from skillrack.interface.limits import Limits
 from skillrack.testing.serve import free_port
@@ -172,3 +173,14 @@ def test_a_fresh_card_older_than_the_agents_documents_is_fetched_again() -> None
                 assert methods == ["POST", "GET", "POST", "POST"], holder[-1].requests
 
     asyncio.run(scenario())
+
+
+async def test_the_pools_per_origin_are_bounded(agents: list[tuple[str, Seen]]) -> None:
+    """More origins than pools: the least recently used idle pool is closed, calls go on."""
+    transport = PerOrigin(limit=2)
+    async with SkillClient(transport=transport) as client:
+        for _ in range(2):
+            for url, _ in agents:
+                result = await client.call(url, "probe", {"text": "hi"})
+                assert result.state == "TASK_STATE_COMPLETED"
+                assert len(transport._pools._transports) <= 2

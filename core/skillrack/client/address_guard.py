@@ -44,15 +44,14 @@ import enum
 import ipaddress
 import socket
 import ssl
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 
 from skillrack.client.origin import Origin
-from skillrack.client.pool import origin_transport
+from skillrack.client.origin_pools import MAX_TRANSPORTS, OriginPools, origin_transport
 from skillrack.errors import ClientCode, SkillCallError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -68,14 +67,6 @@ METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
     ipaddress.ip_address(a)
     for a in ("169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200")
 )
-#: Origins one guard keeps a connecting transport (a connection pool) for.  Callers may
-#: choose origins (a push notification's webhook is any ``host:port``) and a guard may
-#: live as long as the process, so the pools are bounded: past this many, the least
-#: recently used idle one is closed; a busy one (a request or body still in flight) is
-#: closed once it is idle again.  256: an orchestrator delegating to a hundred or two
-#: peers at once keeps every peer's connections open between calls.
-MAX_TRANSPORTS = 256
-
 #: Names of metadata services, refused before they are even resolved.
 METADATA_NAMES = frozenset({"metadata.google.internal"})
 
@@ -227,10 +218,12 @@ class AddressGuard(httpx.AsyncBaseTransport):
         self.tls = dict(tls or {})
         self._make_transport = transport
         self._resolve = resolve
-        self.max_transports = max_transports
-        # Least recently used first; ``_busy`` counts each one's requests and open bodies.
-        self._transports: OrderedDict[Origin, httpx.AsyncBaseTransport] = OrderedDict()
-        self._busy: dict[httpx.AsyncBaseTransport, int] = {}
+        #: One connecting transport (a pool) per origin, bounded (:mod:`.origin_pools`).
+        self._pools = OriginPools(self._transport_for, max_transports)
+
+    def _transport_for(self, origin: Origin) -> httpx.AsyncBaseTransport:
+        context = self.tls.get(origin)
+        return self._make_transport() if context is None else self._make_transport(verify=context)
 
     @classmethod
     def for_destinations(
@@ -301,24 +294,9 @@ class AddressGuard(httpx.AsyncBaseTransport):
         except httpx.RequestError as exc:
             exc.request = request
             raise
-        origin = Origin.of(request.url)
-        inner = self._transports.get(origin)
-        if inner is None:
-            context = self.tls.get(origin)
-            inner = self._transports[origin] = (
-                self._make_transport() if context is None else self._make_transport(verify=context)
-            )
-        self._transports.move_to_end(origin)
-        # Taken before the first await below, so no eviction can close it under this request.
-        self._busy[inner] = self._busy.get(inner, 0) + 1
-        try:
-            await self._evict()
-            response = await self._send(inner, request, addresses)
-        except BaseException:
-            await self._release(inner)
-            raise
-        response.stream = _Released(response.stream, lambda: self._release(inner))
-        return response
+        return await self._pools.send(
+            Origin.of(request.url), lambda inner: self._send(inner, request, addresses)
+        )
 
     async def _send(
         self, inner: httpx.AsyncBaseTransport, request: httpx.Request, addresses: list[str]
@@ -344,50 +322,8 @@ class AddressGuard(httpx.AsyncBaseTransport):
                     raise
         raise AssertionError("unreachable: vet() returns at least one address")
 
-    async def _release(self, inner: httpx.AsyncBaseTransport) -> None:
-        """One request on ``inner`` is over (its body closed); close what is now evictable."""
-        left = self._busy.pop(inner) - 1
-        if left:
-            self._busy[inner] = left
-        elif inner not in self._transports.values():
-            await inner.aclose()  # evicted (or the guard closed) while it was busy
-        await self._evict()
-
-    async def _evict(self) -> None:
-        """Close the least recently used idle transports until at most ``max_transports`` stay."""
-        excess = len(self._transports) - self.max_transports
-        idle = [o for o, t in self._transports.items() if t not in self._busy][: max(excess, 0)]
-        # Dropped from the map before any await: nothing can pick them up again meanwhile.
-        closing = [self._transports.pop(origin) for origin in idle]
-        for transport in closing:
-            await transport.aclose()
-
     async def aclose(self) -> None:
-        transports = list(self._transports.values())
-        self._transports = OrderedDict()
-        for transport in transports:
-            if transport not in self._busy:  # a busy one closes when its last body does
-                await transport.aclose()
-
-
-class _Released(httpx.AsyncByteStream):
-    """A response body that tells the guard when it is closed: its transport is idle again."""
-
-    def __init__(self, stream: Any, release: Callable[[], Awaitable[None]]) -> None:
-        self._stream = stream
-        self._release: Callable[[], Awaitable[None]] | None = release
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._stream:
-            yield chunk
-
-    async def aclose(self) -> None:
-        try:
-            await self._stream.aclose()
-        finally:
-            release, self._release = self._release, None
-            if release is not None:
-                await release()
+        await self._pools.aclose()
 
 
 def _refused(

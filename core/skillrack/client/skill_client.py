@@ -72,8 +72,8 @@ from skillrack.client.grpc_channel import (
 )
 from skillrack.client.oauth import ClientCredentials, TokenSource
 from skillrack.client.origin import Origin, allowed_origins
+from skillrack.client.origin_pools import PerOrigin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
-from skillrack.client.pool import connecting_transport
 from skillrack.client.push import PushTarget
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.sdk_clients import SdkClients
@@ -198,7 +198,7 @@ class SkillClient:
         )
         if transport is None and self.tls:
             if None in self.tls:
-                transport = connecting_transport(verify=self.tls[None].context())
+                transport = PerOrigin(verify=self.tls[None].context())
             else:
                 transport = TlsByOrigin(
                     {o: t.context() for o, t in self.tls.items() if o is not None}

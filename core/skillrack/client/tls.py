@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import httpx
 
 from skillrack.client.origin import Origin
-from skillrack.client.pool import connecting_transport
+from skillrack.client.origin_pools import PerOrigin, origin_transport
 
 #: Where a client certificate is given: the command line, a host's ``[peers]``, Python.
 HOW = (
@@ -110,9 +110,9 @@ class TlsByOrigin(httpx.AsyncBaseTransport):
 
     def __init__(self, contexts: Mapping[Origin, ssl.SSLContext]) -> None:
         self._transports: dict[Origin | None, httpx.AsyncBaseTransport] = {
-            origin: connecting_transport(verify=context) for origin, context in contexts.items()
+            origin: origin_transport(verify=context) for origin, context in contexts.items()
         }
-        self._default = connecting_transport()
+        self._default = PerOrigin()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         inner = self._transports.get(Origin.of(request.url), self._default)

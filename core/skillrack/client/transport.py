@@ -42,7 +42,7 @@ from skillrack.client.bounds import BoundedStream, declared_length, exceeded
 from skillrack.client.challenge import authorization_failed
 from skillrack.client.oauth import TokenSource
 from skillrack.client.origin import Origin, OriginPolicy
-from skillrack.client.pool import connecting_transport
+from skillrack.client.origin_pools import PerOrigin
 from skillrack.client.readbounds import ReadBounds
 from skillrack.errors import ClientCode, SkillCallError
 
@@ -151,7 +151,7 @@ def http_client(
     return httpx.AsyncClient(
         timeout=timeout,
         headers={"Accept-Encoding": "identity", **headers},
-        transport=GuardedTransport(transport or connecting_transport(), bounds),
+        transport=GuardedTransport(transport or PerOrigin(), bounds),
         follow_redirects=True,
         trust_env=False,
     )
