@@ -24,8 +24,9 @@ time and RSS are read from ``/proc``:
   ``[peers]``); one request to it per round, its process measured.
 
 Each caller runs one warm-up round (cards and documents fetched there), then
-R rounds (calls per second, CPU per call, RSS after R) and R more (RSS after
-2R; peak RSS is the process's ``VmHWM``).  Targets, printed beside the
+2R rounds in four blocks, the callers taking turns in an order reversed
+from block to block (calls per second and CPU per call over the 2R rounds;
+RSS after R rounds and after 2R; peak RSS is the process's ``VmHWM``).  Targets, printed beside the
 figures: a rate at least the a2a-sdk client's; one ``describe_skill`` per
 agent and digest over the whole run; connections reused per origin (over the
 2R measured rounds, at most one new connection per agent); memory bounded
@@ -259,31 +260,47 @@ class Orchestrator:
         self.server.stop()
 
 
-def measure(name: str, caller: Caller | Orchestrator, agents: Agents, rounds: int) -> Figures:
-    """Warm-up round, R rounds, R more; agent counters over all of it."""
-    figures = Figures(name)
-    start = agents.stats()
-    warm = caller.rounds(1)
-    figures.failures += warm.get("failures", 0)
-    figures.first_failure = warm.get("first_failure")
-    measured_from = agents.stats()
-    for half in (1, 2):
-        cpu = cpu_seconds(caller.pid)
-        answer = caller.rounds(rounds)
-        figures.cpu += cpu_seconds(caller.pid) - cpu
-        figures.calls += answer["calls"]
-        figures.seconds += answer["seconds"]
-        figures.failures += answer.get("failures", 0)
-        figures.first_failure = figures.first_failure or answer.get("first_failure")
-        if half == 1:
-            figures.rss_r = rss_mb(caller.pid)
-        else:
-            figures.rss_2r = rss_mb(caller.pid)
-    figures.peak = peak_rss_mb(caller.pid)
-    end = agents.stats()
-    figures.describes = delta(end, start, "describes")
-    figures.connections = delta(end, measured_from, "connections")
-    return figures
+def measure(
+    callers: list[tuple[str, Caller | Orchestrator]], agents: Agents, rounds: int, blocks: int = 4
+) -> list[Figures]:
+    """A warm-up round each, then 2R rounds in ``blocks`` blocks, the callers taking turns.
+
+    The order of the callers is reversed from one block to the next, so that
+    a busy moment of the shared machine falls on all of them alike.  RSS
+    "after R" is read after half the blocks.  The agents' counters are read
+    around each caller's turn: describes over everything, connections over
+    the measured blocks.
+    """
+    figures = {name: Figures(name) for name, _ in callers}
+    for name, caller in callers:
+        before = agents.stats()
+        warm = caller.rounds(1)
+        found = figures[name]
+        found.failures += warm.get("failures", 0)
+        found.first_failure = warm.get("first_failure")
+        found.describes = delta(agents.stats(), before, "describes")
+        found.connections = [0] * len(agents.ports)
+    per_block = max(1, 2 * rounds // blocks)
+    for block in range(blocks):
+        for name, caller in callers if block % 2 == 0 else callers[::-1]:
+            found = figures[name]
+            before, cpu = agents.stats(), cpu_seconds(caller.pid)
+            answer = caller.rounds(per_block)
+            found.cpu += cpu_seconds(caller.pid) - cpu
+            after = agents.stats()
+            found.calls += answer["calls"]
+            found.seconds += answer["seconds"]
+            found.failures += answer.get("failures", 0)
+            found.first_failure = found.first_failure or answer.get("first_failure")
+            for key in ("describes", "connections"):
+                counted = zip(getattr(found, key), delta(after, before, key), strict=True)
+                setattr(found, key, [x + y for x, y in counted])
+            if block == blocks // 2 - 1:
+                found.rss_r = rss_mb(caller.pid)
+            if block == blocks - 1:
+                found.rss_2r, found.peak = rss_mb(caller.pid), peak_rss_mb(caller.pid)
+        print(f"  block {block + 1}/{blocks} done", flush=True)
+    return [figures[name] for name, _ in callers]
 
 
 def check(ok: bool) -> str:
@@ -376,23 +393,19 @@ def main() -> int:
             "interface_digest": binding.interface_digest,
             "arguments": ARGUMENTS,
         }
-        for kind, name in (("a2a", "a2a-sdk"), ("skillrack", "SkillClient")):
-            if kind in skip:
-                continue
-            caller = Caller(kind, env)
-            try:
-                caller.ask(op="setup", urls=agents.urls, request=request)
-                results.append(measure(name, caller, agents, rounds))
-            finally:
+        callers: list[tuple[str, Caller | Orchestrator]] = []
+        try:
+            for kind, name in (("a2a", "a2a-sdk"), ("skillrack", "SkillClient")):
+                if kind not in skip:
+                    caller = Caller(kind, env)
+                    callers.append((name, caller))
+                    caller.ask(op="setup", urls=agents.urls, request=request)
+            if "delegate" not in skip:
+                callers.append(("delegate", Orchestrator(agents, workdir, env)))
+            results = measure(callers, agents, rounds)
+        finally:
+            for _, caller in callers:
                 caller.close()
-            print(f"  {name}: {results[-1].rate:.0f} calls/s", flush=True)
-        if "delegate" not in skip:
-            orchestrator = Orchestrator(agents, workdir, env)
-            try:
-                results.append(measure("delegate", orchestrator, agents, rounds))
-            finally:
-                orchestrator.close()
-            print(f"  delegate: {results[-1].rate:.0f} calls/s", flush=True)
     finally:
         agents.stop()
     load = os.getloadavg()

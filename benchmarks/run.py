@@ -29,8 +29,10 @@ The servers:
 After the servers, the run measures what issue 19 names besides requests:
 RSS over 10,000 tasks (the memory store unbounded, bounded at 1,000 tasks,
 and SQLite), assembly of 500 skills (``assembly.py``) and the scale-out table
-(``scaleout.py``: SQLite, PostgreSQL, two replicas, ``--workers 2``); the
-last table prints every issue 19 target beside its figure.
+(``scaleout.py``: SQLite, PostgreSQL, two replicas, ``--workers 2``) and
+the orchestrator fan-out (``fanout.py``: one client, 100 agents, against
+a2a-sdk's own client); the last tables print every issue 19 and issue 34
+item 2 target beside its figure.
 
 a2a-sdk wraps its request path in OpenTelemetry decorators when OpenTelemetry
 is importable (``OTEL_INSTRUMENTATION_A2A_SDK_ENABLED``, read at import).
@@ -391,7 +393,7 @@ def main() -> int:
         "--skip",
         default="",
         help="comma-separated parts to skip: invoke,describe,card,otel,durable,concurrency,"
-        "workers,memory,inprocess,assembly,scaleout,streams,startup",
+        "workers,memory,inprocess,assembly,scaleout,streams,startup,fanout",
     )
     args = parser.parse_args()
     instances = args.instances or (2 if args.quick else 4)
@@ -599,6 +601,14 @@ def main() -> int:
             argv += ["--quick"] if settings.quick else []
             subprocess.run(argv, check=True, env=env)
             report["streams"] = json.loads(out.read_text())
+
+        if "fanout" not in skip:  # issue 34 item 2: fanout.py's own tables
+            print("  fan-out: one client, 100 agents, against a2a-sdk's client ...", flush=True)
+            out = workdir / "fanout.json"
+            argv = [PYTHON, str(HERE / "fanout.py"), "--json", str(out)]
+            argv += ["--quick"] if settings.quick else []
+            subprocess.run(argv, check=True, env=env)
+            report["fanout"] = json.loads(out.read_text())
     finally:
         for server in running:
             server.stop()
@@ -696,6 +706,11 @@ def print_targets(report: dict[str, Any]) -> None:
         for t in streams["targets"]:
             verdict = "met" if t["met"] else "NOT met"
             print(f"| {t['name']} | {t['measured']} | {t['target']} | {verdict} |")
+    fanout = report.get("fanout", {}).get("targets", [])
+    if fanout:
+        print("\n| issue 34 item 2 target (fanout.py) | measured | verdict |\n|---|---|---|")
+        for t in fanout:
+            print(f"| {t['target']} | {t['figure']} | {'met' if t['met'] else 'NOT met'} |")
     rows = target_rows(report)
     if not rows:
         return
