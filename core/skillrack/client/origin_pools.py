@@ -78,6 +78,8 @@ class OriginPools:
         # Least recently used first; ``_busy`` counts each one's requests and open bodies.
         self._transports: OrderedDict[Origin, httpx.AsyncBaseTransport] = OrderedDict()
         self._busy: dict[httpx.AsyncBaseTransport, int] = {}
+        #: Each kept transport's origin (a released one is still kept when it is found there).
+        self._origins: dict[httpx.AsyncBaseTransport, Origin] = {}
 
     async def send(
         self,
@@ -88,6 +90,7 @@ class OriginPools:
         inner = self._transports.get(origin)
         if inner is None:
             inner = self._transports[origin] = self._make(origin)
+            self._origins[inner] = origin
         self._transports.move_to_end(origin)
         # Taken before the first await below, so no eviction can close it under this request.
         self._busy[inner] = self._busy.get(inner, 0) + 1
@@ -105,7 +108,10 @@ class OriginPools:
         left = self._busy.pop(inner) - 1
         if left:
             self._busy[inner] = left
-        elif inner not in self._transports.values():
+        elif (origin := self._origins.get(inner)) is None or self._transports.get(
+            origin
+        ) is not inner:
+            self._origins.pop(inner, None)
             await inner.aclose()  # evicted (or closed) while it was busy
         await self._evict()
 
@@ -118,11 +124,15 @@ class OriginPools:
         # Dropped from the map before any await: nothing can pick them up again meanwhile.
         closing = [self._transports.pop(origin) for origin in idle]
         for transport in closing:
+            self._origins.pop(transport, None)
             await transport.aclose()
 
     async def aclose(self) -> None:
         transports = list(self._transports.values())
         self._transports = OrderedDict()
+        for transport in transports:
+            if transport not in self._busy:
+                self._origins.pop(transport, None)
         for transport in transports:
             if transport not in self._busy:  # a busy one closes when its last body does
                 await transport.aclose()
@@ -150,9 +160,9 @@ class _Released(httpx.AsyncByteStream):
         self._stream = stream
         self._release: Callable[[], Awaitable[None]] | None = release
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._stream:
-            yield chunk
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        inner: AsyncIterator[bytes] = self._stream.__aiter__()
+        return inner  # the body's own iterator: no generator in between
 
     async def aclose(self) -> None:
         try:
