@@ -36,8 +36,8 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, ParamSpec, TypeVar
 
 import httpx
@@ -52,22 +52,21 @@ from a2a.types import (
     SendMessageRequest,
     Task,
 )
-from a2a.utils.errors import A2AError
 from google.protobuf import json_format
 
 from skillrack.client.advertisement import Advertisement, read_advertisement
 from skillrack.client.bounds import exceeded
-from skillrack.client.busy import ADVICE, BEGUN, AgentBusy, busy_in, retrying
+from skillrack.client.busy import ADVICE, BEGUN, AgentBusy, retrying
 from skillrack.client.cache import CARD_CACHE, CacheBounds, CacheKey, InterfaceCache, LruCache
 from skillrack.client.call_scope import call_scope, current, one_call, remaining
 from skillrack.client.card_security import Presented, check_card_security
 from skillrack.client.cards import CachedCard, parse_card, read_card
 from skillrack.client.disk_cache import DiskCache
+from skillrack.client.failures import mapped_failures as _transport
 from skillrack.client.grpc_channel import (
     GRPC,
     binding_name,
     channel_factory,
-    grpc_failure,
     judged_url,
 )
 from skillrack.client.oauth import ClientCredentials, TokenSource
@@ -776,36 +775,3 @@ class SkillClient:
             if task.status.state in TERMINAL | INTERRUPTED:
                 return task
             await asyncio.sleep(self.poll_interval)
-
-
-@asynccontextmanager
-async def _transport(
-    what: str, hint: Callable[[Exception], str] | None = None
-) -> AsyncIterator[None]:
-    """Turn transport and protocol failures into SkillCallError with the client's codes.
-
-    ``hint`` adds what to do to a transport error's message (a TLS refusal's).
-    """
-    try:
-        yield
-    except SkillCallError:
-        raise
-    except A2AError as exc:
-        busy = busy_in(exc, what)  # HTTP 429 or 503: the draft's resource_limit_exceeded
-        if busy is not None:
-            raise busy from None
-        mapped = grpc_failure(exc, what)
-        if mapped is not None:
-            raise mapped from None
-        name = type(exc).__name__
-        if name.startswith("A2AClient") or name == "AgentCardResolutionError":
-            raise SkillCallError(ClientCode.TRANSPORT_ERROR, f"{what}: {exc}") from None
-        raise SkillCallError(ClientCode.PROTOCOL_ERROR, f"{what}: {name}: {exc}") from None
-    except httpx.HTTPError as exc:
-        busy = busy_in(exc, what)
-        if busy is not None:
-            raise busy from None
-        more = hint(exc) if hint is not None else ""
-        raise SkillCallError(
-            ClientCode.TRANSPORT_ERROR, f"{what}: {type(exc).__name__}: {exc}{more}"
-        ) from None
