@@ -24,8 +24,9 @@ time and RSS are read from ``/proc``:
   ``[peers]``); one request to it per round, its process measured.
 
 Each caller runs one warm-up round (cards and documents fetched there), then
-2R rounds in four blocks, the callers taking turns in an order reversed
-from block to block (calls per second and CPU per call over the 2R rounds;
+2R rounds in R blocks of two, the callers taking turns in an order reversed
+from block to block (calls per second: the median of the blocks'; CPU per
+call over the 2R rounds;
 RSS after R rounds and after 2R; peak RSS is the process's ``VmHWM``).  Targets, printed beside the
 figures: a rate at least the a2a-sdk client's; one ``describe_skill`` per
 agent and digest over the whole run; connections reused per origin (over the
@@ -41,6 +42,7 @@ import asyncio
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -162,10 +164,13 @@ class Figures:
     connections: list[int] = field(default_factory=list)
     failures: int = 0
     first_failure: str | None = None
+    #: Calls per second of each block.
+    rates: list[float] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
-        return self.calls / self.seconds if self.seconds else float("nan")
+        """The median of the blocks' rates (a busy moment of the machine spoils one block)."""
+        return statistics.median(self.rates) if self.rates else float("nan")
 
     @property
     def cpu_ms(self) -> float:
@@ -177,6 +182,7 @@ class Figures:
             "calls": self.calls,
             "seconds": self.seconds,
             "calls_per_s": self.rate,
+            "calls_per_s_blocks": self.rates,
             "cpu_ms_per_call": self.cpu_ms,
             "rss_after_r_mb": self.rss_r,
             "rss_after_2r_mb": self.rss_2r,
@@ -261,13 +267,14 @@ class Orchestrator:
 
 
 def measure(
-    callers: list[tuple[str, Caller | Orchestrator]], agents: Agents, rounds: int, blocks: int = 4
+    callers: list[tuple[str, Caller | Orchestrator]], agents: Agents, rounds: int
 ) -> list[Figures]:
-    """A warm-up round each, then 2R rounds in ``blocks`` blocks, the callers taking turns.
+    """A warm-up round each, then 2R rounds in R blocks of two, the callers taking turns.
 
     The order of the callers is reversed from one block to the next, so that
-    a busy moment of the shared machine falls on all of them alike.  RSS
-    "after R" is read after half the blocks.  The agents' counters are read
+    a busy moment of the shared machine falls on all of them alike; a
+    caller's rate is the median of its blocks' rates.  RSS "after R" is read
+    after half the blocks.  The agents' counters are read
     around each caller's turn: describes over everything, connections over
     the measured blocks.
     """
@@ -280,14 +287,17 @@ def measure(
         found.first_failure = warm.get("first_failure")
         found.describes = delta(agents.stats(), before, "describes")
         found.connections = [0] * len(agents.ports)
-    per_block = max(1, 2 * rounds // blocks)
+    blocks, per_block = rounds, 2
     for block in range(blocks):
+        rates = []
         for name, caller in callers if block % 2 == 0 else callers[::-1]:
             found = figures[name]
             before, cpu = agents.stats(), cpu_seconds(caller.pid)
             answer = caller.rounds(per_block)
             found.cpu += cpu_seconds(caller.pid) - cpu
             after = agents.stats()
+            found.rates.append(answer["calls"] / max(answer["seconds"], 1e-9))
+            rates.append(f"{name} {found.rates[-1]:.0f}/s")
             found.calls += answer["calls"]
             found.seconds += answer["seconds"]
             found.failures += answer.get("failures", 0)
@@ -299,7 +309,7 @@ def measure(
                 found.rss_r = rss_mb(caller.pid)
             if block == blocks - 1:
                 found.rss_2r, found.peak = rss_mb(caller.pid), peak_rss_mb(caller.pid)
-        print(f"  block {block + 1}/{blocks} done", flush=True)
+        print(f"  block {block + 1}/{blocks}: {', '.join(rates)}", flush=True)
     return [figures[name] for name, _ in callers]
 
 
@@ -311,13 +321,14 @@ def report(results: list[Figures], margin: float) -> list[dict[str, Any]]:
     """The table of figures, then every target beside its figure."""
     base = next(r for r in results if r.name == "a2a-sdk")
     print(
-        "\n| caller | calls/s | client CPU ms/call | RSS after R / 2R / peak MB "
+        "\n| caller | calls/s, median of blocks (range) | client CPU ms/call | RSS after R / 2R / peak MB "
         "| describes per agent (max) | new connections per agent (max, 2R rounds) |"
     )
     print("|---|---|---|---|---|---|")
     for r in results:
         print(
-            f"| {r.name} | {r.rate:.0f} | {r.cpu_ms:.2f} | {r.rss_r:.0f} / {r.rss_2r:.0f} / "
+            f"| {r.name} | {r.rate:.0f} ({min(r.rates, default=0):.0f}-"
+            f"{max(r.rates, default=0):.0f}) | {r.cpu_ms:.2f} | {r.rss_r:.0f} / {r.rss_2r:.0f} / "
             f"{r.peak:.0f} | {max(r.describes, default=0)} | {max(r.connections, default=0)} |"
         )
     targets: list[dict[str, Any]] = []

@@ -45,6 +45,9 @@ from skillrack.host.config import load_config
 from skillrack.host.startup import build_host
 from skillrack.ops.inprocess import build_app
 
+#: Seconds an idle connection stays open (uvicorn's default is 5).
+KEEP_ALIVE_S = 600
+
 
 class Counted:
     """An agent's app, counting its requests and those that name ``describe_skill``."""
@@ -115,6 +118,9 @@ def main() -> None:
                     http=counting_protocol(counts[port]),
                     lifespan="on",
                     backlog=2048,
+                    # Callers take turns: uvicorn's 5 s would close a caller's idle
+                    # connections during the others' turns, and count against it.
+                    timeout_keep_alive=KEEP_ALIVE_S,
                 )
             )
         )
