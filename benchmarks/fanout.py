@@ -321,8 +321,9 @@ def report(results: list[Figures], margin: float) -> list[dict[str, Any]]:
     """The table of figures, then every target beside its figure."""
     base = next(r for r in results if r.name == "a2a-sdk")
     print(
-        "\n| caller | calls/s, median of blocks (range) | client CPU ms/call | RSS after R / 2R / peak MB "
-        "| describes per agent (max) | new connections per agent (max, 2R rounds) |"
+        "\n| caller | calls/s, median of blocks (range) | client CPU ms/call "
+        "| RSS after R / 2R / peak MB | describes per agent (max) "
+        "| new connections per agent (max, 2R rounds) |"
     )
     print("|---|---|---|---|---|---|")
     for r in results:
