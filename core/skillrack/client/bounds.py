@@ -15,7 +15,7 @@ The duration of a whole call (streams and polling included) is the client's
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import httpx
 
@@ -40,9 +40,12 @@ def declared_length(response: httpx.Response) -> int | None:
 class BoundedStream(httpx.AsyncByteStream):
     """A response body that raises ``resource_limit_exceeded`` once it passes ``limit`` bytes."""
 
-    def __init__(self, inner: httpx.AsyncByteStream, limit: int, what: str) -> None:
+    def __init__(
+        self, inner: httpx.AsyncByteStream, limit: int, what: str | Callable[[], str]
+    ) -> None:
         self._inner = inner
         self._limit = limit
+        #: What is read, for the error: a callable is called only then (a URL costs to format).
         self._what = what
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -50,7 +53,8 @@ class BoundedStream(httpx.AsyncByteStream):
         async for chunk in self._inner:
             total += len(chunk)
             if total > self._limit:
-                raise exceeded(self._what, self._limit)
+                what = self._what if isinstance(self._what, str) else self._what()
+                raise exceeded(what, self._limit)
             yield chunk
 
     async def aclose(self) -> None:

@@ -574,29 +574,31 @@ class SkillClient:
         """a2a-sdk's client for ``agent``, on the interfaces the origin rule lets it reach."""
         entry = await self._card(agent)
         bindings = self._bindings()
-        config = ClientConfig(
+        config = functools.partial(
+            ClientConfig,
             streaming=streaming,
             httpx_client=self._http,
             supported_protocol_bindings=bindings,
         )
-        if GRPC in bindings:  # a channel per exchange, closed with it: not kept
-            reachable = self._reachable(agent, entry.proto)
-            named = Origin.of(agent)
-            source = self._token_source(named)
-            config.grpc_channel_factory = channel_factory(
-                secure=named.scheme == "https",
-                headers=self._headers,
-                tls=self.tls.get(named) or self.tls.get(None),
-                max_message_bytes=self.bounds.max_response_bytes,
-                bearer=source,
-                bearer_to=functools.partial(may_receive, named=named, source=source, agent=agent),
+        if GRPC not in bindings:  # kept: made once per agent and card
+            return self._sdk_clients.get(
+                (agent, streaming, current_policy()),
+                entry,
+                lambda: ClientFactory(config()).create(self._reachable(agent, entry.proto)),
             )
-            return ClientFactory(config).create(reachable)
-        return self._sdk_clients.get(
-            (agent, streaming, current_policy()),
-            entry,
-            lambda: ClientFactory(config).create(self._reachable(agent, entry.proto)),
+        reachable = self._reachable(agent, entry.proto)  # gRPC: a channel per exchange
+        named = Origin.of(agent)
+        source = self._token_source(named)
+        made = config()
+        made.grpc_channel_factory = channel_factory(
+            secure=named.scheme == "https",
+            headers=self._headers,
+            tls=self.tls.get(named) or self.tls.get(None),
+            max_message_bytes=self.bounds.max_response_bytes,
+            bearer=source,
+            bearer_to=functools.partial(may_receive, named=named, source=source, agent=agent),
         )
+        return ClientFactory(made).create(reachable)
 
     def _bindings(self) -> list[str]:
         """The A2A bindings this client may use: the one asked for, else JSON-RPC and HTTP+JSON."""

@@ -107,24 +107,27 @@ class GuardedTransport(httpx.AsyncBaseTransport):
             raise
 
     def _bounded(self, request: httpx.Request, response: httpx.Response) -> httpx.Response:
-        where = f"{request.method} {request.url.copy_with(query=None)}"
         if response.status_code in (401, 403):
             raise authorization_failed(
-                response.status_code, response.headers.get("www-authenticate"), where
+                response.status_code, response.headers.get("www-authenticate"), _where(request)
             )
         coding = response.headers.get("content-encoding", "identity").strip().lower()
         if coding not in ("", "identity"):
             raise SkillCallError.local(
                 ClientCode.PROTOCOL_ERROR,
-                f"{where} answered with a {coding!r}-encoded body though the client asked "
-                "for none (a compressed body could inflate past the client's read bounds)",
+                f"{_where(request)} answered with a {coding!r}-encoded body though the client "
+                "asked for none (a compressed body could inflate past the client's read bounds)",
             )
         streaming = "text/event-stream" in response.headers.get("content-type", "")
         limit = self.bounds.max_stream_bytes if streaming else self.bounds.max_response_bytes
-        what = f"the event stream of {where}" if streaming else f"the answer to {where}"
+
+        def what() -> str:  # only when a bound is crossed: the URL is rebuilt for it
+            prefix = "the event stream of" if streaming else "the answer to"
+            return f"{prefix} {_where(request)}"
+
         length = declared_length(response)
         if length is not None and length > limit:
-            raise exceeded(what, limit)
+            raise exceeded(what(), limit)
         stream = response.stream
         assert isinstance(stream, httpx.AsyncByteStream)
         response.stream = BoundedStream(stream, limit, what)
@@ -132,6 +135,11 @@ class GuardedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _where(request: httpx.Request) -> str:
+    """``METHOD url`` without its query, for an error's message."""
+    return f"{request.method} {request.url.copy_with(query=None)}"
 
 
 def http_client(
