@@ -140,7 +140,12 @@ def _plugin_problem(rule: str, message: str, plugin: str | None = None) -> Probl
 
 @contextmanager
 def _isolated_modules(src: Path, top_level: set[str]) -> Iterator[None]:
-    """Import ``top_level`` packages from ``src`` for the duration; restore what was there."""
+    """Import ``top_level`` packages from ``src`` for the duration; restore what was there.
+
+    No bytecode is written meanwhile: the check leaves no ``__pycache__`` in the vendor's
+    tree, and a module edited twice within a second to the same size (Python's pyc is
+    keyed by whole-second mtime and size) is never read from a cache of its earlier text.
+    """
 
     def owned(name: str) -> bool:
         return any(name == top or name.startswith(top + ".") for top in top_level)
@@ -151,9 +156,12 @@ def _isolated_modules(src: Path, top_level: set[str]) -> Iterator[None]:
     entry = str(src)
     sys.path.insert(0, entry)
     importlib.invalidate_caches()
+    writes_bytecode = not sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
     try:
         yield
     finally:
+        sys.dont_write_bytecode = not writes_bytecode
         for name in [k for k in sys.modules if owned(k)]:
             del sys.modules[name]
         sys.modules.update(saved)
