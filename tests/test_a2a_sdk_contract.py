@@ -102,6 +102,16 @@ CONTRACT: dict[str, str] = {
         "Callable[[ServerCallContext], Awaitable[~TResponse]], default_response: ~TResponse) -> "
         "~TResponse"
     ),
+    # serve/bindings/jsonrpc.py: Dispatcher.answer, handle_requests' steps for a plain SendMessage.
+    "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._context_builder": "instance attribute",
+    "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._generate_error_response": (
+        "(self, request_id: str | int | None, error: Exception | JSONRPCError | A2AError) -> "
+        "JSONResponse"
+    ),
+    "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._process_non_streaming_request": (
+        "(self, request_obj: Any, context: ServerCallContext) -> dict[str, Any] | None"
+    ),
+    "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._v03_adapter": "instance attribute",
     "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._create_response": (
         "(self, context: ServerCallContext, handler_result: AsyncGenerator[dict[str, Any]] | "
         "dict[str, Any]) -> Response"

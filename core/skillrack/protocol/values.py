@@ -157,7 +157,7 @@ def data_part(value: Any) -> Part:
     """
     built = struct_pb2.Value()
     try:
-        _fill(value, built, 1)
+        fill_value(value, built, 1)
     except Exception:
         if json_depth(value, DATA_PART_DEPTH) > DATA_PART_DEPTH:
             raise ConditionError(ErrorCode.RESOURCE_LIMIT_EXCEEDED, TOO_DEEP) from None
@@ -173,8 +173,13 @@ class _Unusual(Exception):
     pass
 
 
-def _fill(value: Any, message: struct_pb2.Value, depth: int) -> None:
-    """``json_format._Parser._ConvertValueMessage``, with ``depth`` counted as it counts it."""
+def fill_value(value: Any, message: struct_pb2.Value, depth: int) -> None:
+    """``json_format._Parser._ConvertValueMessage``, with ``depth`` counted as it counts it.
+
+    Raises for anything unusual (a type ParseDict refuses, nesting beyond
+    :data:`_FAST_DEPTH`): the caller then hands the whole value to ``ParseDict``.
+    Also the filler of every Value and Struct :mod:`skillrack.protocol.proto_parse` builds.
+    """
     if depth > _FAST_DEPTH:
         raise _Unusual
     if isinstance(value, dict):
@@ -182,12 +187,12 @@ def _fill(value: Any, message: struct_pb2.Value, depth: int) -> None:
         struct.Clear()
         fields = struct.fields
         for key in value:
-            _fill(value[key], fields[key], depth + 2)
+            fill_value(value[key], fields[key], depth + 2)
     elif isinstance(value, (list, tuple)):
         items = message.list_value
         items.ClearField("values")
         for item in value:
-            _fill(item, items.values.add(), depth + 2)
+            fill_value(item, items.values.add(), depth + 2)
     elif value is None:
         message.null_value = 0  # type: ignore[assignment]
     elif isinstance(value, bool):

@@ -38,12 +38,16 @@ from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import SkillsPlugin, registry_of
 from helpers.waiting import wait_until
+from starlette.requests import Request
 
 from skillrack import BaseSkill, BaseSkillContext, DataPart, IncomingMessage, TextPart
 from skillrack.host.config import Config
 from skillrack.host.registry import Registry
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.serve.bindings.blocking import lacks_required_field
+from skillrack.serve.bindings.jsonrpc import Dispatcher
+from skillrack.serve.bindings.request_handler import ContextBuilder
+from skillrack.serve.scope import PARSED_BODY_KEY
 from skillrack.serve.server import with_store
 from skillrack.testing.serve import HEADERS, rpc, skill_request, stream
 
@@ -536,3 +540,69 @@ def test_a_cancel_during_the_final_save_is_stored() -> None:
         stored = json.loads(fetched(lean, "JSONRPC", task_id))["result"]
     assert answer["status"]["state"] == "TASK_STATE_CANCELED"
     assert stored["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+def envelopes(registry: Registry) -> dict[str, Any]:
+    """JSON-RPC bodies around an invocation: the plain one, and each one the route's shorter
+    way for a plain SendMessage (``Dispatcher.answer``) must hand to a2a-sdk's own."""
+    params = cases(registry)["completed with a record"]
+    plain = {"jsonrpc": "2.0", "id": "same-id", "method": "SendMessage", "params": params}
+    unknown_member = json.loads(json.dumps(params))
+    unknown_member["message"]["color"] = "red"
+    return {
+        "plain": plain,
+        "an integer id": {**plain, "id": 7},
+        "a boolean id": {**plain, "id": True},
+        "a null id": {**plain, "id": None},
+        "a float id": {**plain, "id": 1.5},
+        "no id (a notification)": {k: v for k, v in plain.items() if k != "id"},
+        "no params": {k: v for k, v in plain.items() if k != "params"},
+        "params as a list": {**plain, "params": [params]},
+        "an extra member": {**plain, "extra": 1},
+        "JSON-RPC 1.0": {**plain, "jsonrpc": "1.0"},
+        "another method": {**plain, "method": "GetTask", "params": {"id": "nowhere"}},
+        "params parse_dict leaves to ParseDict": {**plain, "params": unknown_member},
+        "an enum by number": {
+            **plain,
+            "params": {**params, "message": {**params["message"], "role": 1}},
+        },
+    }
+
+
+def test_the_shorter_way_for_a_plain_send_message_answers_as_a2a_sdk(
+    agents: tuple[str, str], registry: Registry
+) -> None:
+    lean, sdk = agents
+    for name, body in envelopes(registry).items():
+        ours, theirs = (
+            httpx.post(base + "/", json=body, headers=HEADERS, timeout=30) for base in (lean, sdk)
+        )
+        assert ours.status_code == theirs.status_code, name
+        assert comparable(ours.content) == comparable(theirs.content), name
+
+
+def test_only_a_plain_send_message_takes_the_shorter_way(registry: Registry) -> None:
+    """``Dispatcher._plain_send_message`` takes the plain body and nothing else."""
+    dispatcher = Dispatcher(request_handler=object(), context_builder=ContextBuilder())
+
+    def taken(body: Any, raw: bytes | None = None) -> bool:
+        data = json.dumps(body).encode()
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": "/",
+            "headers": [],
+            PARSED_BODY_KEY: (data, body),
+        }
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": data if raw is None else raw}
+
+        found = asyncio.run(dispatcher._plain_send_message(Request(scope, receive)))
+        return found is not None
+
+    bodies = envelopes(registry)
+    assert taken(bodies.pop("plain")) and taken(bodies.pop("an integer id"))
+    assert not taken(envelopes(registry)["plain"], raw=b'{"other": "bytes"}')
+    for name, body in bodies.items():
+        assert not taken(body), name

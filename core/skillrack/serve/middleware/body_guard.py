@@ -4,7 +4,10 @@
 not UTF-8 JSON, nest too deeply or carry too many parts (JSON-RPC
 ``-32700``/``-32600``, REST 400/413, with the draft's code), instead of
 a2a-sdk's ``-32603`` carrying the Python exception text.  It then replays the
-body it read to the application, so the bindings parse what was checked.
+body it read to the application, so the bindings parse what was checked, and
+leaves the value it parsed of a JSON-RPC request in the scope
+(``PARSED_BODY_KEY``, beside the body) for the JSON-RPC route, which takes it
+out and reuses it when it reads the same bytes.
 
 Two more refusals protect what a2a-sdk does next with the body.  Every value
 it will hold as a protobuf ``Struct``/``Value`` (a Part's ``data`` and
@@ -40,6 +43,7 @@ from skillrack.errors import ErrorCode
 from skillrack.interface.limits import json_depth
 from skillrack.protocol.values import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
 from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error
+from skillrack.serve.scope import PARSED_BODY_KEY
 
 
 class BodyGuard:
@@ -128,6 +132,8 @@ class BodyGuard:
                     pointer=exc.pointer,
                 )
                 return
+        if rpc:  # parsed once: the JSON-RPC route takes it out of the scope and reuses it
+            scope[PARSED_BODY_KEY] = (data, value)
         # A stream keeps this frame for as long as it is open: only the bytes to replay stay.
         del body, message, value
         await self.app(scope, replaying(data, receive), send)

@@ -1,0 +1,193 @@
+"""proto_parse builds exactly what json_format.ParseDict builds, or leaves it to ParseDict."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    SendMessageRequest,
+    TaskPushNotificationConfig,
+)
+from google.protobuf import json_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from skillrack.protocol.messages import EXTENSION_URI
+from skillrack.protocol.proto_parse import parse_dict
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.integers(-(2**53), 2**53)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+#: What a SendMessage's params look like: every field a client sends, most of them optional.
+PART = st.one_of(
+    st.fixed_dictionaries(
+        {"data": JSON.filter(lambda value: value is not None)},  # null: see DECLINED
+        optional={"mediaType": st.text(max_size=5)},
+    ),
+    st.fixed_dictionaries({"text": st.text(max_size=8)}, optional={"filename": st.text()}),
+    st.fixed_dictionaries({"url": st.text(max_size=8)}, optional={"metadata": st.dictionaries(
+        st.text(max_size=4), JSON, max_size=2)}),
+)  # fmt: skip
+MESSAGE = st.fixed_dictionaries(
+    {"messageId": st.text(max_size=8), "parts": st.lists(PART, max_size=3)},
+    optional={
+        "role": st.sampled_from(["ROLE_USER", "ROLE_AGENT", "ROLE_UNSPECIFIED"]),
+        "contextId": st.text(max_size=4),
+        "task_id": st.text(max_size=4),
+        "extensions": st.lists(st.text(max_size=6), max_size=2),
+        "referenceTaskIds": st.lists(st.text(max_size=4), max_size=2),
+        "metadata": st.dictionaries(st.text(max_size=4), JSON, max_size=3),
+    },
+)
+PARAMS = st.fixed_dictionaries(
+    {"message": MESSAGE},
+    optional={
+        "configuration": st.fixed_dictionaries(
+            {},
+            optional={
+                "historyLength": st.integers(-(2**31), 2**31 - 1),
+                "returnImmediately": st.booleans(),
+                "acceptedOutputModes": st.lists(st.text(max_size=4), max_size=2),
+            },
+        ),
+        "metadata": st.dictionaries(st.text(max_size=4), JSON, max_size=3),
+        "tenant": st.text(max_size=4),
+    },
+)
+
+
+def parse_dict_of(params: Any, message_type: Any = SendMessageRequest) -> Any:
+    return json_format.ParseDict(params, message_type(), ignore_unknown_fields=True)
+
+
+def assert_same(params: Any, message_type: Any = SendMessageRequest) -> None:
+    """parse_dict builds ParseDict's message (same bytes: same map layout), or declines."""
+    before = copy.deepcopy(params)
+    ours = parse_dict(params, message_type())
+    assert params == before, "the value it read must not change"
+    try:
+        theirs = parse_dict_of(params, message_type)
+    except json_format.ParseError:
+        assert ours is None, "ParseDict refuses it: parse_dict must leave it to ParseDict"
+        return
+    if ours is not None:
+        assert ours.SerializeToString() == theirs.SerializeToString()
+        assert json_format.MessageToJson(ours) == json_format.MessageToJson(theirs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(PARAMS)
+def test_the_same_message_as_parse_dict(params: dict[str, Any]) -> None:
+    assert_same(params)
+    assert parse_dict(params, SendMessageRequest()) is not None, "an ordinary request is handled"
+
+
+def invocation() -> dict[str, Any]:
+    return {
+        "message": {
+            "messageId": "m-1",
+            "role": "ROLE_USER",
+            "extensions": [EXTENSION_URI],
+            "parts": [
+                {
+                    "data": {
+                        "skill": "evaluate_resource_condition",
+                        "skill_version": "1.0",
+                        "arguments": {"condition": {"threshold": 80, "unit": "percent"}},
+                    }
+                }
+            ],
+        }
+    }
+
+
+def test_an_invocation_is_handled() -> None:
+    params = invocation()
+    ours = parse_dict(params, SendMessageRequest())
+    assert ours is not None
+    assert ours.SerializeToString() == parse_dict_of(params).SerializeToString()
+    assert ours.message.parts[0].data.struct_value.fields["skill"].string_value == (
+        "evaluate_resource_condition"
+    )
+
+
+def _with(path: list[Any], value: Any) -> dict[str, Any]:
+    params = invocation()
+    node: Any = params
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return params
+
+
+#: Shapes it leaves to ParseDict: what ParseDict ignores, clears, refuses or converts
+#: in ways not handled here.  Each must come back None, whatever ParseDict then does.
+DECLINED = {
+    "an unknown member (ignored by ParseDict)": _with(["message", "color"], "red"),
+    "an extension-looking member": _with(["message", "[a.b]"], 1),
+    "null for a field (cleared by ParseDict)": _with(["message", "contextId"], None),
+    "null for a part's data": _with(["message", "parts", 0, "data"], None),
+    "an enum by number": _with(["message", "role"], 1),
+    "an unknown enum name": _with(["message", "role"], "ROLE_NOBODY"),
+    "a number for a string": _with(["message", "messageId"], 7),
+    "a string for a bool": _with(["configuration"], {"returnImmediately": "true"}),
+    "a float for an int32": _with(["configuration"], {"historyLength": 2.0}),
+    "an int32 out of range": _with(["configuration"], {"historyLength": 2**31}),
+    "a string for an int32": _with(["configuration"], {"historyLength": "3"}),
+    "a field under both names": _with(["message", "message_id"], "m-2"),
+    "two members of a oneof": _with(["message", "parts", 0, "text"], "hi"),
+    "a list for a message": _with(["message"], [1]),
+    "a string for a repeated field": _with(["message", "extensions"], "urn:x"),
+    "null in a repeated field": _with(["message", "extensions"], [None]),
+    "a string for a Struct": _with(["metadata"], "x"),
+    "bytes (base64)": _with(["message", "parts", 0], {"raw": "aGk="}),
+    "a lone surrogate": _with(["message", "messageId"], "\ud800"),
+    "a lone surrogate in data": _with(["message", "parts", 0, "data"], {"k": "\udc00"}),
+    "nesting near the recursion limit": _with(
+        ["message", "parts", 0, "data"], json.loads("[" * 30 + "]" * 30)
+    ),
+    "a tuple, not a JSON array": _with(["message", "extensions"], ("urn:x",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECLINED))
+def test_what_it_leaves_to_parse_dict(name: str) -> None:
+    params = DECLINED[name]
+    assert parse_dict(params, SendMessageRequest()) is None
+    assert_same(params)
+
+
+def test_the_first_of_two_names_is_not_merged_with_the_second() -> None:
+    """ParseDict lets a field's second spelling win; parse_dict declines rather than guess."""
+    params = _with(["message", "message_id"], "m-2")
+    assert parse_dict_of(params).message.message_id == "m-2"
+    assert parse_dict(params, SendMessageRequest()) is None
+
+
+@pytest.mark.parametrize(
+    ("message_type", "params"),
+    [
+        (GetTaskRequest, {"id": "t-1", "historyLength": 3}),
+        (CancelTaskRequest, {"id": "t-1", "metadata": {"why": ["x", 1.5, None]}}),
+        (Message, {"messageId": "m", "parts": [{"data": {}}, {"data": []}, {"text": ""}]}),
+        (TaskPushNotificationConfig, {"url": "https://h/", "taskId": "t"}),
+        (SendMessageRequest, {}),
+    ],
+)
+def test_other_request_types(message_type: Any, params: dict[str, Any]) -> None:
+    assert_same(params, message_type)
