@@ -17,6 +17,7 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 
 from skillrack.serve.execution.base_replies import TaskStart
+from skillrack.serve.execution.updater import TurnUpdater
 from skillrack.serve.observability.metrics import Metrics, TurnMetrics
 from skillrack.serve.observability.traces import OFF, TurnTrace
 from skillrack.serve.scope import CALLER_KEY, CLIENT_HOST_KEY
@@ -107,7 +108,7 @@ def begin_turn(
     return Turn(
         context=context,
         queue=event_queue,
-        updater=TaskUpdater(event_queue, context.task_id, context_id),
+        updater=TurnUpdater(event_queue, context.task_id, context_id),
         task_id=context.task_id,
         caller=caller_of(context),
         client_host=client_host_of(context),
