@@ -179,9 +179,44 @@ def fill_value(value: Any, message: struct_pb2.Value, depth: int) -> None:
     Raises for anything unusual (a type ParseDict refuses, nesting beyond
     :data:`_FAST_DEPTH`): the caller then hands the whole value to ``ParseDict``.
     Also the filler of every Value and Struct :mod:`skillrack.protocol.proto_parse` builds.
+
+    Values of the exact JSON types (what ``json`` decodes to, what handlers
+    build) are dispatched on their type, and an object's strings and numbers
+    are set in place without a call of their own: the same assignments, in
+    the same order.  Subclasses take ParseDict's ``isinstance`` order.
     """
     if depth > _FAST_DEPTH:
         raise _Unusual
+    kind = type(value)
+    if kind is dict:
+        struct = message.struct_value
+        struct.Clear()
+        fields = struct.fields
+        for key, item in value.items():
+            member = type(item)
+            if member is str:
+                fields[key].string_value = item
+            elif member is float or member is int:
+                fields[key].number_value = item
+            else:
+                fill_value(item, fields[key], depth + 2)
+    elif kind is str:
+        message.string_value = value
+    elif kind is float or kind is int:
+        message.number_value = value
+    elif kind is list:
+        items = message.list_value
+        items.ClearField("values")
+        for item in value:
+            fill_value(item, items.values.add(), depth + 2)
+    elif kind is bool:
+        message.bool_value = value
+    else:
+        _fill_any(value, message, depth)
+
+
+def _fill_any(value: Any, message: struct_pb2.Value, depth: int) -> None:
+    """:func:`fill_value` for ``None``, tuples and subclasses: ParseDict's own order of tests."""
     if isinstance(value, dict):
         struct = message.struct_value
         struct.Clear()
