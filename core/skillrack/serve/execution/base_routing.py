@@ -20,6 +20,7 @@ task, whatever it says (:mod:`skillrack.serve.execution.executor`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from a2a.types import Message
 
@@ -30,30 +31,43 @@ from skillrack.protocol.parts import IncomingMessage
 logger = logging.getLogger(__name__)
 
 
+def for_base_skills(registry: Registry, message: Message) -> bool:
+    """Whether a base skill could take ``message``: some are served, and it lists no extension.
+
+    Only then is the Message read as a base skill reads it (``view``, below):
+    a schema request is not converted twice.
+    """
+    return bool(registry.base_skills) and EXTENSION_URI not in message.extensions
+
+
 def named_base_skill(
-    registry: Registry, message: Message, view: IncomingMessage
+    registry: Registry, message: Message, view: Callable[[], IncomingMessage]
 ) -> RegisteredBaseSkill | None:
-    """The base skill the Message's metadata names, unless the Message is a schema request."""
-    if not registry.base_skills or EXTENSION_URI in message.extensions:
+    """The base skill the Message's metadata names, unless the Message is a schema request.
+
+    ``view()`` is the Message as a base skill reads it, built once when first asked for.
+    """
+    if not for_base_skills(registry, message):
         return None
-    named = view.skill
+    named = view().skill
     return registry.base_skills.get(named) if named is not None else None
 
 
 def claiming_base_skill(
-    registry: Registry, message: Message, view: IncomingMessage
+    registry: Registry, message: Message, view: Callable[[], IncomingMessage]
 ) -> RegisteredBaseSkill | None:
     """The first base skill whose ``matches`` claims a Message that is no request object."""
-    if not registry.base_skills or EXTENSION_URI in message.extensions:
+    if not for_base_skills(registry, message):
         return None
-    if any(isinstance(value, dict) and "skill" in value for value in view.data):
+    seen = view()
+    if any(isinstance(value, dict) and "skill" in value for value in seen.data):
         return None  # a request object, well-formed or not: the schema skills' answer
     for registered in registry.base_skills.values():
         matches = registered.skill.matches
         if matches is None:
             continue
         try:
-            claimed = matches(view) is True
+            claimed = matches(seen) is True
         except Exception:
             logger.exception(
                 "matches() of base skill %s (plugin %s) raised; counted as not claiming",

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import math
 import traceback
@@ -320,10 +321,12 @@ class SkillExecutor(AgentExecutor):
         context = turn.context
         assert context.message is not None
         if context.current_task is None:
-            view = incoming(context.message)
+            # Read as a base skill reads it only when one could take it (base_routing):
+            # a schema request's Data Part is converted once, by parse_request.
+            view = functools.cache(functools.partial(incoming, context.message))
             base = named_base_skill(self.registry, context.message, view)
             if base is not None:
-                return self._base_call(turn, base, view), []
+                return self._base_call(turn, base, view()), []
             try:
                 request: SkillRequest | None = parse_request(context.message)
                 error: ConditionError | None = None
@@ -334,7 +337,7 @@ class SkillExecutor(AgentExecutor):
             if error is not None:
                 base = claiming_base_skill(self.registry, context.message, view)
                 if base is not None:
-                    return self._base_call(turn, base, view), []
+                    return self._base_call(turn, base, view()), []
             task = new_task(context, request.skill if request is not None else None)
             if request is not None and restartable(self.registry, request.skill):
                 # Kept for the host's run of it on another replica (restarts.py).
