@@ -109,6 +109,12 @@ def _ours(details: Any) -> bool:
     )
 
 
+def _content_type(start: Message) -> bytes:
+    """The response's ``content-type`` (the last one given), read only for an error body."""
+    content_type: bytes = dict(start["headers"]).get(b"content-type", b"")
+    return content_type
+
+
 class ErrorSanitizer:
     """Holds a JSON error body back, rewrites it with :func:`sanitize`, then sends it."""
 
@@ -130,8 +136,7 @@ class ErrorSanitizer:
                 return
             if start is not None and not holding:
                 body = message.get("body", b"")
-                content_type = dict(start["headers"]).get(b"content-type", b"")
-                holding = is_error_body(body) and b"json" in content_type
+                holding = is_error_body(body) and b"json" in _content_type(start)
                 if not holding:
                     await send(start)
                     start = None

@@ -9,7 +9,6 @@ name of the header, ``X-A2A-Extensions``, and is answered under that name too.
 
 from __future__ import annotations
 
-from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.protocol.messages import EXTENSION_URI
@@ -17,6 +16,9 @@ from skillrack.serve.scope import ACTIVATED_EXTENSIONS_KEY
 
 #: The header's name in A2A 0.3 (``a2a.compat.v0_3.extension_headers``), lower case.
 LEGACY_HEADER = b"x-a2a-extensions"
+#: The response headers written, as Starlette's ``MutableHeaders.append`` encodes them.
+_HEADER = (b"a2a-extensions", EXTENSION_URI.encode("latin-1"))
+_LEGACY = (LEGACY_HEADER, EXTENSION_URI.encode("latin-1"))
 
 
 class ExtensionEcho:
@@ -34,10 +36,11 @@ class ExtensionEcho:
 
         async def send_with_header(message: Message) -> None:
             if message["type"] == "http.response.start" and EXTENSION_URI in activated:
-                headers = MutableHeaders(scope=message)
-                headers.append("A2A-Extensions", EXTENSION_URI)
+                # What MutableHeaders(scope=message).append(...) does, without the object.
+                headers = message["headers"] = list(message["headers"])
+                headers.append(_HEADER)
                 if legacy:
-                    headers.append("X-A2A-Extensions", EXTENSION_URI)
+                    headers.append(_LEGACY)
             await send(message)
 
         await self.app(scope, receive, send_with_header)
