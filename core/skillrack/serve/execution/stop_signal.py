@@ -56,9 +56,15 @@ class StopSignal:
     async def wait(self, running: asyncio.Future[Any], timeout: float | None) -> bool:
         """True once ``running`` (a handler) is done; False at ``timeout`` or at a stop.
 
-        If the waiting turn is cancelled, so is the handler.
+        If the waiting turn is cancelled, so is the handler.  A handler that needs
+        no I/O ends in its first step: the handler's task takes it as soon as this
+        one yields once, and nothing else is set up for it (no waiter, callbacks or
+        timer of ``asyncio.wait``; timeouts are positive, so it is always in time).
         """
         try:
+            await asyncio.sleep(0)
+            if running.done():
+                return True
             done, _ = await asyncio.wait(
                 {running, self.future()}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
             )
