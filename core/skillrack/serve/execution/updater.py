@@ -24,6 +24,8 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, TaskState, TaskStatus, TaskStatusUpdateEvent
 from google.protobuf.timestamp_pb2 import Timestamp
 
+WORKING = TaskState.TASK_STATE_WORKING
+COMPLETED = TaskState.TASK_STATE_COMPLETED
 #: The states after which a2a-sdk's updater refuses another status update.
 FINAL_STATES = frozenset(
     {
@@ -43,7 +45,11 @@ def now() -> Timestamp:
 
 
 class TurnUpdater(TaskUpdater):
-    """``TaskUpdater``; ``update_status`` without a given timestamp built from the clock."""
+    """``TaskUpdater``; ``update_status`` without a given timestamp built from the clock.
+
+    ``start_work`` and ``complete``, a turn's two usual updates, name their state by
+    a module constant instead of looking it up on the enum wrapper each time.
+    """
 
     def __init__(self, event_queue: EventQueue, task_id: str, context_id: str) -> None:
         super().__init__(event_queue, task_id, context_id)
@@ -75,3 +81,11 @@ class TurnUpdater(TaskUpdater):
             if state in FINAL_STATES:
                 self._ended = True
             await self.event_queue.enqueue_event(event)
+
+    async def start_work(self, message: Message | None = None) -> None:
+        """Marks the task as working (a2a-sdk's ``start_work``)."""
+        await self.update_status(WORKING, message=message)
+
+    async def complete(self, message: Message | None = None) -> None:
+        """Marks the task as completed (a2a-sdk's ``complete``)."""
+        await self.update_status(COMPLETED, message=message)
