@@ -130,7 +130,46 @@ def _integral(value: Any) -> Any:
 
 
 def check_numbers(value: Any, pointer: str = "") -> None:
-    """Raise :class:`UnsafeNumber` for an integer the wire would round."""
+    """Raise :class:`UnsafeNumber` for an integer the wire would round.
+
+    A value of plain JSON types with no such integer (every valid output) is
+    walked once without building a JSON Pointer for each member; anything
+    else is walked again by :func:`_locate_unsafe_number`, which names the
+    first one found, or passes what it does not refuse.
+    """
+    if not _plainly_safe(value):
+        _locate_unsafe_number(value, pointer)
+
+
+_PLAIN_SCALARS = frozenset({str, float, bool, type(None)})
+
+
+def _plainly_safe(value: Any) -> bool:
+    """True for dicts (string keys), lists, strings, floats, booleans, None and safe ints only."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind in _PLAIN_SCALARS:
+            continue
+        if kind is int:
+            if -SAFE_INTEGER <= node <= SAFE_INTEGER:
+                continue
+            return False
+        if kind is dict:
+            for key in node:
+                if type(key) is not str:
+                    return False  # the walk that decides (it escapes each key)
+            stack.extend(node.values())
+        elif kind is list:
+            stack.extend(node)
+        else:
+            return False  # a subclass, a tuple, anything: the walk that decides
+    return True
+
+
+def _locate_unsafe_number(value: Any, pointer: str) -> None:
+    """:func:`check_numbers`' walk with pointers: raises for the first unsafe integer."""
     stack: list[tuple[Any, str]] = [(value, pointer)]
     while stack:
         node, where = stack.pop()
