@@ -39,6 +39,7 @@ redis-py's asyncio client is the optional extra ``redis``
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 import uuid
@@ -129,6 +130,8 @@ class LocalCounter:
     def __init__(self) -> None:
         self._windows: dict[tuple[int, float], SlidingWindow] = {}
         self._running: dict[str, set[str]] = {}
+        #: Slot tokens: unique within this process is all they need (no uuid4 per call).
+        self._tokens = itertools.count()
 
     async def rate(self, key: str, limit: int, window_s: float) -> int | None:
         window = self._windows.get((limit, window_s))
@@ -145,7 +148,7 @@ class LocalCounter:
             if not held:
                 del self._running[key]
             return None
-        token = uuid.uuid4().hex
+        token = str(next(self._tokens))
         held.add(token)
         return token
 
