@@ -370,6 +370,7 @@ def build_server(
     )
     if cluster_store is not None and storage is not None and storage.engine is not None:
         watch_outages(storage.engine, drain.store_down)
+        drain.watched = True
 
     stopper = GracefulStop(
         drain,

@@ -287,6 +287,7 @@ class SkillrackGrpcHandler(GrpcHandler):
                 "it does not apply to gRPC (Layer.not_on_grpc)"
             )
         self._layers = tuple(layer for layer in stack if layer.on_grpc)
+        self._drain: DrainState = stack.layer(DRAIN).options["state"]
         authentication = stack.layer(AUTHENTICATION).options
         self._authenticator = Authenticator(authentication["manager"], authentication["metrics"])
 
@@ -329,7 +330,7 @@ class SkillrackGrpcHandler(GrpcHandler):
         handler_func: Callable[[ServerCallContext], Awaitable[T]],
         default_response: T,
     ) -> T:
-        async with _answered_as_status(context):
+        async with _answered_as_status(context, self._drain):
             call = await self._admit(request, context)
 
             async def bound(server_context: ServerCallContext) -> T:
@@ -348,7 +349,7 @@ class SkillrackGrpcHandler(GrpcHandler):
         context: grpc.aio.ServicerContext,
         handler_func: Callable[[ServerCallContext], AsyncIterable[T]],
     ) -> AsyncIterator[T]:
-        async with _answered_as_status(context):
+        async with _answered_as_status(context, self._drain):
             call = await self._admit(request, context)
 
             async def bound(server_context: ServerCallContext) -> AsyncIterator[T]:
@@ -387,16 +388,21 @@ class SkillrackGrpcHandler(GrpcHandler):
 # -- each layer's step: what the middleware does, on a gRPC call ---------------------------------
 
 
+def _store_unreachable(reason: str) -> CallRefused:
+    """``UNAVAILABLE`` with ``retry-after``, naming the task store (the HTTP bindings' 503)."""
+    return CallRefused(
+        503,
+        ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        store_unreachable(reason),
+        trailing=[("retry-after", str(STORE_RETRY_AFTER_S))],
+    )
+
+
 async def _drain_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) -> None:
     """A draining replica refuses Messages: ``UNAVAILABLE`` with ``retry-after``."""
     state: DrainState = layer.options["state"]
     if state.unavailable is not None:
-        raise CallRefused(
-            503,
-            ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-            store_unreachable(state.unavailable),
-            trailing=[("retry-after", str(STORE_RETRY_AFTER_S))],
-        )
+        raise _store_unreachable(state.unavailable)
     if state.draining and isinstance(call.request, SendMessageRequest):
         raise CallRefused(
             503,
@@ -557,8 +563,10 @@ class _answered_as_status:
     the exception (its ``__aexit__`` answers ``True`` once the call is aborted).
     """
 
-    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+    def __init__(self, context: grpc.aio.ServicerContext, drain: DrainState) -> None:
         self.context = context
+        self.drain = drain
+        self.seen = drain.outages
 
     async def __aenter__(self) -> None:
         return None
@@ -571,6 +579,11 @@ class _answered_as_status:
             return True
         if exc is None or isinstance(exc, _LET_THROUGH):
             return False  # none, an abort already made, or the call or process stopping
+        outage = self.drain.outage_since(self.seen)
+        if outage is not None:  # failed because the task store went away while it ran
+            logger.warning("gRPC call failed: the task store is unreachable (%s)", outage)
+            await abort_refused(self.context, _store_unreachable(outage))
+            return True
         logger.error("gRPC call failed", exc_info=exc)
         await abort_with(self.context, "INTERNAL", "internal error", [])
         return True

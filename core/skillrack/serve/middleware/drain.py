@@ -15,7 +15,12 @@ While the task store is unreachable (:attr:`DrainState.unavailable`, set by
 the store's connection errors and by the lease keeper, cleared when it
 reaches the database again) every A2A request is refused the same way at
 once, naming the store, instead of failing slowly or with ``internal
-error``; the card, metrics, health and console answer as ever.
+error``; the card, metrics, health and console answer as ever.  A request
+already in flight when the store went away fails inside a2a-sdk, which
+answers ``internal error`` (JSON-RPC ``-32603``, HTTP+JSON 500): when the
+store was noticed unreachable while that request ran, :class:`Drain` answers
+it with the same 503 instead, so a caller sees one retryable error for one
+outage and never reads an unsaved end as done.
 
 The JSON-RPC error keeps HTTP 503 too (``binding_errors``): proxies and
 clients act on it whatever the body says.  Nothing is read while the
@@ -27,11 +32,12 @@ from __future__ import annotations
 import json
 import re
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
 from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error
 from skillrack.serve.middleware.body_guard import replaying
+from skillrack.serve.middleware.error_sanitizer import is_error_body
 
 #: What a client is told to wait before it tries again (another replica by then).
 RETRY_AFTER_S = 1
@@ -55,12 +61,29 @@ class DrainState:
         self.draining = False
         #: Why the task store is unreachable now (one line); None while it answers.
         self.unavailable: str | None = None
+        #: Whether the task store's outages are watched (cluster mode, PostgreSQL): only
+        #: then are A2A requests refused or their answers looked at (none on SQLite).
+        self.watched = False
+        #: How many times the store was noticed unreachable: a request that saw it move
+        #: failed because of the outage, even if the store is back by its answer.
+        self.outages = 0
+        #: Why the store was last unreachable (kept once it is back, for those answers).
+        self.last_outage = ""
 
     def begin(self) -> None:
         self.draining = True
 
     def store_down(self, reason: str) -> None:
+        self.watched = True
         self.unavailable = reason
+        self.last_outage = reason
+        self.outages += 1
+
+    def outage_since(self, seen: int) -> str | None:
+        """Why the store is or was unreachable since ``outages`` read ``seen``; else None."""
+        if self.unavailable is not None:
+            return self.unavailable
+        return self.last_outage if self.outages != seen else None
 
     def store_up(self) -> None:
         self.unavailable = None
@@ -69,6 +92,61 @@ class DrainState:
 def store_unreachable(reason: str) -> str:
     """The error message while the task store is unreachable."""
     return f"the task store is unreachable ({reason}); retry shortly"
+
+
+async def refuse_unreachable(scope: Scope, send: Send, reason: str) -> None:
+    """HTTP 503 with ``Retry-After`` naming the task store, in the binding's form."""
+    await binding_error(
+        scope,
+        send,
+        status=503,
+        jsonrpc_code=-32000,
+        code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
+        message=store_unreachable(reason),
+        headers=[(b"retry-after", str(STORE_RETRY_AFTER_S).encode())],
+    )
+
+
+def _internal_error(status: int, body: bytes) -> bool:
+    """Whether an answer is a2a-sdk's ``internal error``: HTTP 500, or JSON-RPC ``-32603``."""
+    if status == 500:
+        return True
+    return is_error_body(body) and (b'"code": -32603' in body or b'"code":-32603' in body)
+
+
+def _in_flight(scope: Scope, send: Send, state: DrainState) -> Send:
+    """``send``, answering the store's 503 for an ``internal error`` caused by an outage.
+
+    Nothing is held while the store stays up: the check at the answer's start
+    is one comparison.  Otherwise the start waits for the first body chunk,
+    whose error code tells whether a2a-sdk failed; a streaming answer already
+    under way is left alone.
+    """
+    seen = state.outages
+    start: Message | None = None
+    replaced = False
+
+    async def sending(message: Message) -> None:
+        nonlocal start, replaced
+        if replaced:
+            return
+        if message["type"] == "http.response.start":
+            if state.outage_since(seen) is None or message["status"] not in (200, 500):
+                await send(message)
+            else:
+                start = message
+            return
+        if start is not None and message["type"] == "http.response.body":
+            held, start = start, None
+            reason = state.outage_since(seen)
+            if reason is not None and _internal_error(held["status"], message.get("body", b"")):
+                replaced = True
+                await refuse_unreachable(scope, send, reason)
+                return
+            await send(held)
+        await send(message)
+
+    return sending
 
 
 async def refuse_draining(scope: Scope, send: Send) -> None:
@@ -86,6 +164,11 @@ async def refuse_draining(scope: Scope, send: Send) -> None:
     )
 
 
+def _a2a(path: str) -> bool:
+    """Whether ``path`` is an A2A request (needs the task store)."""
+    return path == JSONRPC_PATH or (not path.startswith("/-/") and bool(_A2A_ROUTE.fullmatch(path)))
+
+
 class Drain:
     """Refuses Messages while ``state`` is draining (after the body guard: the body is JSON)."""
 
@@ -94,19 +177,11 @@ class Drain:
         self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.state.unavailable is not None and scope["type"] == "http":
-            path = scope["path"]
-            if path == JSONRPC_PATH or (not path.startswith("/-/") and _A2A_ROUTE.fullmatch(path)):
-                await binding_error(
-                    scope,
-                    send,
-                    status=503,
-                    jsonrpc_code=-32000,
-                    code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-                    message=store_unreachable(self.state.unavailable),
-                    headers=[(b"retry-after", str(STORE_RETRY_AFTER_S).encode())],
-                )
+        if self.state.watched and scope["type"] == "http" and _a2a(scope["path"]):
+            if self.state.unavailable is not None:
+                await refuse_unreachable(scope, send, self.state.unavailable)
                 return
+            send = _in_flight(scope, send, self.state)
         if not self.state.draining or scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return

@@ -1,0 +1,78 @@
+"""Drain on its own: an ``internal error`` caused by a store outage becomes the store's 503.
+
+The application plays a2a-sdk failing a request because the task store went
+away while it ran (the outage noticed during the request, as the engine's
+error listener does); the answer is the retryable 503 naming the store.  The
+same error with no outage, or a success during one, passes unchanged.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers.asgi import Echo, request
+from starlette.types import Scope
+
+from skillrack.serve.middleware.drain import Drain, DrainState
+from skillrack.serve.stores.outages import server_gone
+
+JSONRPC_INTERNAL = b'{"jsonrpc":"2.0","id":"1","error":{"code":-32603,"message":"x"}}'
+REST_INTERNAL = b'{"error": {"code": 500, "status": "INTERNAL", "message": "x"}}'
+
+
+def _watched() -> DrainState:
+    state = DrainState()
+    state.watched = True  # as on PostgreSQL, where the engine's errors are watched
+    return state
+
+
+def _failing(state: DrainState, status: int, body: bytes, *, outage: bool) -> Echo:
+    def during(scope: Scope) -> None:
+        if outage:
+            state.store_down("ConnectionRefusedError: refused")
+            state.store_up()  # back already: the request still failed because of it
+
+    return Echo(status=status, body=body, before=during)
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "body"),
+    [("/", 200, JSONRPC_INTERNAL), ("/message:send", 500, REST_INTERNAL)],
+)
+async def test_an_internal_error_during_an_outage_is_the_stores_503(
+    path: str, status: int, body: bytes
+) -> None:
+    state = _watched()
+    app = Drain(_failing(state, status, body, outage=True), state=state)
+    answer = await request(app, path=path, body=b'{"method": "SendMessage"}')
+    assert answer.status == 503 and answer.headers["retry-after"] == "2"
+    error = answer.json()["error"]
+    assert error["message"].startswith("the task store is unreachable (ConnectionRefusedError")
+    assert answer.code() == "resource_limit_exceeded"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "outage"),
+    [(200, JSONRPC_INTERNAL, False), (200, b'{"result": {"task": {}}}', True)],
+)
+async def test_other_answers_pass_unchanged(status: int, body: bytes, outage: bool) -> None:
+    state = _watched()
+    app = Drain(_failing(state, status, body, outage=outage), state=state)
+    answer = await request(app, path="/", body=b"{}")
+    assert (answer.status, answer.body) == (status, body)
+
+
+def test_a_server_going_away_is_an_outage_and_a_statement_error_is_not() -> None:
+    class DriverError(Exception):
+        def __init__(self, sqlstate: str) -> None:
+            self.sqlstate = sqlstate
+
+    assert server_gone(DriverError("57P01")) and server_gone(DriverError("08006"))
+    assert not server_gone(DriverError("23505")) and not server_gone(ValueError())
+
+
+async def test_an_unwatched_store_leaves_answers_alone() -> None:
+    """On SQLite no outage is watched: nothing is wrapped, an internal error stays one."""
+    state = DrainState()
+    app = Drain(Echo(status=200, body=JSONRPC_INTERNAL), state=state)
+    answer = await request(app, path="/", body=b"{}")
+    assert (answer.status, answer.body) == (200, JSONRPC_INTERNAL)
