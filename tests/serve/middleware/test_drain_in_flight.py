@@ -8,9 +8,11 @@ same error with no outage, or a success during one, passes unchanged.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from helpers.asgi import Echo, request
-from starlette.types import Scope
+from starlette.types import Receive, Scope, Send
 
 from skillrack.serve.middleware.drain import Drain, DrainState
 from skillrack.serve.stores.outages import server_gone
@@ -76,3 +78,31 @@ async def test_an_unwatched_store_leaves_answers_alone() -> None:
     app = Drain(Echo(status=200, body=JSONRPC_INTERNAL), state=state)
     answer = await request(app, path="/", body=b"{}")
     assert (answer.status, answer.body) == (200, JSONRPC_INTERNAL)
+
+
+async def test_a_streams_internal_error_event_becomes_the_stores_error() -> None:
+    """A stream's 200 is sent before the outage: its last event carries the store's error."""
+    state = _watched()
+    failed = (
+        b'event: error\ndata: {"error": {"code": -32603, "message": "[Errno 111]"}, "id": "1", '
+    )
+    failed += b'"jsonrpc": "2.0"}\n\n'
+
+    async def streaming(scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", b"text/event-stream")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send(
+            {"type": "http.response.body", "body": b'data: {"result": {}}\n\n', "more_body": True}
+        )
+        state.store_down("ConnectionRefusedError: refused")
+        await send({"type": "http.response.body", "body": failed})
+
+    answer = await request(Drain(streaming, state=state), path="/", body=b"{}")
+    assert answer.status == 200
+    events = [
+        json.loads(line[5:]) for line in answer.body.split(b"\n") if line.startswith(b"data:")
+    ]
+    assert events[0] == {"result": {}}
+    assert events[1]["error"]["code"] == -32000 and events[1]["id"] == "1"
+    assert events[1]["error"]["message"].startswith("the task store is unreachable")
+    assert events[1]["error"]["data"][0]["metadata"]["code"] == "resource_limit_exceeded"

@@ -2,11 +2,13 @@
 
 A real ``skillrack serve`` on a PostgreSQL of the test's own
 (:mod:`helpers.own_postgres`) runs one blocking ``SendMessage`` of a slow skill
-in each binding (JSON-RPC, HTTP+JSON, gRPC) while clients keep sending
+in each binding (JSON-RPC, HTTP+JSON, gRPC) and a streaming one (JSON-RPC,
+HTTP+JSON) while clients keep sending
 ``describe_skill``; the database is stopped under them.  Every request that
 does not complete is answered as the later ones are: HTTP 503 with
 ``Retry-After`` and the draft's error object naming the store (gRPC
-``UNAVAILABLE`` with ``retry-after``), never a traceback or ``internal error``,
+``UNAVAILABLE`` with ``retry-after``; a stream's last event), never a
+traceback or ``internal error``,
 and no task whose end could not be saved is reported done.  The replica stays
 up and serves again once the database is back.
 """
@@ -63,6 +65,35 @@ def _jsonrpc(url: str, request: dict[str, Any]) -> httpx.Response:
 def _rest(url: str, request: dict[str, Any]) -> httpx.Response:
     body = {"message": message(request)}
     return httpx.post(url + "/message:send", json=body, headers=HEADERS, timeout=60)
+
+
+def _events(url: str, request: dict[str, Any], binding: str) -> list[Any]:
+    """Every event of a streaming Message (JSON-RPC or HTTP+JSON), as JSON."""
+    if binding == "JSONRPC":
+        path, body = "/", {"jsonrpc": "2.0", "id": "1", "method": "SendStreamingMessage"}
+        body["params"] = {"message": message(request)}
+    else:
+        path, body = "/message:stream", {"message": message(request)}
+    headers = {**HEADERS, "Accept": "text/event-stream"}
+    with httpx.stream("POST", url + path, json=body, headers=headers, timeout=60) as response:
+        assert response.status_code == 200, response.read()
+        return [
+            json.loads(line.removeprefix("data:"))
+            for line in response.iter_lines()
+            if line.startswith("data:")
+        ]
+
+
+def _assert_stream_ends_with_store_error(events: list[Any], binding: str) -> None:
+    """A stream's status is sent: its last event is the store's error, and nothing said done."""
+    assert events, binding
+    text = json.dumps(events)
+    assert "-32603" not in text and "INTERNAL" not in text, text
+    assert "TASK_STATE_COMPLETED" not in text, text
+    error = events[-1]["error"]
+    assert error["message"].startswith(STORE_NAMED), (binding, error)
+    details = error["data"] if binding == "JSONRPC" else error["details"]
+    assert details[0]["metadata"]["code"] == "resource_limit_exceeded", (binding, error)
 
 
 def _grpc(port: int, request: dict[str, Any]) -> grpc.aio.AioRpcError | str:
@@ -143,7 +174,9 @@ def test_requests_in_flight_when_the_database_goes_away_are_refused_retryably(
         stop = threading.Event()
 
         def blocking(binding: str) -> None:
-            if binding == "JSONRPC":
+            if binding.endswith(" stream"):
+                answers[binding] = _events(agent.url, slow, binding.split()[0])
+            elif binding == "JSONRPC":
                 answers[binding] = _jsonrpc(agent.url, slow)
             elif binding == "HTTP+JSON":
                 answers[binding] = _rest(agent.url, slow)
@@ -161,23 +194,22 @@ def test_requests_in_flight_when_the_database_goes_away_are_refused_retryably(
                     }
                     described.append(http.post(agent.url + "/", json=body, headers=HEADERS))
 
-        threads = [
-            threading.Thread(target=blocking, args=(b,)) for b in ("JSONRPC", "HTTP+JSON", "gRPC")
-        ]
+        bindings = ("JSONRPC", "HTTP+JSON", "gRPC", "JSONRPC stream", "HTTP+JSON stream")
+        threads = [threading.Thread(target=blocking, args=(b,)) for b in bindings]
         threads += [threading.Thread(target=describing) for _ in range(2)]
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + 15
-        while _working(agent.url) < 3:
-            assert time.monotonic() < deadline, "the three slow requests did not start"
+        while _working(agent.url) < len(bindings):
+            assert time.monotonic() < deadline, "the slow requests did not start"
             time.sleep(0.05)
         ran_before = len(described)
 
         postgres.stop()
-        for thread in threads[:3]:
+        for thread in threads[: len(bindings)]:
             thread.join(timeout=TICKS * INTERVAL + 15)
         stop.set()
-        for thread in threads[3:]:
+        for thread in threads[len(bindings) :]:
             thread.join(timeout=30)
         assert all(not thread.is_alive() for thread in threads), "a request hung"
 
@@ -190,6 +222,8 @@ def test_requests_in_flight_when_the_database_goes_away_are_refused_retryably(
         assert refused.code() == grpc.StatusCode.UNAVAILABLE, refused
         assert (refused.details() or "").startswith(STORE_NAMED), refused.details()
         assert dict(refused.trailing_metadata() or ())["retry-after"] == "2"
+        _assert_stream_ends_with_store_error(answers["JSONRPC stream"], "JSONRPC")
+        _assert_stream_ends_with_store_error(answers["HTTP+JSON stream"], "HTTP+JSON")
 
         # describe_skill in flight as the database went, and after: done or the same 503.
         assert len(described) > ran_before, "no describe_skill ran across the outage"
@@ -211,16 +245,19 @@ def test_requests_in_flight_when_the_database_goes_away_are_refused_retryably(
         assert echoed["status"]["state"] == "TASK_STATE_COMPLETED", echoed
         # The slow tasks' ends, held in memory while the database was down, are written
         # now (a client reads them with GetTask before retrying): every task that any
-        # answer reported done, the three slow ones and the echo are stored completed,
+        # answer reported done, the slow ones and the echo are stored completed,
         # and none is left running.
         done = sum(1 for answer in described if answer.status_code == 200)
         deadline = time.monotonic() + 15
         while True:
             stored = _stored(postgres)
-            if stored.count("TASK_STATE_COMPLETED") >= done + 4 or time.monotonic() > deadline:
+            if (
+                stored.count("TASK_STATE_COMPLETED") > done + len(bindings)
+                or time.monotonic() > deadline
+            ):
                 break
             time.sleep(0.1)
-        assert stored.count("TASK_STATE_COMPLETED") >= done + 4, (done, stored)
+        assert stored.count("TASK_STATE_COMPLETED") >= done + len(bindings) + 1, (done, stored)
         assert not {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"} & set(stored), stored
     finally:
         agent.stop()

@@ -19,8 +19,9 @@ error``; the card, metrics, health and console answer as ever.  A request
 already in flight when the store went away fails inside a2a-sdk, which
 answers ``internal error`` (JSON-RPC ``-32603``, HTTP+JSON 500): when the
 store was noticed unreachable while that request ran, :class:`Drain` answers
-it with the same 503 instead, so a caller sees one retryable error for one
-outage and never reads an unsaved end as done.
+it with the same 503 instead (a stream, whose 200 is sent, gets it as its
+last event), so a caller sees one retryable error for one outage and never
+reads an unsaved end as done.
 
 The JSON-RPC error keeps HTTP 503 too (``binding_errors``): proxies and
 clients act on it whatever the body says.  Nothing is read while the
@@ -35,7 +36,12 @@ import re
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
-from skillrack.serve.middleware.binding_errors import JSONRPC_PATH, binding_error
+from skillrack.serve.middleware.binding_errors import (
+    JSONRPC_PATH,
+    binding_error,
+    error_info,
+    status_name,
+)
 from skillrack.serve.middleware.body_guard import replaying
 from skillrack.serve.middleware.error_sanitizer import is_error_body
 
@@ -114,24 +120,58 @@ def _internal_error(status: int, body: bytes) -> bool:
     return is_error_body(body) and (b'"code": -32603' in body or b'"code":-32603' in body)
 
 
+def _store_event(body: bytes, reason: str) -> bytes:
+    """An SSE chunk with a2a-sdk's ``internal error`` event turned into the store's error.
+
+    A stream's HTTP status is long sent; its last event carries the error, in
+    the binding's form (JSON-RPC's, or HTTP+JSON's with ``UNAVAILABLE``).
+    """
+    lines = body.split(b"\n")
+    for index, line in enumerate(lines):
+        if not line.startswith(b"data:"):
+            continue
+        try:
+            payload = json.loads(line[5:])
+        except ValueError:
+            continue
+        error = payload.get("error") if isinstance(payload, dict) else None
+        if not isinstance(error, dict) or error.get("code") not in (-32603, 500):
+            continue
+        info = [error_info(ErrorCode.RESOURCE_LIMIT_EXCEEDED)]
+        if "jsonrpc" in payload:
+            payload["error"] = {"code": -32000, "message": store_unreachable(reason), "data": info}
+        else:
+            payload["error"] = {
+                "code": 503,
+                "status": status_name(503),
+                "message": store_unreachable(reason),
+                "details": info,
+            }
+        lines[index] = b"data: " + json.dumps(payload).encode()
+    return b"\n".join(lines)
+
+
 def _in_flight(scope: Scope, send: Send, state: DrainState) -> Send:
     """``send``, answering the store's 503 for an ``internal error`` caused by an outage.
 
     Nothing is held while the store stays up: the check at the answer's start
     is one comparison.  Otherwise the start waits for the first body chunk,
-    whose error code tells whether a2a-sdk failed; a streaming answer already
-    under way is left alone.
+    whose error code tells whether a2a-sdk failed.  A stream's status is sent
+    before the outage; its ``internal error`` event becomes the store's error.
     """
     seen = state.outages
     start: Message | None = None
-    replaced = False
+    replaced = streaming = False
 
     async def sending(message: Message) -> None:
-        nonlocal start, replaced
+        nonlocal start, replaced, streaming
         if replaced:
             return
         if message["type"] == "http.response.start":
-            if state.outage_since(seen) is None or message["status"] not in (200, 500):
+            streaming = (
+                dict(message["headers"]).get(b"content-type", b"").startswith(b"text/event-stream")
+            )
+            if streaming or state.outage_since(seen) is None or message["status"] not in (200, 500):
                 await send(message)
             else:
                 start = message
@@ -144,6 +184,10 @@ def _in_flight(scope: Scope, send: Send, state: DrainState) -> Send:
                 await refuse_unreachable(scope, send, reason)
                 return
             await send(held)
+        elif streaming and message["type"] == "http.response.body":
+            reason = state.outage_since(seen)
+            if reason is not None and b"error" in message.get("body", b""):
+                message = {**message, "body": _store_event(message["body"], reason)}
         await send(message)
 
     return sending
