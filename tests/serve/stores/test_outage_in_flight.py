@@ -2,8 +2,7 @@
 
 A real ``skillrack serve`` on a PostgreSQL of the test's own
 (:mod:`helpers.own_postgres`) runs one blocking ``SendMessage`` of a slow skill
-in each binding (JSON-RPC, HTTP+JSON, gRPC) and a streaming one (JSON-RPC,
-HTTP+JSON) while clients keep sending
+and a streaming one in each binding (JSON-RPC, HTTP+JSON, gRPC) while clients keep sending
 ``describe_skill``; the database is stopped under them.  Every request that
 does not complete is answered as the later ones are: HTTP 503 with
 ``Retry-After`` and the draft's error object naming the store (gRPC
@@ -96,7 +95,8 @@ def _assert_stream_ends_with_store_error(events: list[Any], binding: str) -> Non
     assert details[0]["metadata"]["code"] == "resource_limit_exceeded", (binding, error)
 
 
-def _grpc(port: int, request: dict[str, Any]) -> grpc.aio.AioRpcError | str:
+def _grpc(port: int, request: dict[str, Any], *, streaming: bool = False) -> Any:
+    """The Task's state (or every event's kind, ``streaming``), or the status that ended it."""
     value = struct_pb2.Value()
     json_format.ParseDict(request, value)
     sent = SendMessageRequest(
@@ -108,10 +108,13 @@ def _grpc(port: int, request: dict[str, Any]) -> grpc.aio.AioRpcError | str:
         )
     )
 
-    async def call() -> grpc.aio.AioRpcError | str:
+    async def call() -> Any:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
             stub = a2a_pb2_grpc.A2AServiceStub(channel)
             try:
+                if streaming:
+                    events = stub.SendStreamingMessage(sent, metadata=GRPC_METADATA, timeout=60)
+                    return [str(event) async for event in events]
                 answer = await stub.SendMessage(sent, metadata=GRPC_METADATA, timeout=60)
             except grpc.aio.AioRpcError as refused:
                 return refused
@@ -174,14 +177,14 @@ def test_requests_in_flight_when_the_database_goes_away_are_refused_retryably(
         stop = threading.Event()
 
         def blocking(binding: str) -> None:
-            if binding.endswith(" stream"):
+            if binding in ("JSONRPC stream", "HTTP+JSON stream"):
                 answers[binding] = _events(agent.url, slow, binding.split()[0])
             elif binding == "JSONRPC":
                 answers[binding] = _jsonrpc(agent.url, slow)
             elif binding == "HTTP+JSON":
                 answers[binding] = _rest(agent.url, slow)
             else:
-                answers[binding] = _grpc(port, slow)
+                answers[binding] = _grpc(port, slow, streaming=binding == "gRPC stream")
 
         def describing() -> None:
             with httpx.Client(timeout=60) as http:
@@ -194,7 +197,8 @@ def test_requests_in_flight_when_the_database_goes_away_are_refused_retryably(
                     }
                     described.append(http.post(agent.url + "/", json=body, headers=HEADERS))
 
-        bindings = ("JSONRPC", "HTTP+JSON", "gRPC", "JSONRPC stream", "HTTP+JSON stream")
+        plain = ("JSONRPC", "HTTP+JSON", "gRPC")
+        bindings = (*plain, *(f"{b} stream" for b in plain))
         threads = [threading.Thread(target=blocking, args=(b,)) for b in bindings]
         threads += [threading.Thread(target=describing) for _ in range(2)]
         for thread in threads:
@@ -217,11 +221,12 @@ def test_requests_in_flight_when_the_database_goes_away_are_refused_retryably(
         # so no binding may report it done; each says what the later requests say.
         _assert_store_refusal(answers["JSONRPC"], "JSONRPC")
         _assert_store_refusal(answers["HTTP+JSON"], "HTTP+JSON")
-        refused = answers["gRPC"]
-        assert isinstance(refused, grpc.aio.AioRpcError), f"gRPC reported {refused}"
-        assert refused.code() == grpc.StatusCode.UNAVAILABLE, refused
-        assert (refused.details() or "").startswith(STORE_NAMED), refused.details()
-        assert dict(refused.trailing_metadata() or ())["retry-after"] == "2"
+        for binding in ("gRPC", "gRPC stream"):
+            refused = answers[binding]
+            assert isinstance(refused, grpc.aio.AioRpcError), f"{binding} reported {refused}"
+            assert refused.code() == grpc.StatusCode.UNAVAILABLE, refused
+            assert (refused.details() or "").startswith(STORE_NAMED), refused.details()
+            assert dict(refused.trailing_metadata() or ())["retry-after"] == "2"
         _assert_stream_ends_with_store_error(answers["JSONRPC stream"], "JSONRPC")
         _assert_stream_ends_with_store_error(answers["HTTP+JSON stream"], "HTTP+JSON")
 
