@@ -240,6 +240,8 @@ def test_requests_in_flight_when_the_database_goes_away_are_refused_retryably(
                 _assert_store_refusal(answer, "JSONRPC")
         assert any(answer.status_code == 503 for answer in described[ran_before:])
         assert agent.process.poll() is None  # the process stays up
+        # A task whose end failed to save is not failed again (nor audited as failed).
+        assert "already in a terminal state" not in agent.output(), agent.output()[-3000:]
 
         postgres.start()
         back = time.monotonic()

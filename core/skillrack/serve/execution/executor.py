@@ -693,7 +693,13 @@ class SkillExecutor(AgentExecutor):
     # -- respond with an error ------------------------------------------------------------------
 
     async def _respond_with_error(self, turn: Turn, exc: Exception, *, accepted: bool) -> None:
-        """End the task with one Data Part ``{"error": ...}`` in the draft's state."""
+        """End the task with one Data Part ``{"error": ...}`` in the draft's state.
+
+        A task that already ended (its end failed to save: the store went away) is not
+        failed, counted or audited again: ``exc`` goes on to the request, answered 503.
+        """
+        if turn.updater.ended:
+            raise exc
         await turn.start.ensure()  # a base skill's task, when it was not sent yet
         if isinstance(exc, ConditionError):
             error = exc

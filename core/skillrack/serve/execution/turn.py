@@ -14,7 +14,6 @@ from typing import Any
 
 from a2a.server.agent_execution import RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.tasks import TaskUpdater
 
 from skillrack.serve.execution.base_replies import TaskStart
 from skillrack.serve.execution.updater import TurnUpdater
@@ -44,7 +43,7 @@ class Turn:
 
     context: RequestContext
     queue: EventQueue
-    updater: TaskUpdater
+    updater: TurnUpdater
     task_id: str
     caller: Caller
     client_host: str | None

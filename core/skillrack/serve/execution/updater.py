@@ -82,6 +82,11 @@ class TurnUpdater(TaskUpdater):
                 self._ended = True
             await self.event_queue.enqueue_event(event)
 
+    @property
+    def ended(self) -> bool:
+        """Whether a final state was sent: the task cannot be failed any more."""
+        return self._ended
+
     async def start_work(self, message: Message | None = None) -> None:
         """Marks the task as working (a2a-sdk's ``start_work``)."""
         await self.update_status(WORKING, message=message)
