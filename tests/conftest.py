@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,3 +93,34 @@ def _logging_left_as_found() -> Iterator[None]:
                 logger.removeHandler(handler)
         logger.setLevel(level)
         logger.propagate = propagate
+
+
+#: Seconds each test module took in a recent full run (tests/helpers/record_durations.py
+#: writes it from a JUnit XML report). Only an ordering hint: stale or missing entries make
+#: the run no less correct, only its end less even.
+_DURATIONS = Path(__file__).with_name("module_durations.json")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest modules first, so that xdist's ``--dist loadfile`` does not start a long one last.
+
+    Each worker takes the next module when it is free; with the long modules at the front
+    the last ones to start are short, and the workers end together (longest processing
+    time first). The order within a module is kept, and it is the same on every worker,
+    as xdist requires.
+    """
+    try:
+        seconds: dict[str, float] = json.loads(_DURATIONS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::", 1)[0], 0.0))
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: two workers per core this process may run on.
+
+    About half of a worker's time is spent waiting on the processes its tests serve
+    (``skillrack serve``, a pytest in a subprocess, PostgreSQL restarts), so one worker
+    per core leaves the cores idle half the time.
+    """
+    return 2 * len(os.sched_getaffinity(0))

@@ -20,6 +20,7 @@ import asyncio
 import datetime as dt
 import json
 import signal
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -276,6 +277,16 @@ def _task(url: str, key: str, task_id: str) -> Any:
     return answer["result"]
 
 
+def _states_in_file(database: Path) -> dict[str, str]:
+    """Task id -> state, as another connection reads the SQLite file (empty before it exists)."""
+    try:
+        with sqlite3.connect(database) as connection:
+            rows = connection.execute("SELECT id, status FROM tasks").fetchall()
+    except sqlite3.Error:
+        return {}
+    return {task_id: json.loads(status)["state"] for task_id, status in rows}
+
+
 def _ended(url: str, key: str, task_id: str) -> Any:
     return wait_until(
         lambda: (
@@ -314,11 +325,20 @@ def test_the_run_again_is_authorized_again_as_the_stored_caller(tmp_path: Path) 
         )
         for key in (ALICE, BOB)
     }
+    database = tmp_path / "secured.db"
     for key, task in started.items():
         wait_until(
             lambda key=key, task=task: any(_task(url, key, task["id"])["artifacts"]),
-            "the task to tick (its WORKING state is then in the file)",
+            "the task to tick",
         )
+    # Read by another connection, as the next process will: a state the process answers
+    # with may still be in its write-behind buffer (known limits: the last 0.1 s).
+    wait_until(
+        lambda: all(
+            _states_in_file(database).get(t["id"]) == "TASK_STATE_WORKING" for t in started.values()
+        ),
+        "both tasks' WORKING states in the file",
+    )
     served.stop(signal.SIGKILL)
     policy.write_text(
         '[[rule]]\neffect = "allow"\nroles = ["reader"]\nidentities = ["alice"]\nskills = ["*"]\n'
