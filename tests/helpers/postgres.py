@@ -11,10 +11,12 @@ workers never share one.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import pytest
 
@@ -57,3 +59,32 @@ def fresh_database() -> Iterator[str]:
         yield f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}"
     finally:
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def sql_rows(url: str, query: str) -> list[Any]:
+    """Rows of ``query`` on the ``--store`` URL's database, read with asyncpg directly.
+
+    An independent read: what another process sees, not what skillrack's store answers.
+    """
+    import asyncpg  # type: ignore[import-untyped]
+
+    dsn = url.replace("postgresql+asyncpg://", "postgresql://")
+
+    async def read() -> list[Any]:
+        connection = await asyncpg.connect(dsn, timeout=5)
+        try:
+            return list(await connection.fetch(query))
+        finally:
+            await connection.close()
+
+    return asyncio.run(read())
+
+
+def stored_states(url: str) -> dict[str, str]:
+    """Each task's state as its row in ``tasks`` holds it (read with :func:`sql_rows`)."""
+    return {
+        row["id"]: (json.loads(row["status"]) if isinstance(row["status"], str) else row["status"])[
+            "state"
+        ]
+        for row in sql_rows(url, "SELECT id, status FROM tasks")
+    }

@@ -11,8 +11,6 @@ is checked against an independent SQL read of the tables.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import signal
 import threading
 import time
@@ -22,7 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers.postgres import fresh_database
+from helpers.postgres import fresh_database, sql_rows, stored_states
 from helpers.served_process import probe_request, send, start, write_config
 
 from skillrack.serve.bindings.operator_endpoints import LIVEZ_PATH, READYZ_PATH
@@ -51,33 +49,6 @@ def pg_url() -> Iterator[str]:
         yield url
 
 
-def _sql(pg_url: str, query: str) -> list[Any]:
-    """Rows of ``query``, read with asyncpg directly (not through skillrack)."""
-    import asyncpg  # type: ignore[import-untyped]
-
-    dsn = pg_url.replace("postgresql+asyncpg://", "postgresql://")
-
-    async def read() -> list[Any]:
-        connection = await asyncpg.connect(dsn, timeout=5)
-        try:
-            return list(await connection.fetch(query))
-        finally:
-            await connection.close()
-
-    return asyncio.run(read())
-
-
-def _stored_states(pg_url: str) -> dict[str, str]:
-    """Each task's state as its row in ``tasks`` holds it."""
-    rows = _sql(pg_url, "SELECT id, status FROM tasks")
-    return {
-        row["id"]: (json.loads(row["status"]) if isinstance(row["status"], str) else row["status"])[
-            "state"
-        ]
-        for row in rows
-    }
-
-
 def _replicas(tmp_path: Path, pg_url: str, count: int = 2) -> list[Any]:
     config = write_config(tmp_path, f"task_lease_seconds = {LEASE_S}\n")
     started = [
@@ -104,7 +75,7 @@ def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_p
             wait_for_state(b.url, task["id"], {"TASK_STATE_WORKING"})
         leases = {
             row["task_id"]: row["replica"]
-            for row in _sql(pg_url, "SELECT task_id, replica FROM skillrack_task_leases")
+            for row in sql_rows(pg_url, "SELECT task_id, replica FROM skillrack_task_leases")
         }
         assert set(leases) == {running["id"], streamed["id"]}  # the waiting task holds none
         [lost] = set(leases.values())
@@ -137,11 +108,11 @@ def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_p
             error = error_of(failed)
             assert error["code"] == "output_invalid"
             assert lost in error["message"], error
-        stored = _stored_states(pg_url)
+        stored = stored_states(pg_url)
         assert stored[running["id"]] == stored[streamed["id"]] == "TASK_STATE_FAILED"
         assert stored[waiting["id"]] == "TASK_STATE_INPUT_REQUIRED"
-        assert _sql(pg_url, "SELECT task_id FROM skillrack_task_leases") == []
-        events = _sql(
+        assert sql_rows(pg_url, "SELECT task_id FROM skillrack_task_leases") == []
+        events = sql_rows(
             pg_url,
             f"SELECT task_version FROM task_events WHERE task_id = '{streamed['id']}' ORDER BY seq",
         )
@@ -153,7 +124,7 @@ def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_p
         assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
         echoed = send(b.url, probe_request(b.url, "echo", {"text": "still here"}))
         assert echoed["status"]["state"] == "TASK_STATE_COMPLETED", echoed
-        assert _stored_states(pg_url)[waiting["id"]] == "TASK_STATE_COMPLETED"
+        assert stored_states(pg_url)[waiting["id"]] == "TASK_STATE_COMPLETED"
         assert get_task(b.url, waiting["id"])["status"]["state"] == "TASK_STATE_COMPLETED"
     finally:
         for served in (a, b):
@@ -190,7 +161,7 @@ def test_sigterm_drains_finishes_what_it_can_and_fails_the_rest(
             assert subscriber.is_alive(), seen
             time.sleep(0.05)
         [lost] = {
-            row["replica"] for row in _sql(pg_url, "SELECT replica FROM skillrack_task_leases")
+            row["replica"] for row in sql_rows(pg_url, "SELECT replica FROM skillrack_task_leases")
         }
 
         a.process.send_signal(signal.SIGTERM)
@@ -236,11 +207,11 @@ def test_sigterm_drains_finishes_what_it_can_and_fails_the_rest(
         assert a.process.wait(timeout=GRACE_S + 20) is not None
         assert time.monotonic() - stopped < GRACE_S + 15
 
-        stored = _stored_states(pg_url)
+        stored = stored_states(pg_url)
         assert stored[finished[0]["id"]] == "TASK_STATE_COMPLETED"
         assert stored[running["id"]] == "TASK_STATE_FAILED"
         assert stored[waiting["id"]] == "TASK_STATE_INPUT_REQUIRED"
-        assert _sql(pg_url, "SELECT task_id FROM skillrack_task_leases") == []
+        assert sql_rows(pg_url, "SELECT task_id FROM skillrack_task_leases") == []
         answered = send(b.url, {"window": "tonight"}, task_id=waiting["id"])
         assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
     finally:

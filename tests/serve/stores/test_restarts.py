@@ -16,7 +16,6 @@ answers is checked against the tables.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import json
 import signal
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers.postgres import fresh_database
+from helpers.postgres import fresh_database, sql_rows, stored_states
 from helpers.served_process import probe_request, send, serving, start, write_config
 from helpers.waiting import wait_until
 
@@ -49,32 +48,6 @@ ENDED = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED"}
 def pg_url() -> Iterator[str]:
     with fresh_database() as url:
         yield url
-
-
-def _sql(pg_url: str, query: str) -> list[Any]:
-    """Rows of ``query``, read with asyncpg directly (not through skillrack)."""
-    import asyncpg  # type: ignore[import-untyped]
-
-    dsn = pg_url.replace("postgresql+asyncpg://", "postgresql://")
-
-    async def read() -> list[Any]:
-        connection = await asyncpg.connect(dsn, timeout=5)
-        try:
-            return list(await connection.fetch(query))
-        finally:
-            await connection.close()
-
-    return asyncio.run(read())
-
-
-def _stored_states(pg_url: str) -> dict[str, str]:
-    """Each task's state as its row in ``tasks`` holds it."""
-    return {
-        row["id"]: (json.loads(row["status"]) if isinstance(row["status"], str) else row["status"])[
-            "state"
-        ]
-        for row in _sql(pg_url, "SELECT id, status FROM tasks")
-    }
 
 
 def _replica(tmp_path: Path, name: str, pg_url: str) -> Any:
@@ -109,7 +82,7 @@ def _kill(served: Any) -> float:
 
 
 def _leases(pg_url: str) -> dict[str, str]:
-    rows = _sql(pg_url, "SELECT task_id, replica FROM skillrack_task_leases")
+    rows = sql_rows(pg_url, "SELECT task_id, replica FROM skillrack_task_leases")
     return {row["task_id"]: row["replica"] for row in rows}
 
 
@@ -182,7 +155,7 @@ def test_a_survivor_runs_a_restartable_task_again_and_rearms_a_deadline(
         result = _result(answered, "ask_by")
         assert result["answer"] is None and result["deadline_passed"]
 
-        stored = _stored_states(pg_url)
+        stored = stored_states(pg_url)
         assert stored[watching["id"]] == stored[parked["id"]] == "TASK_STATE_COMPLETED"
         assert stored[ticking["id"]] == "TASK_STATE_FAILED"
         assert _leases(pg_url) == {}
@@ -226,7 +199,7 @@ def test_a_task_is_run_again_at_most_task_restarts_times(pg_url: str, tmp_path: 
         error = error_of(failed)
         assert second in error["message"] and "task_restarts = 1" in error["message"]
         assert failed["metadata"]["skillrackRestarts"] == 1
-        assert _stored_states(pg_url)[watching["id"]] == "TASK_STATE_FAILED"
+        assert stored_states(pg_url)[watching["id"]] == "TASK_STATE_FAILED"
     finally:
         for served in (a, b, c):
             if served is not None:
