@@ -7,7 +7,6 @@ What the gRPC call returns is compared with the same call over JSON-RPC.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
 from helpers.plain_a2a_agent import PlainAgent, plain_agent
-from helpers.served_process import PLUGIN_MODULE, serving
+from helpers.served_process import serving, write_operator_config
 
 from skillrack.cli import main as cli
 from skillrack.testing.serve import CARD_PATH, ServedAgent, free_port
@@ -31,17 +30,8 @@ KEY = "grpc-client-test-key"
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedAgent]:
     workdir = tmp_path_factory.mktemp("grpc-client")
-    keys, policy = workdir / "keys.toml", workdir / "policy.toml"
-    keys.write_text(
-        f'[[key]]\nsha256 = "{hashlib.sha256(KEY.encode()).hexdigest()}"\n'
-        'identity = "alice"\nroles = ["operator"]\n'
-    )
-    policy.write_text('[[rule]]\neffect = "allow"\nroles = ["operator"]\nskills = ["*"]\n')
-    config = workdir / "skillrack.toml"
-    config.write_text(
-        f'[plugins]\nbuiltin = ["{PLUGIN_MODULE}"]\n\n'
-        f"[server]\nrate_per_minute = 1000000\ngrpc_port = {free_port()}\n\n"
-        f'[plugins.api_keys]\nfile = "{keys}"\n\n[plugins.policy]\nfile = "{policy}"\n'
+    config = write_operator_config(
+        workdir, KEY, f"rate_per_minute = 1000000\ngrpc_port = {free_port()}"
     )
     with serving(workdir, config=config) as served:
         yield served

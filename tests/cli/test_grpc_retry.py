@@ -16,7 +16,6 @@ tests/cli/test_plain_agent_limits.py.)  An interface nobody listens on is a
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 import time
@@ -27,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 from helpers.own_redis import own_redis
-from helpers.served_process import PLUGIN_MODULE, serving, write_config
+from helpers.served_process import serving, write_config, write_operator_config
 
 from skillrack.cli import main as cli
 from skillrack.client.busy import AgentBusy
@@ -42,18 +41,7 @@ KEY = "grpc-retry-test-key"
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServedAgent, list[str]]]:
     workdir = tmp_path_factory.mktemp("grpc-retry")
-    keys, policy = workdir / "keys.toml", workdir / "policy.toml"
-    keys.write_text(
-        f'[[key]]\nsha256 = "{hashlib.sha256(KEY.encode()).hexdigest()}"\n'
-        'identity = "alice"\nroles = ["operator"]\n'
-    )
-    policy.write_text('[[rule]]\neffect = "allow"\nroles = ["operator"]\nskills = ["*"]\n')
-    config = workdir / "skillrack.toml"
-    config.write_text(
-        f'[plugins]\nbuiltin = ["{PLUGIN_MODULE}"]\n\n'
-        f"[server]\nrate_per_minute = 2\ngrpc_port = {free_port()}\n\n"
-        f'[plugins.api_keys]\nfile = "{keys}"\n\n[plugins.policy]\nfile = "{policy}"\n'
-    )
+    config = write_operator_config(workdir, KEY, f"rate_per_minute = 2\ngrpc_port = {free_port()}")
     with serving(workdir, config=config) as served:
         card = httpx.get(served.url + CARD_PATH, timeout=10).json()
         [target] = [i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]

@@ -11,6 +11,7 @@ Its skills: ``echo`` (completes), ``crash`` (fails), ``ask`` (waits for input),
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -118,6 +119,25 @@ def write_config(directory: Path, server: str = "") -> Path:
     path = directory / "skillrack.toml"
     plugins = f'[plugins]\nbuiltin = ["{PLUGIN_MODULE}"]\n'
     path.write_text(f"{plugins}\n[server]\nrate_per_minute = 1000000\n{server}", encoding="utf-8")
+    return path
+
+
+def write_operator_config(directory: Path, key: str, server: str) -> Path:
+    """The probe behind API keys and a policy: ``key`` is alice's, an operator, allowed all.
+
+    ``server`` holds the rest of ``[server]`` (a rate, a gRPC port, ...).
+    """
+    keys, policy = directory / "keys.toml", directory / "policy.toml"
+    keys.write_text(
+        f'[[key]]\nsha256 = "{hashlib.sha256(key.encode()).hexdigest()}"\n'
+        'identity = "alice"\nroles = ["operator"]\n'
+    )
+    policy.write_text('[[rule]]\neffect = "allow"\nroles = ["operator"]\nskills = ["*"]\n')
+    path = directory / "skillrack.toml"
+    path.write_text(
+        f'[plugins]\nbuiltin = ["{PLUGIN_MODULE}"]\n\n[server]\n{server}\n\n'
+        f'[plugins.api_keys]\nfile = "{keys}"\n\n[plugins.policy]\nfile = "{policy}"\n'
+    )
     return path
 
 
