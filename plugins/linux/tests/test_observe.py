@@ -20,6 +20,9 @@ def _entries(result: Any) -> dict[str, Any]:
 async def test_get_interfaces_matches_ip_link_and_addr(
     skillrack_client: AgentClient, lab: Lab
 ) -> None:
+    # Counters only grow: the plugin's read lies between a read by ip before the call and
+    # one after it (hellos and neighbour discovery keep the counters moving).
+    before = {link["ifname"]: link for link in lab.ip("r2", "-s", "link", "show")}
     outcome = await skillrack_client.invoke("get_interfaces", {"device_id": "r2"})
     assert outcome.state == "TASK_STATE_COMPLETED"
     entries = _entries(outcome.result)
@@ -36,7 +39,6 @@ async def test_get_interfaces_matches_ip_link_and_addr(
         assert entry["skillrack-linux:mtu"] == link["mtu"]
         assert entry.get("phys-address") == link["address"]
         stats = entry["statistics"]
-        # Counters only grow: the plugin's read lies between two reads by ip.
         assert int(stats["in-octets"]) >= 0 and isinstance(stats["in-octets"], str)
         assert int(stats["in-errors"]) == link["stats64"]["rx"]["errors"]
         v4 = {
@@ -54,7 +56,7 @@ async def test_get_interfaces_matches_ip_link_and_addr(
     for name, entry in entries.items():
         seen = int(entry["statistics"]["in-octets"])
         assert (
-            links[name]["stats64"]["rx"]["bytes"] <= seen <= after[name]["stats64"]["rx"]["bytes"]
+            before[name]["stats64"]["rx"]["bytes"] <= seen <= after[name]["stats64"]["rx"]["bytes"]
         )
     # One supporting record per interface, referenced by the result.
     refs = outcome.result["supporting_record_refs"]
