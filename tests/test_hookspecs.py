@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import inspect
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -105,8 +106,12 @@ def _implemented_hooks(tree: ast.Module) -> set[str]:
     return found
 
 
+@functools.cache
 def hook_tests() -> dict[str, list[tuple[Path, set[str]]]]:
-    """``test_hook_<name>`` -> the files defining it, each with the hooks that file implements."""
+    """``test_hook_<name>`` -> the files defining it, each with the hooks that file implements.
+
+    Parsed once per run (cached): every hook's test reads the whole tests tree.
+    """
     found: dict[str, list[tuple[Path, set[str]]]] = {}
     for path in sorted(TESTS.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))

@@ -25,6 +25,7 @@ What is counted, and why:
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,6 +154,16 @@ def _resolve(module: str, node: ast.ImportFrom) -> str:
 
 def imports_of(module: str) -> Iterator[Import]:
     """Every import in ``module``, at any depth; ``from a import b`` is ``a.b`` if b is a module."""
+    yield from _parsed_imports(module)
+
+
+@functools.cache
+def _parsed_imports(module: str) -> tuple[Import, ...]:
+    """``module``'s imports, parsed once per run: a dozen tests read every module's."""
+    return tuple(_read_imports(module))
+
+
+def _read_imports(module: str) -> Iterator[Import]:
     path = MODULES[module]
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     type_only = _type_only_nodes(tree)

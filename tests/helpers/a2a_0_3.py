@@ -50,14 +50,32 @@ def a2a_0_3_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return _build(root)
 
 
+def _install_commands(building: Path) -> list[str]:
+    """Make the environment at ``building`` and return the command that fills it.
+
+    With uv on ``PATH`` (tox-uv puts it there) uv makes and fills it: about a second of CPU,
+    where ``venv`` with pip took 13 s, a visible share of the suite's time.  Else pip.
+    """
+    uv = shutil.which("uv")
+    if uv is None:
+        venv.create(building, with_pip=True)
+        return [str(_python(building)), "-m", "pip", "install", "-q", PACKAGE]
+    subprocess.run(
+        [uv, "venv", "--quiet", "--python", sys.executable, str(building)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return [uv, "pip", "install", "--quiet", "--python", str(_python(building)), PACKAGE]
+
+
 def _build(root: Path) -> Path:
     """Make the a2a-sdk 0.3 environment at ``root`` (in a directory of its own, then renamed)."""
     building = root.with_name(f"{root.name}.{os.getpid()}")
     shutil.rmtree(building, ignore_errors=True)
-    venv.create(building, with_pip=True)
     try:
         installed = subprocess.run(
-            [str(_python(building)), "-m", "pip", "install", "-q", PACKAGE],
+            _install_commands(building),
             capture_output=True,
             text=True,
             timeout=300,

@@ -321,7 +321,7 @@ def locations_of(schema: Any) -> tuple[list[Location], str]:
     return schemawalk.walk(private, root_uri, DRAFT_2020_12), root_uri
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     node=st.dictionaries(
         st.sampled_from([*sorted(schemawalk._SLOTS), "type", "a/b"]),
@@ -335,7 +335,7 @@ def test_children_as_before(node: dict[str, Any]) -> None:
     assert list(schemawalk.children(node)) == list(old_children(node))
 
 
-@settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(schema=SCHEMAS)
 @pytest.mark.slow
 def test_walk_edges_and_graph_as_before(schema: Any) -> None:
@@ -411,7 +411,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(value=JSON, limit=st.integers(-1, 8))
 @pytest.mark.slow
 def test_json_depth_as_before(value: Any, limit: int) -> None:

@@ -138,7 +138,7 @@ def test_every_corner_schema_gets_a_predicate() -> None:
 
 
 @pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: json.dumps(s)[:60])
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instance=JSON)
 def test_predicate_agrees_with_jsonschema(schema: Any, instance: Any) -> None:
     compiled = compile_(schema)
@@ -299,7 +299,7 @@ def _mutated(instance: Any, draw: st.DrawFn) -> Any:
 
 
 @pytest.mark.parametrize(("name", "schema"), EXAMPLE_SCHEMAS, ids=[n for n, _ in EXAMPLE_SCHEMAS])
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 @pytest.mark.slow
 def test_example_plugin_schemas(name: str, schema: Any, data: st.DataObject) -> None:
@@ -347,7 +347,7 @@ def fast_measure(value: Any, limit: int) -> tuple[str, int] | None:
     return ("size", size) if size is not None else None
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(value=JSON, limit=st.integers(1, 6))
 def test_plain_measure_is_jcs(value: Any, limit: int) -> None:
     fast = fast_measure(value, limit)
@@ -425,7 +425,7 @@ WIRE_JSON = st.recursive(
 )
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(value=WIRE_JSON)
 def test_data_part_builds_what_parse_dict_builds(value: Any) -> None:
     new, old = outcome(data_part, value), outcome(old_data_part, value)

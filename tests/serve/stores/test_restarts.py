@@ -184,7 +184,8 @@ def test_a_task_is_run_again_at_most_task_restarts_times(pg_url: str, tmp_path: 
         assert restarted["metadata"]["skillrackRestarts"] == 1
         wait_until(
             lambda: any(
-                "tick" in str(a["parts"]) for a in get_task(b.url, watching["id"]).get("artifacts", [])
+                "tick" in str(a["parts"])
+                for a in get_task(b.url, watching["id"]).get("artifacts", [])
             ),
             "the task to tick on B",
         )
