@@ -51,7 +51,6 @@ from helpers.waiting import wait_until
 
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.testing.serve import (
-    BANNER,
     START_TIMEOUT_S,
     ServedAgent,
     free_port,
@@ -491,9 +490,10 @@ def test_tls_with_the_https_certificate(tmp_path: Path) -> None:
     )
     served = start(tmp_path / "agent", args=args)
     try:
+        # The banner's lines may reach the log one by one: wait for the last one, metrics.
         wait_until(
-            lambda: BANNER in served.output() or served.process.poll() is not None,
-            "the agent's start-up banner (or its exit)",
+            lambda: "  metrics: " in served.output() or served.process.poll() is not None,
+            "the agent's whole start-up banner (or its exit)",
             timeout=START_TIMEOUT_S,
         )
         assert f"gRPC: 127.0.0.1:{grpc_port} (TLS" in served.output(), served.output()
