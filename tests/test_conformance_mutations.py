@@ -12,14 +12,14 @@ is the point: either write the test or mark the row ``partial``.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from xml.etree import ElementTree
 
 import pytest
-from helpers.mutants import ENVIRONMENT, MEMBERS, MUTANTS
+from helpers.mutants import MEMBERS, MUTANTS, PLAN_ENVIRONMENT
 from test_conformance_matrix import MATRIX, ROOT, rows
 
 #: Row -> the mutants each of which its named tests must catch.
@@ -33,10 +33,9 @@ ROW_MUTANTS: dict[str, tuple[str, ...]] = {
     "R-034": ("no-operator-before-side-effect", "no-approval-step"),
 }
 
-#: Mutant -> the rows whose named tests must catch it. One pytest process per mutant runs the
+#: Mutant -> the rows whose named tests must catch it. One forked run per mutant runs the
 #: named tests of all its rows together (``no-approval-step`` is caught by three rows), and
-#: one control process runs every row's tests unmutated: 12 processes, not one per row and
-#: mutant (24), which halved this module's share of the suite's CPU time.
+#: one control run runs every row's tests unmutated.
 ROWS_OF: dict[str, tuple[str, ...]] = {
     mutant: tuple(sorted(row for row, mutants in ROW_MUTANTS.items() if mutant in mutants))
     for mutant in sorted({m for mutants in ROW_MUTANTS.values() for m in mutants})
@@ -57,63 +56,75 @@ def test_every_mutant_is_used_and_exists() -> None:
     assert set(ROWS_OF) == set(MUTANTS)
 
 
-def _run(
-    tests: list[str], mutant: str, report: Path, *, first_failure: bool = False
-) -> subprocess.CompletedProcess[str]:
-    """Run ``tests`` in a fresh pytest process under ``mutant`` ("" for none).
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[str]] | str]:
+    """Mutant ("" for the control) -> the node ids it ran and failed, or why it did not run.
 
-    ``first_failure`` stops at the first failing test (``-x``): enough when one row is asked.
+    One pytest process collects every row's named tests once and forks a child per
+    mutant (:mod:`helpers.mutants`): 13 runs, one collection.
     """
+    work = tmp_path_factory.mktemp("mutants")
+    union = _union(tuple(ROW_MUTANTS))
+    runs = [("", union), *((mutant, _union(rids)) for mutant, rids in ROWS_OF.items())]
+    plan = {
+        "runs": [
+            {"mutant": mutant, "tests": tests, "result": str(work / f"{i}.json")}
+            for i, (mutant, tests) in enumerate(runs)
+        ]
+    }
+    (work / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0"]
-    command += ["-x"] if first_failure else []
     command += ["-p", "helpers.mutants", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    command += [f"--junitxml={report}", "-o", "junit_family=xunit2"]
-    return subprocess.run(
-        [*command, *tests],
+    done = subprocess.run(
+        [*command, *union],
         cwd=ROOT,
-        env={**os.environ, ENVIRONMENT: mutant},
+        env={**os.environ, PLAN_ENVIRONMENT: str(work / "plan.json")},
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=900,
     )
+    assert "skillrack mutants: one forked run each" in done.stdout, done.stdout[-2000:]
+    found: dict[str, dict[str, list[str]] | str] = {}
+    for run in plan["runs"]:
+        result = Path(run["result"])
+        found[run["mutant"]] = (
+            json.loads(result.read_text(encoding="utf-8"))
+            if result.is_file()
+            else f"the run of {run['mutant'] or 'the control'} left no result:\n"
+            + done.stdout[-3000:]
+            + done.stderr[-2000:]
+        )
+    return found
 
 
-def _dotted(test: str) -> str:
-    """``tests/a/test_b.py::Class::name[param]`` in JUnit XML: ``tests.a.test_b.Class.name``."""
-    path, _, rest = test.split("[")[0].partition("::")
-    return ".".join([path.removesuffix(".py").replace("/", "."), *rest.split("::")])
-
-
-def _failed(report: Path) -> set[str]:
-    """The tests (dotted, parameters dropped) that failed or errored in a JUnit XML report."""
-    failed: set[str] = set()
-    for case in ElementTree.parse(report).getroot().iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
-            failed.add(f"{case.get('classname')}.{case.get('name', '').split('[')[0]}")
-    return failed
+def _failed_under(verdicts: dict[str, dict[str, list[str]] | str], mutant: str) -> set[str]:
+    """The named tests (parameters dropped) that failed under ``mutant``; each one ran."""
+    outcome = verdicts[mutant]
+    assert isinstance(outcome, dict), outcome
+    ran = {test.split("[")[0] for test in outcome["ran"]}
+    named = _union(ROWS_OF[mutant]) if mutant else _union(tuple(ROW_MUTANTS))
+    assert ran == set(named), f"named tests not collected: {set(named) - ran}"
+    return {test.split("[")[0] for test in outcome["failed"]}
 
 
 @pytest.mark.slow
-def test_the_rows_tests_pass_unmutated(tmp_path: Path) -> None:
+def test_the_rows_tests_pass_unmutated(
+    verdicts: dict[str, dict[str, list[str]] | str],
+) -> None:
     """The control: in the same kind of process, without a mutant, every named test passes."""
-    done = _run(_union(tuple(ROW_MUTANTS)), "", tmp_path / "control.xml")
-    assert "skillrack mutant: none" in done.stdout, done.stdout[-2000:] + done.stderr
-    assert done.returncode == 0, done.stdout[-3000:]
+    assert _failed_under(verdicts, "") == set()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mutant", sorted(ROWS_OF))
-def test_a_tested_row_fails_without_its_behaviour(mutant: str, tmp_path: Path) -> None:
+def test_a_tested_row_fails_without_its_behaviour(
+    mutant: str, verdicts: dict[str, dict[str, list[str]] | str]
+) -> None:
     """Under ``mutant``, each of its rows has at least one named test that fails."""
     rids = ROWS_OF[mutant]
     for rid in rids:
         assert _named_tests(rid), f"{rid} names no test of skillrack's own"
-    report = tmp_path / "report.xml"
-    done = _run(_union(rids), mutant, report, first_failure=len(rids) == 1)
-    assert f"skillrack mutant: {mutant}" in done.stdout, done.stdout[-2000:] + done.stderr
-    # 1: tests ran and some failed (2-5 would be an interrupted run or a usage error).
-    assert done.returncode == 1, f"{rids}: every named test passed without the behaviour ({mutant})"
-    failed = _failed(report)
+    failed = _failed_under(verdicts, mutant)
     for rid in rids:
-        named = {_dotted(test) for test in _named_tests(rid)}
+        named = set(_named_tests(rid))
         assert named & failed, f"{rid}: its named tests all passed without the behaviour ({mutant})"
