@@ -31,6 +31,15 @@ def _accepted(output: str) -> Counter[tuple[str, str]]:
     return Counter(ACCEPTED.findall(output))
 
 
+def _exited(pid: int) -> bool:
+    """``pid`` has exited: its files (its listening socket) are closed."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rpartition(")")[2].split()[0] in ("Z", "X")
+
+
 def _fresh_connections(url: str, count: int) -> None:
     for _ in range(count):
         with httpx.Client(timeout=10) as client:  # a new connection, a new client port
@@ -53,6 +62,10 @@ def test_workers_set_nodelay_and_share_connections(tmp_path: Path) -> None:
             by_worker[pid] += count
         assert len(by_worker) == 2 and min(by_worker.values()) >= 2, by_worker
 
-        os.kill(int(next(iter(by_worker))), signal.SIGKILL)
+        killed = int(next(iter(by_worker)))
+        os.kill(killed, signal.SIGKILL)
+        # Its socket closes when it has exited (a zombie, or reaped): before that, the kernel
+        # may still queue a connection on it, and that one is reset when it dies.
+        wait_until(lambda: _exited(killed), f"the killed worker {killed} to exit")
         # Until the replacement listens, the kernel sends every connection to the survivor.
         _fresh_connections(served.url, 12)
