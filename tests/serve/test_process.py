@@ -7,7 +7,9 @@ when nobody asked for traces, and says so in its start-up log.
 
 from __future__ import annotations
 
+import asyncio
 import gc
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from helpers.served_process import serving
 from skillrack.cli.launch import main as launch
 from skillrack.serve.process import (
     A2A_TRACING,
+    YOUNG_THRESHOLD,
     default_tracing,
     freeze_startup_heap,
     pause_collector,
@@ -56,6 +59,14 @@ def test_an_exporter_named_none_is_no_exporter(environ: dict[str, str]) -> None:
     assert environ[A2A_TRACING] == "false"
 
 
+@pytest.fixture(autouse=True)
+def thresholds() -> Iterator[None]:
+    """The test process's collector thresholds, as they were (``freeze_startup_heap`` sets them)."""
+    before = gc.get_threshold()
+    yield
+    gc.set_threshold(*before)
+
+
 def test_freeze_moves_the_startup_heap_out_of_collections() -> None:
     before = gc.get_freeze_count()
     try:
@@ -73,6 +84,60 @@ def test_the_collector_paused_for_the_start_runs_again_once_the_heap_is_frozen()
         assert gc.isenabled()
     finally:
         gc.enable()
+        gc.unfreeze()
+
+
+async def _relayed(queue: asyncio.Queue[int]) -> AsyncIterator[int]:
+    while True:
+        yield await queue.get()
+
+
+async def _stream(queue: asyncio.Queue[int]) -> None:
+    """A stream's shape: async generators relaying a queue's events, suspended between them."""
+
+    async def layer(inner: AsyncIterator[int]) -> AsyncIterator[int]:
+        async for item in inner:
+            yield item
+
+    async for _ in layer(layer(_relayed(queue))):
+        pass
+
+
+def _waiting_steps_in_oldest_generation(streams: int, other_work: int) -> int:
+    """Suspended generator steps of ``streams`` streams found in the oldest generation after
+    the process made ``other_work`` lasting objects (what opening some streams makes)."""
+
+    async def run() -> int:
+        queues: list[asyncio.Queue[int]] = [asyncio.Queue() for _ in range(streams)]
+        tasks = [asyncio.create_task(_stream(queue)) for queue in queues]
+        for queue in queues:  # every stream received an event and waits for the next
+            queue.put_nowait(0)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        kept: list[list[int]] = [[] for _ in range(other_work)]
+        oldest = sum(
+            type(o).__name__ == "async_generator_asend" for o in gc.get_objects(generation=2)
+        )
+        del kept
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        return oldest
+
+    return asyncio.run(run())
+
+
+def test_what_waits_for_a_streams_next_event_is_not_promoted_to_the_oldest_generation() -> None:
+    """With the default young threshold (700) the objects of every waiting stream reached the
+    oldest generation whenever other work made objects, and died there; its full collections,
+    each walking every open stream, then took 40% of a server holding 10,000 streams."""
+    gc.set_threshold(700, 10, 10)
+    assert _waiting_steps_in_oldest_generation(1000, 20_000) > 0  # what the test detects
+    try:
+        freeze_startup_heap()
+        assert gc.get_threshold()[0] == YOUNG_THRESHOLD
+        assert _waiting_steps_in_oldest_generation(1000, 20_000) == 0
+    finally:
         gc.unfreeze()
 
 
