@@ -20,7 +20,16 @@ sequence number is counted; the driver reads the counts with the delays.
     {"op": "recent", "since": 1733300000.0}
     -> {"count": 812, "p50_ms": 12.5}
     {"op": "window", "begin": 1733300000.0, "end": 1733300020.0}
-    -> {"delays_ms": [...], "delivered": 123, "ended": 0, "errors": 0, "gaps": 0, "silent": 0}
+    -> {"delays_ms": [...], "delivered": 123, "arrived": 130, "ended": 0, "errors": 0,
+        "gaps": 0, "silent": 0, "stalled": 0}
+
+``delivered`` counts the deliveries of events published in the window,
+``arrived`` every delivery that arrived in it, whenever its event was
+published: on a server that keeps up they are the same; on one that falls
+behind, ``arrived`` is what it delivers a second.  A *silent* stream received
+no event published in the window; a *stalled* one received nothing at all
+since the window began (it is silent too): a stream the server still feeds,
+late, is silent without being stalled.
     {"op": "quit"}
 """
 
@@ -72,6 +81,7 @@ class Recorder:
     def __init__(self) -> None:
         self.published = array("d")
         self.delays = array("d")
+        self.arrivals = array("d")
         self.ended = 0
         self.errors = 0
         self.gaps = 0
@@ -98,6 +108,7 @@ class Stream(asyncio.Protocol):
         self.first: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self.last_seq: int | None = None
         self.last_published = 0.0
+        self.last_arrival = 0.0
         self.done = False
         self.closing = False
 
@@ -156,8 +167,11 @@ class Stream(asyncio.Protocol):
                 self.recorder.gaps += max(0, seq - self.last_seq - 1)
             self.last_seq = seq
             self.last_published = published
+            now = time.time()
+            self.last_arrival = now
             self.recorder.published.append(published)
-            self.recorder.delays.append(time.time() - published)
+            self.recorder.delays.append(now - published)
+            self.recorder.arrivals.append(now)
 
     def fail(self, text: str) -> None:
         if not self.done:
@@ -254,9 +268,12 @@ class Generator:
         silent = sum(
             1 for s in r.streams if not s.done and s.last_published < begin
         )  # no event published in the window reached it
+        stalled = sum(1 for s in r.streams if not s.done and s.last_arrival < begin)
         return {
             "delays_ms": delays,
             "delivered": len(delays),
+            "arrived": sum(1 for a in r.arrivals if begin <= a <= end),
+            "stalled": stalled,
             "ended": r.ended,
             "errors": r.errors,
             "first_error": r.first_error,

@@ -29,10 +29,19 @@ window of ``--seconds`` is measured:
   server's ``time.time()`` when the skill published it; the generator
   subtracts it from its own clock when the event's bytes arrive (p50, p99 of
   every delivery of an event published in the window);
+* **deliveries per second**: every event that reached a stream in the
+  window, whenever it was published (a server that falls behind still
+  delivers; this is how much);
 * **streams dropped**: streams that ended or answered an error before the end,
-  and *silent* streams, which received no event published in the window
-  (within ``TAIL_S`` after it: on a machine too busy to deliver in time, a
-  stream may be silent without being closed).
+  and *stalled* streams, which received nothing from the start of the window
+  to ``TAIL_S`` after it; *silent* streams received no event published in
+  the window (within ``TAIL_S`` after it), which a server that falls behind
+  makes of every stream without closing any: they are counted, not dropped.
+
+When the server has not caught up after ``SETTLE_MAX_S`` (its median delay
+still over ``SETTLED_MS``: it delivers less than is published), the table
+says so: the window then measures a server falling behind, and its delays
+are those of a backlog.
 
 Targets (issue 34): skillrack's RSS per stream and CPU per delivered event no
 worse than the bare agent's; p99 under 100 ms at 1,000 events a second in all;
@@ -181,7 +190,7 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
         if failed:
             first = next(o["first_error"] for o in opened_all if o.get("first_error"))
             print(f"  {server.name}: {failed} tasks failed to open: {first}", flush=True)
-        settle_s = settle(clients)
+        settle_s, settled_ms = settle(clients)
         cpu_before = cpu_seconds(server.pid)
         begin = time.time()
         time.sleep(args.seconds)
@@ -195,8 +204,9 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
             client.close()
     delays = sorted(d for w in windows for d in w["delays_ms"])
     delivered = len(delays)
+    arrived = sum(w["arrived"] for w in windows)
     opened_streams = sum(o.get("streams", 0) for o in opened_all)
-    dropped = sum(w["ended"] + w["errors"] + w["silent"] for w in windows) + (
+    dropped = sum(w["ended"] + w["errors"] + w["stalled"] for w in windows) + (
         streams - opened_streams
     )
     return {
@@ -204,12 +214,16 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
         "opened": opened_streams,
         "opening_s": opening_s,
         "settle_s": settle_s,
+        "settled": settled_ms is not None and settled_ms < SETTLED_MS,
+        "settled_p50_ms": settled_ms,
         "interval_s": interval,
         "window_s": end - begin,
         "delivered": delivered,
-        "delivered_per_s": delivered / (end - begin),
+        "arrived": arrived,
+        "delivered_per_s": arrived / (end - begin),
+        "due_per_s": args.rate * args.subscribers,
         "cpu_s": cpu,
-        "cpu_us_per_event": cpu / delivered * 1e6 if delivered else float("nan"),
+        "cpu_us_per_event": cpu / arrived * 1e6 if arrived else float("nan"),
         "rss_before_mb": rss_before,
         "rss_open_mb": rss_open,
         "rss_kb_per_stream": (rss_open - rss_before) * 1024 / streams,
@@ -220,23 +234,30 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
         "ended": sum(w["ended"] for w in windows),
         "errors": sum(w["errors"] for w in windows),
         "silent": sum(w["silent"] for w in windows),
+        "stalled": sum(w["stalled"] for w in windows),
         "gaps": sum(w["gaps"] for w in windows),
         "first_error": next((w["first_error"] for w in windows if w["first_error"]), None),
     }
 
 
-def settle(clients: list[Client]) -> float:
-    """Wait until the server has caught up with the opening (see ``SETTLED_MS``); seconds."""
+def settle(clients: list[Client]) -> tuple[float, float | None]:
+    """Wait until the server has caught up with the opening (see ``SETTLED_MS``).
+
+    Returns the seconds waited and the last median delay (ms; None when no
+    event published in the last second had arrived: the server is far behind).
+    """
     began = time.monotonic()
     time.sleep(SETTLE_S)
+    median: float | None = None
     while time.monotonic() - began < SETTLE_MAX_S:
         since = time.time() - 1.0
         recent = each(clients, [{"op": "recent", "since": since}] * len(clients))
         medians = [r["p50_ms"] for r in recent if r["p50_ms"] is not None]
-        if medians and max(medians) < SETTLED_MS:
+        median = max(medians) if len(medians) == len(clients) else None
+        if median is not None and median < SETTLED_MS:
             break
         time.sleep(1.0)
-    return time.monotonic() - began
+    return time.monotonic() - began, median
 
 
 def open_command(
@@ -287,13 +308,13 @@ def report(sides: dict[str, dict[str, Any]], rate: float) -> list[dict[str, Any]
     keys = [
         ("streams open", "opened", "{:,.0f}"),
         ("seconds to open them", "opening_s", "{:.1f}"),
-        ("seconds to settle after", "settle_s", "{:.1f}"),
-        ("events delivered per s", "delivered_per_s", "{:,.0f}"),
+        ("seconds to settle after", None, ""),
+        ("deliveries per s (due)", None, ""),
         ("RSS before / with streams, MB", None, ""),
         ("RSS per open stream, kB", "rss_kb_per_stream", "{:.1f}"),
         ("server CPU per delivered event, µs", "cpu_us_per_event", "{:.1f}"),
         ("delay p50 / p99 / max, ms", None, ""),
-        ("streams dropped (ended, errors, silent)", None, ""),
+        ("streams dropped (ended, errors, stalled); silent", None, ""),
         ("events skipped in a stream", "gaps", "{:,.0f}"),
     ]
     names = list(sides)
@@ -305,12 +326,25 @@ def report(sides: dict[str, dict[str, Any]], rate: float) -> list[dict[str, Any]
             s = sides[name]
             if key is not None:
                 cells.append(form.format(s[key]))
+            elif label.startswith("seconds to settle"):
+                late = s["settled_p50_ms"]
+                cells.append(
+                    f"{s['settle_s']:.1f}"
+                    if s["settled"]
+                    else f"{s['settle_s']:.1f}, NOT settled (p50 "
+                    + ("no event of the last second" if late is None else f"{late:,.0f} ms")
+                    + ")"
+                )
+            elif label.startswith("deliveries"):
+                cells.append(f"{s['delivered_per_s']:,.0f} ({s['due_per_s']:,.0f})")
             elif label.startswith("RSS"):
                 cells.append(f"{s['rss_before_mb']:.0f} / {s['rss_open_mb']:.0f}")
             elif label.startswith("delay"):
                 cells.append(f"{s['p50_ms']:.1f} / {s['p99_ms']:.1f} / {s['max_ms']:.1f}")
             else:
-                cells.append(f"{s['dropped']} ({s['ended']}, {s['errors']}, {s['silent']})")
+                cells.append(
+                    f"{s['dropped']} ({s['ended']}, {s['errors']}, {s['stalled']}); {s['silent']}"
+                )
         print(f"| {label} | " + " | ".join(cells) + " |")
     rows = targets(sides, rate)
     print("\ntargets (issue 34 item 1):")
@@ -396,7 +430,8 @@ def main() -> int:
                 server.stop()
             print(
                 f"  {name}: {figures['opened']:,} streams open in {figures['opening_s']:.1f} s, "
-                f"{figures['delivered_per_s']:,.0f} deliveries/s, "
+                f"{figures['delivered_per_s']:,.0f} deliveries/s "
+                f"({'settled' if figures['settled'] else 'NOT settled: behind'}), "
                 f"{figures['rss_kb_per_stream']:.1f} kB and "
                 f"{figures['cpu_us_per_event']:.0f} µs CPU per stream/event, "
                 f"p50/p99 {figures['p50_ms']:.1f}/{figures['p99_ms']:.1f} ms, "
