@@ -18,7 +18,7 @@ sequence number is counted; the driver reads the counts with the delays.
      "request": {...the skill request object...}, "opening": 50}
     -> {"ok": true, "streams": 500, "failed": 0, "first_error": null, "seconds": 2.1}
     {"op": "recent", "since": 1733300000.0}
-    -> {"count": 812, "p50_ms": 12.5}
+    -> {"count": 812, "p50_ms": 12.5}   (the deliveries that arrived since then)
     {"op": "window", "begin": 1733300000.0, "end": 1733300020.0}
     -> {"delays_ms": [...], "delivered": 123, "arrived": 130, "ended": 0, "errors": 0,
         "gaps": 0, "silent": 0, "stalled": 0}
@@ -283,11 +283,12 @@ class Generator:
         }
 
     def recent(self, since: float) -> dict[str, Any]:
-        """The median delay of the events published since ``since`` (settling: has the
-        server caught up with the opening?)."""
+        """The median delay of the deliveries that arrived since ``since`` (settling: has the
+        server caught up with the opening?).  By arrival, not by publication: a server
+        seconds behind still delivers, and the delay says how far behind it is."""
         r = self.recorder
         delays = sorted(
-            d for p, d in zip(r.published[-20_000:], r.delays[-20_000:], strict=True) if p >= since
+            d for a, d in zip(r.arrivals[-20_000:], r.delays[-20_000:], strict=True) if a >= since
         )
         median = delays[len(delays) // 2] * 1000 if delays else None
         return {"count": len(delays), "p50_ms": median}
