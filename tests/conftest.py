@@ -13,9 +13,12 @@ import pytest
 from helpers.agent_harness import running_wrapped
 from helpers.agent_skills import AllowAll, TestSkills
 from helpers.builders import load_json, registry_of
+from helpers.shared_tls import install as share_default_tls
 from helpers.tamper import Tamper
 
 from skillrack.host.registry import Registry
+
+share_default_tls()  # httpx's default TLS context built once per process (helpers.shared_tls)
 
 
 @pytest.fixture(autouse=True, scope="session")
