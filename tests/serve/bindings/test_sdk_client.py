@@ -176,7 +176,7 @@ async def test_cancel_task(client: Client, agent: ServedAgent, tenant: str) -> N
 
 @pytest.mark.parametrize("tenant", TENANTS)
 async def test_subscribe_to_task(streaming_client: Client, agent: ServedAgent, tenant: str) -> None:
-    started = _raw_ticker(agent, ticks=8)
+    started = _raw_ticker(agent, ticks=30)  # 3 s: still running when a loaded machine subscribes
     request = SubscribeToTaskRequest(id=started, tenant=tenant)
     events = [event async for event in streaming_client.subscribe(request)]
     assert events[0].WhichOneof("payload") == "task", events[0]
