@@ -64,6 +64,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "core" / "skillrack"
 #: Qualified name (where a2a-sdk defines it) -> what skillrack relies on.
 CONTRACT: dict[str, str] = {
     # Private methods and attributes: overridden, called or read.
+    "a2a.client.transports.jsonrpc.JsonRpcTransport._send_request": (
+        "(self, payload: dict[str, Any], context: ClientCallContext | None = None) -> dict[str, "
+        "Any]"
+    ),
     "a2a.server.cluster.database_event_stream.DatabaseTaskEventStream._engine": (
         "instance attribute"
     ),
@@ -211,6 +215,11 @@ CONTRACT: dict[str, str] = {
     "a2a.utils.telemetry.env_value": "str",
     "a2a.utils.telemetry.otel_enabled": "bool",
     "a2a.utils.telemetry.otel_installed": "bool",
+    "a2a.utils.telemetry.trace_function": (
+        "(func: Callable | None = None, *, span_name: str | None = None, kind: object = "
+        "<INTERNAL: 0>, attributes: dict[str, Any] | None = None, attribute_extractor: Callable "
+        "| None = None) -> Callable"
+    ),
     "a2a.utils.version_validator.validate_version": "(expected_version: str) -> Callable[[~F], ~F]",
 }
 

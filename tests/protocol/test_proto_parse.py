@@ -12,6 +12,7 @@ from a2a.types import (
     GetTaskRequest,
     Message,
     SendMessageRequest,
+    SendMessageResponse,
     TaskPushNotificationConfig,
 )
 from google.protobuf import json_format
@@ -191,3 +192,54 @@ def test_the_first_of_two_names_is_not_merged_with_the_second() -> None:
 )
 def test_other_request_types(message_type: Any, params: dict[str, Any]) -> None:
     assert_same(params, message_type)
+
+
+def completed_task() -> dict[str, Any]:
+    """A skillrack agent's answer to a SendMessage: a Task with timestamps, records, history."""
+    data = {"unit": "percent", "value": 26.0, "observed_at": "2026-12-04T20:37:53Z"}
+    return {
+        "task": {
+            "id": "t-1",
+            "contextId": "c-1",
+            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-12-04T20:37:53.824095Z"},
+            "artifacts": [
+                {
+                    "artifactId": "observation-1",
+                    "name": "resource-observation",
+                    "parts": [{"data": data, "mediaType": "application/json"}],
+                    "extensions": [EXTENSION_URI],
+                },
+            ],
+            "history": [invocation()["message"] | {"taskId": "t-1", "contextId": "c-1"}],
+        }
+    }
+
+
+def test_an_answer_with_timestamps_is_handled() -> None:
+    answer = completed_task()
+    ours = parse_dict(answer, SendMessageResponse())
+    assert ours is not None
+    assert_same(answer, SendMessageResponse)
+    assert ours.task.status.timestamp.ToJsonString() == "2026-12-04T20:37:53.824095Z"
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    ["2026-12-04T20:37:53Z", "2026-12-04T20:37:53.5+02:00", "1970-01-01T00:00:00Z",
+     "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z"],
+)  # fmt: skip
+def test_timestamps_as_parse_dict_reads_them(stamp: str) -> None:
+    answer = completed_task()
+    answer["task"]["status"]["timestamp"] = stamp
+    assert parse_dict(answer, SendMessageResponse()) is not None
+    assert_same(answer, SendMessageResponse)
+
+
+@pytest.mark.parametrize(
+    "stamp", ["yesterday", "2026-13-04T20:37:53Z", "2026-12-04 20:37:53", 1700000000, ""]
+)
+def test_a_timestamp_parse_dict_refuses_is_left_to_it(stamp: Any) -> None:
+    answer = completed_task()
+    answer["task"]["status"]["timestamp"] = stamp
+    assert parse_dict(answer, SendMessageResponse()) is None
+    assert_same(answer, SendMessageResponse)

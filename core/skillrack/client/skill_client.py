@@ -69,6 +69,7 @@ from skillrack.client.grpc_channel import (
     channel_factory,
     judged_url,
 )
+from skillrack.client.jsonrpc_answers import LeanClientFactory
 from skillrack.client.oauth import ClientCredentials, TokenSource
 from skillrack.client.origin import Origin, allowed_origins
 from skillrack.client.origin_pools import PerOrigin
@@ -584,7 +585,7 @@ class SkillClient:
             return self._sdk_clients.get(
                 (agent, streaming, current_policy()),
                 entry,
-                lambda: ClientFactory(config()).create(self._reachable(agent, entry.proto)),
+                lambda: LeanClientFactory(config()).create(self._reachable(agent, entry.proto)),
             )
         reachable = self._reachable(agent, entry.proto)  # gRPC: a channel per exchange
         named = Origin.of(agent)
