@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from skillrack.client.oauth import TokenSource
 from skillrack.client.origin import Origin, OriginPolicy
-from skillrack.client.transport import origin_scope
+from skillrack.client.transport import OriginTokens, enter_origin_scope, leave_origin_scope
 from skillrack.errors import ErrorCode, SkillCallError
 
 _P = ParamSpec("_P")
@@ -65,44 +65,91 @@ def remaining() -> float | None:
     return state.ends - asyncio.get_running_loop().time()
 
 
-@asynccontextmanager
-async def call_scope(
-    url: str,
-    allow_origins: Mapping[Origin | None, frozenset[Origin]],
-    token_source: Callable[[Origin], TokenSource | None],
-    timeout: float,
-) -> AsyncIterator[None]:
+class call_scope:
     """Requests of this call obey the origin named by ``url``, all within ``timeout``.
 
     ``allow_origins``: under ``None`` the origins every call may also reach,
     under an origin those calls naming it may; ``token_source`` gives the
-    OAuth tokens for the named origin.
+    OAuth tokens for the named origin.  A scope entered inside another call
+    joins it (same agent, same deadline).
+
+    A class rather than an ``asynccontextmanager`` generator: every public
+    call of a client enters one, and a fan-out makes hundreds a second; this
+    does the same steps without a generator, its frames and their wrappers.
     """
-    if _state.get() is not None:
-        yield
-        return
-    named = OriginPolicy.for_url(url).named  # origin_refused when url is not http(s)
-    allowed = allow_origins.get(None, frozenset()) | allow_origins.get(named, frozenset())
-    source = token_source(named)
-    if source is not None:  # an origin named for the token may take the other credentials too
-        allowed |= source.credentials.token_origins
-    state = CallState()
-    token = _state.set(state)
-    try:
-        with origin_scope(OriginPolicy(named, allowed), source):
-            async with asyncio.timeout(timeout) as deadline:
-                state.ends = deadline.when()
-                yield
-    except TimeoutError:
-        if not deadline.expired():
+
+    __slots__ = ("_allow", "_deadline", "_source", "_timeout", "_tokens", "_url")
+
+    def __init__(
+        self,
+        url: str,
+        allow_origins: Mapping[Origin | None, frozenset[Origin]],
+        token_source: Callable[[Origin], TokenSource | None],
+        timeout: float,
+    ) -> None:
+        self._url = url
+        self._allow = allow_origins
+        self._source = token_source
+        self._timeout = timeout
+        self._deadline: asyncio.Timeout | None = None
+        self._tokens: tuple[Token[CallState | None], OriginTokens] | None = None
+
+    async def __aenter__(self) -> None:
+        if _state.get() is not None:
+            return  # inside another call: nothing of its own to set up or undo
+        named = OriginPolicy.for_url(self._url).named  # origin_refused when not http(s)
+        allowed = self._allow.get(None, _NONE) | self._allow.get(named, _NONE)
+        source = self._source(named)
+        if source is not None:  # an origin named for the token may take the other credentials
+            allowed |= source.credentials.token_origins
+        state = CallState()
+        token = _state.set(state)
+        scoped = enter_origin_scope(OriginPolicy(named, allowed), source)
+        self._tokens = (token, scoped)
+        try:
+            self._deadline = deadline = asyncio.timeout(self._timeout)
+            await deadline.__aenter__()
+        except BaseException:
+            self._tokens = None
+            leave_origin_scope(scoped)
+            _state.reset(token)
             raise
-        raise SkillCallError.local(
+        state.ends = deadline.when()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        tokens, self._tokens = self._tokens, None
+        if tokens is None:
+            return  # joined an outer call
+        deadline = self._deadline
+        assert deadline is not None
+        try:
+            try:
+                await deadline.__aexit__(kind, exc, traceback)
+            finally:
+                leave_origin_scope(tokens[1])
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise self._timed_out() from None
+        finally:
+            _state.reset(tokens[0])
+        if kind is not None and issubclass(kind, TimeoutError) and deadline.expired():
+            raise self._timed_out() from None
+
+    def _timed_out(self) -> SkillCallError:
+        return SkillCallError.local(
             ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-            f"the call to {url.rstrip('/')} did not finish within the client's timeout "
-            f"of {timeout:g} s (--timeout); it was stopped",
-        ) from None
-    finally:
-        _state.reset(token)
+            f"the call to {self._url.rstrip('/')} did not finish within the client's timeout "
+            f"of {self._timeout:g} s (--timeout); it was stopped",
+        )
+
+
+_NONE: frozenset[Origin] = frozenset()
 
 
 def one_call(
@@ -112,6 +159,8 @@ def one_call(
 
     @functools.wraps(method)
     async def run(self: Any, url: str, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        if _state.get() is not None:  # inside another call (``call`` describes): join it
+            return await method(self, url, *args, **kwargs)
         async with self._call_scope(url):
             return await method(self, url, *args, **kwargs)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 
 import httpx
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -53,19 +53,33 @@ _policy: ContextVar[OriginPolicy | None] = ContextVar("skillrack_origin_policy",
 _bearer: ContextVar[TokenSource | None] = ContextVar("skillrack_bearer_source", default=None)
 
 
+#: What :func:`leave_origin_scope` undoes.
+OriginTokens = tuple[Token[OriginPolicy | None], Token[TokenSource | None]]
+
+
 @contextmanager
 def origin_scope(policy: OriginPolicy, bearer: TokenSource | None = None) -> Iterator[None]:
     """Requests made inside this block (this task and what it awaits) obey ``policy``.
 
     ``bearer`` supplies the token sent to ``policy.named``, and only there.
     """
-    token = _policy.set(policy)
-    source = _bearer.set(bearer)
+    tokens = enter_origin_scope(policy, bearer)
     try:
         yield
     finally:
-        _bearer.reset(source)
-        _policy.reset(token)
+        leave_origin_scope(tokens)
+
+
+def enter_origin_scope(policy: OriginPolicy, bearer: TokenSource | None) -> OriginTokens:
+    """:func:`origin_scope`'s entry, for a scope that is not a ``with`` block of its own
+    (:class:`~skillrack.client.call_scope.call_scope`); undo with :func:`leave_origin_scope`."""
+    return _policy.set(policy), _bearer.set(bearer)
+
+
+def leave_origin_scope(tokens: OriginTokens) -> None:
+    """Undo :func:`enter_origin_scope`."""
+    _bearer.reset(tokens[1])
+    _policy.reset(tokens[0])
 
 
 def current_policy() -> OriginPolicy | None:
