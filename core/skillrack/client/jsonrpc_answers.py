@@ -1,18 +1,21 @@
-"""a2a-sdk's JSON-RPC client transport, its answers parsed without ``json_format.ParseDict``.
+"""a2a-sdk's JSON-RPC client transport, without ``json_format`` for requests and answers.
 
-a2a-sdk's ``JsonRpcTransport`` turns every answer's ``result`` into its
+a2a-sdk's ``JsonRpcTransport`` writes every request's params with
+``json_format.MessageToDict`` and turns every answer's ``result`` into its
 protobuf message with ``json_format.ParseDict(..., ignore_unknown_fields=True)``
-(``parse_lenient``): pure Python that looks each key up among the fields,
-formats a path string for every member and walks a Data Part's value one
-``Value`` at a time.  For a completed Task with a result and a record (and
-the request in its history) that is about 150 us of CPU, a tenth of a whole
-call in ``benchmarks/fanout.py``.  :class:`LeanJsonRpcTransport` parses the
-answers of ``SendMessage`` and ``GetTask`` with
-:func:`skillrack.protocol.proto_parse.parse_dict`, which builds the same
-message, or hands anything it does not handle to ``parse_lenient``, which then
-builds it or raises as it always did: nothing an agent sends is read
-differently.  Everything else (the request, the HTTP exchange, JSON-RPC
-errors, streams, tracing spans under a2a-sdk's own names) is a2a-sdk's.
+(``parse_lenient``): pure Python that dispatches on every field, formats a
+path string for every member and walks a Data Part's value one ``Value`` at a
+time.  For a skill invocation answered by a completed Task with a result and
+a record (and the request in its history) that is about 30 us to write and
+150 us to parse, an eighth of a whole call in ``benchmarks/fanout.py``.
+:class:`LeanJsonRpcTransport` writes the params of ``SendMessage`` and
+``GetTask`` with :func:`skillrack.protocol.proto_dump.message_to_dict` and
+parses their answers with :func:`skillrack.protocol.proto_parse.parse_dict`,
+which write and build the same dicts and messages, or hand anything they do
+not handle to ``MessageToDict`` and ``parse_lenient``, which then do it or
+raise as they always did: nothing sent or received is read or written
+differently.  Everything else (the HTTP exchange, JSON-RPC errors, streams,
+tracing spans under a2a-sdk's own names) is a2a-sdk's.
 
 A client made by :class:`LeanClientFactory` has this transport for the
 JSON-RPC binding (a2a-sdk's own for an agent on protocol 0.3, and for every
@@ -32,10 +35,10 @@ from a2a.types import AgentCard, GetTaskRequest, SendMessageRequest, SendMessage
 from a2a.utils.constants import TransportProtocol
 from a2a.utils.proto_utils import parse_lenient
 from a2a.utils.telemetry import trace_function
-from google.protobuf import json_format
 from google.protobuf.message import Message
 from opentelemetry.trace import SpanKind
 
+from skillrack.protocol.proto_dump import message_to_dict
 from skillrack.protocol.proto_parse import parse_dict
 
 M = TypeVar("M", bound=Message)
@@ -71,7 +74,7 @@ class LeanJsonRpcTransport(JsonRpcTransport):
         *,
         context: ClientCallContext | None = None,
     ) -> SendMessageResponse:
-        params = json_format.MessageToDict(request)
+        params = message_to_dict(request)
         response_data = await self._send_request(_rpc("SendMessage", params), context)
         return parse_answer(response_data["result"], SendMessageResponse())
 
@@ -82,7 +85,7 @@ class LeanJsonRpcTransport(JsonRpcTransport):
         *,
         context: ClientCallContext | None = None,
     ) -> Task:
-        params = json_format.MessageToDict(request)
+        params = message_to_dict(request)
         response_data = await self._send_request(_rpc("GetTask", params), context)
         return parse_answer(response_data["result"], Task())
 
