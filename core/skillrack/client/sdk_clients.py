@@ -16,7 +16,6 @@ used first, like every cache of the client.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from skillrack.client.cache import CacheBounds, LruCache
@@ -34,14 +33,18 @@ class SdkClients:
             CacheBounds(entries=entries, bytes=entries)
         )
 
-    def get(self, key: Key, entry: CachedCard, make: Callable[[], Any]) -> Any:
-        """The client kept for ``key`` if it was made from ``entry``; else ``make()``'s, kept."""
+    def find(self, key: Key, entry: CachedCard) -> Any:
+        """The client kept for ``key`` if it was made from ``entry``, else None.
+
+        Asked on every exchange, so no callable is made for it (a ``make``
+        closure per call would be garbage on every hit).
+        """
         found = self._clients.get(key)
-        if found is not None and found[0] is entry:
-            return found[1]
-        client = make()
+        return found[1] if found is not None and found[0] is entry else None
+
+    def keep(self, key: Key, entry: CachedCard, client: Any) -> None:
+        """Keep ``client``, made from ``entry``, for ``key`` (in place of any older one)."""
         self._clients.put(key, (entry, client), 1)
-        return client
 
     def __len__(self) -> int:
         return len(self._clients)

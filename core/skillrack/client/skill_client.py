@@ -258,10 +258,10 @@ class SkillClient:
         """This client's :func:`~skillrack.client.call_scope.call_scope` for ``url``."""
         return call_scope(url, self.allow_origins, self._token_source, self.timeout)
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> _T:
+    def _retrying(self, attempt: Callable[[], Awaitable[_T]]) -> Awaitable[_T]:
         """``attempt()``, sent again on HTTP 429 or 503, or their gRPC statuses (``retries``),
-        within the call's deadline."""
-        return await retrying(attempt, self.retries, remaining)
+        within the call's deadline (``retrying``'s own coroutine: no frame of this one)."""
+        return retrying(attempt, self.retries, remaining)
 
     def _token_source(self, named: Origin) -> TokenSource | None:
         return self.tokens.get(named) or self.tokens.get(None)
@@ -575,22 +575,18 @@ class SkillClient:
         """a2a-sdk's client for ``agent``, on the interfaces the origin rule lets it reach."""
         entry = await self._card(agent)
         bindings = self._bindings()
-        config = functools.partial(
-            ClientConfig,
-            streaming=streaming,
-            httpx_client=self._http,
-            supported_protocol_bindings=bindings,
-        )
         if GRPC not in bindings:  # kept: made once per agent and card
-            return self._sdk_clients.get(
-                (agent, streaming, current_policy()),
-                entry,
-                lambda: LeanClientFactory(config()).create(self._reachable(agent, entry.proto)),
-            )
+            key = (agent, streaming, current_policy())
+            kept = self._sdk_clients.find(key, entry)
+            if kept is None:
+                config = self._sdk_config(streaming, bindings)
+                kept = LeanClientFactory(config).create(self._reachable(agent, entry.proto))
+                self._sdk_clients.keep(key, entry, kept)
+            return kept
         reachable = self._reachable(agent, entry.proto)  # gRPC: a channel per exchange
         named = Origin.of(agent)
         source = self._token_source(named)
-        made = config()
+        made = self._sdk_config(streaming, bindings)
         made.grpc_channel_factory = channel_factory(
             secure=named.scheme == "https",
             headers=self._headers,
@@ -600,6 +596,11 @@ class SkillClient:
             bearer_to=functools.partial(may_receive, named=named, source=source, agent=agent),
         )
         return ClientFactory(made).create(reachable)
+
+    def _sdk_config(self, streaming: bool, bindings: list[str]) -> ClientConfig:
+        return ClientConfig(
+            streaming=streaming, httpx_client=self._http, supported_protocol_bindings=bindings
+        )
 
     def _bindings(self) -> list[str]:
         """The A2A bindings this client may use: the one asked for, else JSON-RPC and HTTP+JSON."""
