@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import ssl
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
 import httpx
@@ -144,8 +144,9 @@ class PerOrigin(httpx.AsyncBaseTransport):
     def __init__(self, verify: Any = True, limit: int = MAX_TRANSPORTS) -> None:
         self._pools = OriginPools(lambda _: origin_transport(verify=verify), limit)
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await self._pools.send(
+    def handle_async_request(self, request: httpx.Request) -> Coroutine[Any, Any, httpx.Response]:
+        """The pools' coroutine itself (httpx awaits it): no frame of this one per request."""
+        return self._pools.send(
             Origin.of(request.url), lambda inner: inner.handle_async_request(request)
         )
 

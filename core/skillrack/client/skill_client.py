@@ -687,21 +687,26 @@ class SkillClient:
         if push is not None:
             request.configuration.task_push_notification_config.CopyFrom(push.config())
 
-        async def send() -> Task | Message:
-            """One attempt: the events of the answer, up to the Task or a reply."""
-            assembler = TaskAssembler()
-            try:
-                return await receive(assembler)
-            except AgentBusy as exc:
-                if assembler.task is None:
-                    raise
-                # Refused once the answer began (a gRPC stream): maybe acted on, never resent.
-                message = exc.message.removesuffix(ADVICE)
-                raise SkillCallError.local(
-                    ErrorCode.RESOURCE_LIMIT_EXCEEDED, message + BEGUN
-                ) from None
+        # A refusal before any event is safe to send again (429, 503, their gRPC statuses).
+        attempt = functools.partial(self._attempt, agent, client, request, context)
+        answer = await self._retrying(attempt)
+        waits = isinstance(answer, Task) and answer.status.state not in TERMINAL | INTERRUPTED
+        if waits and mode != "sync":
+            assert isinstance(answer, Task)
+            async with _transport(f"calling {agent}"):
+                answer = await self._poll(client, answer.id, context)
+        return answer
 
-        async def receive(assembler: TaskAssembler) -> Task | Message:
+    async def _attempt(
+        self, agent: str, client: Any, request: SendMessageRequest, context: ClientCallContext
+    ) -> Task | Message:
+        """One attempt of :meth:`_exchange`: the events of the answer, up to the Task or a reply.
+
+        A method given its arguments (``functools.partial``), not closures: a
+        hundred calls in flight then hold no cells and functions of their own.
+        """
+        assembler = TaskAssembler()
+        try:
             async with _transport(f"calling {agent}"):
                 events = client.send_message(request, context=context)
                 try:
@@ -727,18 +732,15 @@ class SkillClient:
                     close = getattr(events, "aclose", None)
                     if close is not None:
                         await close()
+        except AgentBusy as exc:
             if assembler.task is None:
-                raise SkillCallError(ClientCode.PROTOCOL_ERROR, "the agent sent no Task")
-            return assembler.task
-
-        # A refusal before any event is safe to send again (429, 503, their gRPC statuses).
-        answer = await self._retrying(send)
-        waits = isinstance(answer, Task) and answer.status.state not in TERMINAL | INTERRUPTED
-        if waits and mode != "sync":
-            assert isinstance(answer, Task)
-            async with _transport(f"calling {agent}"):
-                answer = await self._poll(client, answer.id, context)
-        return answer
+                raise
+            # Refused once the answer began (a gRPC stream): maybe acted on, never resent.
+            message = exc.message.removesuffix(ADVICE)
+            raise SkillCallError.local(ErrorCode.RESOURCE_LIMIT_EXCEEDED, message + BEGUN) from None
+        if assembler.task is None:
+            raise SkillCallError(ClientCode.PROTOCOL_ERROR, "the agent sent no Task")
+        return assembler.task
 
     def _reachable(self, agent: str, card: AgentCard) -> AgentCard:
         """The card with only the interfaces the origin rule lets this call reach.
