@@ -68,4 +68,7 @@ def test_workers_set_nodelay_and_share_connections(tmp_path: Path) -> None:
         # may still queue a connection on it, and that one is reset when it dies.
         wait_until(lambda: _exited(killed), f"the killed worker {killed} to exit")
         # Until the replacement listens, the kernel sends every connection to the survivor.
-        _fresh_connections(served.url, 12)
+        try:
+            _fresh_connections(served.url, 12)
+        except httpx.TransportError as exc:  # rare under load: say what the server saw
+            raise AssertionError(f"{exc!r}; the server's log:\n{served.output()[-4000:]}") from exc
