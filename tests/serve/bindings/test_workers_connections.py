@@ -32,12 +32,12 @@ def _accepted(output: str) -> Counter[tuple[str, str]]:
 
 
 def _exited(pid: int) -> bool:
-    """``pid`` has exited: its files (its listening socket) are closed."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return True
-    return stat.rpartition(")")[2].split()[0] in ("Z", "X")
+    """``pid`` has exited and been reaped: its files (its listening socket) are closed.
+
+    A zombie is not enough: the thread-group leader of a threaded process (a worker
+    has threads) turns zombie while its other threads may still hold the files.
+    """
+    return not Path(f"/proc/{pid}").exists()
 
 
 def _fresh_connections(url: str, count: int) -> None:
@@ -64,8 +64,8 @@ def test_workers_set_nodelay_and_share_connections(tmp_path: Path) -> None:
 
         killed = int(next(iter(by_worker)))
         os.kill(killed, signal.SIGKILL)
-        # Its socket closes when it has exited (a zombie, or reaped): before that, the kernel
-        # may still queue a connection on it, and that one is reset when it dies.
+        # Its socket closes when all its threads have exited (the supervisor then reaps it):
+        # before that, the kernel may still queue a connection on it, reset when it closes.
         wait_until(lambda: _exited(killed), f"the killed worker {killed} to exit")
         # Until the replacement listens, the kernel sends every connection to the survivor.
         try:
