@@ -184,3 +184,49 @@ async def test_the_pools_per_origin_are_bounded(agents: list[tuple[str, Seen]]) 
                 result = await client.call(url, "probe", {"text": "hi"})
                 assert result.state == "TASK_STATE_COMPLETED"
                 assert len(transport._pools._transports) <= 2
+
+
+async def test_agents_serving_one_document_share_its_verified_interface(
+    agents: list[tuple[str, Seen]],
+) -> None:
+    """Each agent is still asked for its document and its digests checked; the verified
+    value (document and compiled validators) is one object, not one per agent."""
+    for _, seen in agents:
+        seen.clear()
+    async with SkillClient() as client:
+        found = [await client.describe(url, "probe") for url, _ in agents]
+        assert all(interface is found[0] for interface in found)
+        assert [seen.describes for _, seen in agents] == [1] * AGENTS
+        result = await client.call(agents[-1][0], "probe", {"text": "hi"})
+        assert result.state == "TASK_STATE_COMPLETED"
+    async with SkillClient(limits=Limits(max_instance_bytes=10_000)) as other:
+        # verified under other limits: this client's own
+        assert await other.describe(agents[0][0], "probe") is not found[0]
+
+
+def test_a_different_document_under_the_same_key_is_verified_in_full() -> None:
+    """``alike`` is shared only for the same JCS bytes: another document, even one whose
+    digest the agent claims to be the advertised one, goes through every check."""
+    from skillrack.client.cache import CacheKey
+    from skillrack.client.verify import verify_described
+    from skillrack.errors import SkillCallError
+
+    alike = _verified_probe()
+    key = CacheKey("http://a", "probe", alike.skill_version, "1.0", alike.interface_digest)
+    same = alike.document_copy()
+    assert verify_described(same, alike.interface_digest, key, Limits(), alike) is alike
+    changed = alike.document_copy()
+    changed["skill_version"] = "9.9"  # not the document the card advertises
+    with pytest.raises(SkillCallError) as refused:
+        verify_described(changed, alike.interface_digest, key, Limits(), alike)
+    assert refused.value.code == "interface_invalid"
+    assert "computed digest" in str(refused.value)
+
+
+def _verified_probe() -> Any:
+    """The probe skill's document, verified (as a client keeps it)."""
+    from skillrack.interface.document import verify_document
+
+    registered = probe_registry().get("probe")
+    assert registered is not None
+    return verify_document(registered.interface.document_copy())

@@ -12,10 +12,20 @@ identifier, skill version, interface version, and interface digest", and "a
 changed advertised version or digest invalidates the corresponding entry".
 The key is exactly that tuple, so a changed card simply misses; the entry for
 the old binding is dropped when the card no longer advertises it.
+
+The key stays per agent, but the value need not be: agents that serve the
+same document (an orchestrator's hundred peers on one release) would each
+hold a verified copy and compiled validators of their own, about 125 objects
+the garbage collector walks in every full collection.  :meth:`InterfaceCache.alike`
+finds the value another agent's entry holds for the same skill, version,
+interface version and digest, verified under the same limits; the caller
+shares it only when the document the agent returned is byte for byte (JCS)
+the one it was verified from (:func:`~skillrack.client.verify.verify_described`).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,7 +33,7 @@ from typing import Generic, TypeVar
 
 from skillrack.interface.canonical import canonical_bytes
 from skillrack.interface.document import VerifiedInterface
-from skillrack.interface.limits import DEFAULT_LIMITS
+from skillrack.interface.limits import DEFAULT_LIMITS, Limits
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -114,6 +124,11 @@ class InterfaceCache:
         self._entries: LruCache[CacheKey, VerifiedInterface] = LruCache(
             CacheBounds(max_entries, max_bytes)
         )
+        #: The cached values by all of their key but the agent, and the limits they were
+        #: verified under; weak: a value lives only as long as some agent's entry holds it.
+        self._alike: weakref.WeakValueDictionary[
+            tuple[str, str, str, str, Limits], VerifiedInterface
+        ] = weakref.WeakValueDictionary()
 
     @property
     def max_entries(self) -> int:
@@ -130,9 +145,20 @@ class InterfaceCache:
     def get(self, key: CacheKey) -> VerifiedInterface | None:
         return self._entries.get(key)
 
-    def put(self, key: CacheKey, interface: VerifiedInterface) -> None:
+    def put(
+        self, key: CacheKey, interface: VerifiedInterface, limits: Limits | None = None
+    ) -> None:
+        """Keep ``interface`` under ``key``; with ``limits`` (those it was verified under),
+        other agents serving the same document may share it (:meth:`alike`)."""
         self.invalidate(key.agent, key.skill_id)
         self._entries.put(key, interface, len(canonical_bytes(interface.document)))
+        if limits is not None and key in self._entries:
+            self._alike.setdefault(_alike_key(key, limits), interface)
+
+    def alike(self, key: CacheKey, limits: Limits) -> VerifiedInterface | None:
+        """A value kept for another agent under ``key``'s skill, versions and digest, verified
+        under ``limits``: a candidate to share once the documents are found equal."""
+        return self._alike.get(_alike_key(key, limits))
 
     def invalidate(self, agent: str, skill_id: str) -> None:
         """Drop every entry for (agent, skill): a new binding replaces the old one."""
@@ -141,3 +167,7 @@ class InterfaceCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def _alike_key(key: CacheKey, limits: Limits) -> tuple[str, str, str, str, Limits]:
+    return (key.skill_id, key.skill_version, key.interface_version, key.interface_digest, limits)

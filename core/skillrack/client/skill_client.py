@@ -380,8 +380,9 @@ class SkillClient:
                 agent, {"skill": DESCRIBE_SKILL, "arguments": {"skill_id": skill_id}}, "sync"
             )
             document, returned_digest = describe_result(task)
-            verified = verify_described(document, returned_digest, key, self.limits)
-            self.cache.put(key, verified)  # before the waiters wake
+            alike = self.cache.alike(key, self.limits)
+            verified = verify_described(document, returned_digest, key, self.limits, alike)
+            self.cache.put(key, verified, self.limits)  # before the waiters wake
         finally:
             del self._describing[key]
             done.set()
@@ -403,10 +404,11 @@ class SkillClient:
         if document is None:
             return None
         try:
-            verified = verify_described(document, key.interface_digest, key, self.limits)
+            alike = self.cache.alike(key, self.limits)
+            verified = verify_described(document, key.interface_digest, key, self.limits, alike)
         except SkillCallError:
             return None
-        self.cache.put(key, verified)
+        self.cache.put(key, verified, self.limits)
         return verified
 
     def _trusted(self, agent: str, interface: VerifiedInterface) -> VerifiedInterface:

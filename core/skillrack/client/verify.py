@@ -8,6 +8,10 @@ digest) and that the returned, computed and advertised digests agree and
 name the selected skill and version: "a structurally valid document for a
 different skill, version, or digest MUST NOT be accepted as a substitute".
 A document read back from the on-disk cache goes through the same function.
+Given the interface verified for another agent under the same key and
+limits, it shares that one (document and compiled validators) when the
+returned document's JCS bytes are exactly those of its document: every check
+is a function of those bytes and the limits, so it would pass the same way.
 :func:`refuse_untrusted` applies the schema trust policy
 (:mod:`skillrack.interface.trust`); :func:`check_arguments` is step 7, the
 arguments against the verified ``input_schema``, before anything is sent.  Every failure is a local
@@ -23,6 +27,7 @@ from a2a.types import Task, TaskState
 from skillrack.client.cache import CacheKey
 from skillrack.client.outcome import outcome
 from skillrack.errors import ErrorCode, SkillCallError
+from skillrack.interface.canonical import CanonicalizationError, canonical_bytes
 from skillrack.interface.document import (
     DESCRIBE_SKILL,
     InterfaceError,
@@ -69,9 +74,18 @@ def describe_result(task: Task) -> tuple[Any, str]:
 
 
 def verify_described(
-    document: Any, returned_digest: str, key: CacheKey, limits: Limits
+    document: Any,
+    returned_digest: str,
+    key: CacheKey,
+    limits: Limits,
+    alike: VerifiedInterface | None = None,
 ) -> VerifiedInterface:
-    """``document`` verified, its digests agreeing with ``key``'s (the card's advertisement)."""
+    """``document`` verified, its digests agreeing with ``key``'s (the card's advertisement).
+
+    ``alike``: the interface verified under ``limits`` for another agent with
+    ``key``'s skill, versions and digest (:meth:`InterfaceCache.alike`); it is
+    returned when ``document`` is that very document (module docstring).
+    """
     skill_id, advertised = key.skill_id, key.interface_digest
     if returned_digest != advertised:
         raise SkillCallError.local(
@@ -79,6 +93,8 @@ def verify_described(
             f"describe_skill returned digest {returned_digest} but the card advertises "
             f"{advertised}",
         )
+    if alike is not None and _same_document(document, alike, key):
+        return alike
     try:
         verified = verify_document(document, limits)
     except InterfaceError as exc:
@@ -100,6 +116,20 @@ def verify_described(
             f"{verified.skill_version}, not of {skill_id!r} {key.skill_version}",
         )
     return verified
+
+
+def _same_document(document: Any, alike: VerifiedInterface, key: CacheKey) -> bool:
+    """Whether ``document``'s JCS bytes are those of ``alike``'s document, verified for ``key``."""
+    if (
+        alike.interface_digest != key.interface_digest
+        or alike.skill_id != key.skill_id
+        or alike.skill_version != key.skill_version
+    ):
+        return False
+    try:
+        return canonical_bytes(document) == canonical_bytes(alike.document)
+    except CanonicalizationError:
+        return False  # the full verification says why
 
 
 def refuse_untrusted(policy: SchemaPolicy, agent: str, interface: VerifiedInterface) -> None:
