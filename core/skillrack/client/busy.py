@@ -31,16 +31,12 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception,
-    stop_after_attempt,
-    wait_random_exponential,
-)
+
+if TYPE_CHECKING:  # imported on the first retry: a client that never retries tracks none of it
+    from tenacity import RetryCallState
 
 from skillrack.errors import ErrorCode, SkillCallError, parse_error_object
 
@@ -135,6 +131,8 @@ class _Wait:
     """Retry-After plus jitter when the agent gave one, else randomized exponential backoff."""
 
     def __init__(self, remaining: Callable[[], float | None], max_wait: float) -> None:
+        from tenacity import wait_random_exponential
+
         self._remaining = remaining
         self._max_wait = max_wait
         self._backoff = wait_random_exponential(multiplier=0.5, max=BACKOFF_MAX)
@@ -168,6 +166,8 @@ async def retrying(
     """
     if retries <= 0:
         return await attempt()
+    from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
     retryer: Any = AsyncRetrying(
         stop=stop_after_attempt(retries + 1),
         wait=_Wait(remaining, max_wait),

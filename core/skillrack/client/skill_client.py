@@ -38,7 +38,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
 import httpx
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory
@@ -96,9 +96,11 @@ from skillrack.interface.trust import SchemaPolicy
 from skillrack.interface.versions import INTERFACE_VERSION
 from skillrack.protocol.messages import APPROVAL_KEY, EXTENSION_URI
 from skillrack.protocol.parts import PartLike, user_message
-from skillrack.protocol.signing import CardKeys
 from skillrack.protocol.states import INTERRUPTED, TERMINAL
 from skillrack.protocol.values import data_part
+
+if TYPE_CHECKING:  # imported when keys are pinned (PyJWT and cryptography: cards.py)
+    from skillrack.protocol.signing import CardKeys
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +222,11 @@ class SkillClient:
         #: Origins other than the one a call names that may receive the credentials:
         #: under ``None`` for every call, under an origin for calls naming it.
         self.allow_origins = allowed_origins(allow_origins)
-        self.card_keys = CardKeys.load(card_keys) if card_keys is not None else None
+        self.card_keys: CardKeys | None = None
+        if card_keys is not None:
+            from skillrack.protocol.signing import CardKeys
+
+            self.card_keys = CardKeys.load(card_keys)
         self.cache = cache or InterfaceCache(limits.max_cache_entries, limits.max_cache_bytes)
         self.binding = binding_name(binding)
         self._headers = dict(headers or {})
