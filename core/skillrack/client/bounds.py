@@ -15,7 +15,7 @@ The duration of a whole call (streams and polling included) is the client's
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import httpx
 
@@ -37,28 +37,54 @@ def declared_length(response: httpx.Response) -> int | None:
     return int(value) if value.isdigit() else None
 
 
+def where(request: httpx.Request) -> str:
+    """``METHOD url`` without its query, for an error's message."""
+    return f"{request.method} {request.url.copy_with(query=None)}"
+
+
 class BoundedStream(httpx.AsyncByteStream):
-    """A response body that raises ``resource_limit_exceeded`` once it passes ``limit`` bytes."""
+    """A response body that raises ``resource_limit_exceeded`` once it passes ``limit`` bytes.
+
+    ``what`` names what is read in the error, followed by ``request``'s
+    :func:`where` when one is given: the URL is formatted only then, and no
+    closure is made per response (with the response, a closure and its
+    cells would form one more cycle per exchange for the garbage collector).
+    """
 
     def __init__(
-        self, inner: httpx.AsyncByteStream, limit: int, what: str | Callable[[], str]
+        self,
+        inner: httpx.AsyncByteStream,
+        limit: int,
+        what: str,
+        request: httpx.Request | None = None,
     ) -> None:
         self._inner = inner
         self._limit = limit
-        #: What is read, for the error: a callable is called only then (a URL costs to format).
         self._what = what
+        self._request = request
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         total = 0
         async for chunk in self._inner:
             total += len(chunk)
             if total > self._limit:
-                what = self._what if isinstance(self._what, str) else self._what()
-                raise exceeded(what, self._limit)
+                raise exceeded(self.what(), self._limit)
             yield chunk
+
+    def what(self) -> str:
+        """What is read, as the error names it."""
+        request = self._request
+        return self._what if request is None else f"{self._what} {where(request)}"
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-__all__ = ["DEFAULT_BOUNDS", "BoundedStream", "ReadBounds", "declared_length", "exceeded"]
+__all__ = [
+    "DEFAULT_BOUNDS",
+    "BoundedStream",
+    "ReadBounds",
+    "declared_length",
+    "exceeded",
+    "where",
+]

@@ -38,7 +38,7 @@ from contextvars import ContextVar, Token
 import httpx
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from skillrack.client.bounds import BoundedStream, declared_length, exceeded
+from skillrack.client.bounds import BoundedStream, declared_length, exceeded, where
 from skillrack.client.challenge import authorization_failed
 from skillrack.client.oauth import TokenSource
 from skillrack.client.origin import Origin, OriginPolicy
@@ -123,37 +123,30 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     def _bounded(self, request: httpx.Request, response: httpx.Response) -> httpx.Response:
         if response.status_code in (401, 403):
             raise authorization_failed(
-                response.status_code, response.headers.get("www-authenticate"), _where(request)
+                response.status_code, response.headers.get("www-authenticate"), where(request)
             )
         coding = response.headers.get("content-encoding", "identity").strip().lower()
         if coding not in ("", "identity"):
             raise SkillCallError.local(
                 ClientCode.PROTOCOL_ERROR,
-                f"{_where(request)} answered with a {coding!r}-encoded body though the client "
+                f"{where(request)} answered with a {coding!r}-encoded body though the client "
                 "asked for none (a compressed body could inflate past the client's read bounds)",
             )
         streaming = "text/event-stream" in response.headers.get("content-type", "")
         limit = self.bounds.max_stream_bytes if streaming else self.bounds.max_response_bytes
-
-        def what() -> str:  # only when a bound is crossed: the URL is rebuilt for it
-            prefix = "the event stream of" if streaming else "the answer to"
-            return f"{prefix} {_where(request)}"
-
-        length = declared_length(response)
-        if length is not None and length > limit:
-            raise exceeded(what(), limit)
         stream = response.stream
         assert isinstance(stream, httpx.AsyncByteStream)
-        response.stream = BoundedStream(stream, limit, what)
+        # The URL is formatted only when a bound is crossed (BoundedStream.what).
+        prefix = "the event stream of" if streaming else "the answer to"
+        bounded = BoundedStream(stream, limit, prefix, request)
+        length = declared_length(response)
+        if length is not None and length > limit:
+            raise exceeded(bounded.what(), limit)
+        response.stream = bounded
         return response
 
     async def aclose(self) -> None:
         await self.inner.aclose()
-
-
-def _where(request: httpx.Request) -> str:
-    """``METHOD url`` without its query, for an error's message."""
-    return f"{request.method} {request.url.copy_with(query=None)}"
 
 
 def http_client(
