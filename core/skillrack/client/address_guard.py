@@ -295,7 +295,7 @@ class AddressGuard(httpx.AsyncBaseTransport):
             exc.request = request
             raise
         return await self._pools.send(
-            Origin.of(request.url), lambda inner: self._send(inner, request, addresses)
+            Origin.of(request.url), request, lambda inner: self._send(inner, request, addresses)
         )
 
     async def _send(

@@ -84,9 +84,16 @@ class OriginPools:
     async def send(
         self,
         origin: Origin,
-        send: Callable[[httpx.AsyncBaseTransport], Awaitable[httpx.Response]],
+        request: httpx.Request,
+        send: Callable[[httpx.AsyncBaseTransport], Awaitable[httpx.Response]] | None = None,
     ) -> httpx.Response:
-        """``send(transport of origin)``'s response, its body holding the transport busy."""
+        """The response to ``request`` from the transport of ``origin`` (or ``send(transport)``'s),
+        its body holding the transport busy.
+
+        ``send`` defaults to the transport's own ``handle_async_request``: no closure per
+        request, and none for the release either (a closure and its cells, with the
+        response, make one more cycle per request for the garbage collector).
+        """
         inner = self._transports.get(origin)
         if inner is None:
             inner = self._transports[origin] = self._make(origin)
@@ -96,11 +103,14 @@ class OriginPools:
         self._busy[inner] = self._busy.get(inner, 0) + 1
         try:
             await self._evict()
-            response = await send(inner)
+            if send is None:
+                response = await inner.handle_async_request(request)
+            else:
+                response = await send(inner)
         except BaseException:
             await self._release(inner)
             raise
-        response.stream = _Released(response.stream, lambda: self._release(inner))
+        response.stream = _Released(response.stream, self, inner)
         return response
 
     async def _release(self, inner: httpx.AsyncBaseTransport) -> None:
@@ -146,9 +156,7 @@ class PerOrigin(httpx.AsyncBaseTransport):
 
     def handle_async_request(self, request: httpx.Request) -> Coroutine[Any, Any, httpx.Response]:
         """The pools' coroutine itself (httpx awaits it): no frame of this one per request."""
-        return self._pools.send(
-            Origin.of(request.url), lambda inner: inner.handle_async_request(request)
-        )
+        return self._pools.send(Origin.of(request.url), request)
 
     async def aclose(self) -> None:
         await self._pools.aclose()
@@ -157,9 +165,10 @@ class PerOrigin(httpx.AsyncBaseTransport):
 class _Released(httpx.AsyncByteStream):
     """A response body that says when it is closed: its transport is idle again."""
 
-    def __init__(self, stream: Any, release: Callable[[], Awaitable[None]]) -> None:
+    def __init__(self, stream: Any, pools: OriginPools, inner: httpx.AsyncBaseTransport) -> None:
         self._stream = stream
-        self._release: Callable[[], Awaitable[None]] | None = release
+        self._pools: OriginPools | None = pools
+        self._inner = inner
 
     def __aiter__(self) -> AsyncIterator[bytes]:
         inner: AsyncIterator[bytes] = self._stream.__aiter__()
@@ -169,6 +178,6 @@ class _Released(httpx.AsyncByteStream):
         try:
             await self._stream.aclose()
         finally:
-            release, self._release = self._release, None
-            if release is not None:
-                await release()
+            pools, self._pools = self._pools, None
+            if pools is not None:
+                await pools._release(self._inner)

@@ -49,12 +49,15 @@ from skillrack.errors import ClientCode, SkillCallError
 #: W3C Trace Context only: what skillrack's server reads (skillrack.serve.middleware.trace_context).
 _TRACE_CONTEXT = TraceContextTextMapPropagator()
 
-_policy: ContextVar[OriginPolicy | None] = ContextVar("skillrack_origin_policy", default=None)
-_bearer: ContextVar[TokenSource | None] = ContextVar("skillrack_bearer_source", default=None)
+#: The exchange's origin policy and the source of the bearer token sent to its named origin:
+#: one variable, so a call sets one (a token and a new context mapping each, per call).
+_scope: ContextVar[tuple[OriginPolicy, TokenSource | None] | None] = ContextVar(
+    "skillrack_origin_scope", default=None
+)
 
 
 #: What :func:`leave_origin_scope` undoes.
-OriginTokens = tuple[Token[OriginPolicy | None], Token[TokenSource | None]]
+OriginTokens = Token[tuple[OriginPolicy, TokenSource | None] | None]
 
 
 @contextmanager
@@ -73,18 +76,18 @@ def origin_scope(policy: OriginPolicy, bearer: TokenSource | None = None) -> Ite
 def enter_origin_scope(policy: OriginPolicy, bearer: TokenSource | None) -> OriginTokens:
     """:func:`origin_scope`'s entry, for a scope that is not a ``with`` block of its own
     (:class:`~skillrack.client.call_scope.call_scope`); undo with :func:`leave_origin_scope`."""
-    return _policy.set(policy), _bearer.set(bearer)
+    return _scope.set((policy, bearer))
 
 
 def leave_origin_scope(tokens: OriginTokens) -> None:
     """Undo :func:`enter_origin_scope`."""
-    _bearer.reset(tokens[1])
-    _policy.reset(tokens[0])
+    _scope.reset(tokens)
 
 
 def current_policy() -> OriginPolicy | None:
     """The policy of the exchange under way, if any."""
-    return _policy.get()
+    scope = _scope.get()
+    return scope[0] if scope is not None else None
 
 
 class GuardedTransport(httpx.AsyncBaseTransport):
@@ -95,14 +98,14 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         self.bounds = bounds
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        policy = current_policy()
-        if policy is None:  # fail closed: every exchange of SkillClient sets one
+        scope = _scope.get()
+        if scope is None:  # fail closed: every exchange of SkillClient sets one
             raise SkillCallError.local(
                 ClientCode.ORIGIN_REFUSED,
                 f"a request to {request.url} was made outside any call: refused",
             )
+        policy, source = scope
         policy.check(request.url, "a request (to an interface URL or a redirect) to")
-        source = _bearer.get()
         sent = None
         target = Origin.of(request.url)
         if source is not None and (
