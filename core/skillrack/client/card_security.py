@@ -128,6 +128,25 @@ def _describe(alternatives: list[dict[str, list[str]]]) -> str:
     )
 
 
+def security_members(card: Mapping[str, Any]) -> dict[str, Any]:
+    """The members of ``card`` that :func:`check_card_security` reads, as it reads them.
+
+    A cached card keeps these rather than its whole JSON (``cards.CachedCard``).
+    """
+    skills = card.get("skills", [])
+    if isinstance(skills, list):
+        skills = [
+            {"id": skill.get("id"), "securityRequirements": skill.get("securityRequirements")}
+            for skill in skills
+            if isinstance(skill, Mapping)
+        ]
+    return {
+        "securitySchemes": card.get("securitySchemes"),
+        "securityRequirements": card.get("securityRequirements"),
+        "skills": skills,
+    }
+
+
 def check_card_security(
     card: Mapping[str, Any], agent: str, skill_id: str | None, presented: Presented
 ) -> None:

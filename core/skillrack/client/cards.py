@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from skillrack.client.advertisement import Advertisement, read_advertisement
 from skillrack.client.bounds import declared_length, exceeded
 from skillrack.client.busy import BUSY, busy_error
+from skillrack.client.card_security import security_members
 from skillrack.errors import ClientCode, SkillCallError
 
 if TYPE_CHECKING:  # imported when keys are pinned: PyJWT and cryptography cost a client
@@ -41,15 +42,30 @@ _MAX_AGE = re.compile(r"(?:^|,)\s*(s-maxage|max-age)\s*=\s*\"?(\d+)\"?\s*(?=,|$)
 
 @dataclass
 class CachedCard:
-    """A parsed card, with what revalidating it takes."""
+    """A parsed card, with what revalidating it takes.
+
+    Kept as its bytes, the members the security check reads, the checked
+    advertisement and a2a-sdk's ``AgentCard``, not as the whole JSON: a
+    card's dozens of lists and dicts would stay tracked by the garbage
+    collector, per agent, for as long as the card is cached (an
+    orchestrator keeps a hundred).  :attr:`card` parses the bytes again.
+    """
 
     etag: str | None
-    card: dict[str, Any]
+    body: bytes
+    #: The members of the card :func:`~skillrack.client.card_security.check_card_security` reads.
+    security: Mapping[str, Any]
     advertisement: Advertisement | None
     proto: AgentCard
     #: ``time.monotonic()`` until which the agent said the card stays fresh (``Cache-Control``):
     #: until then it is used without a request; 0: revalidate before each use.
     fresh_until: float = 0.0
+
+    @property
+    def card(self) -> dict[str, Any]:
+        """The card as JSON (a new copy each time)."""
+        card: dict[str, Any] = json.loads(self.body)
+        return card
 
     @property
     def fresh(self) -> bool:
@@ -154,4 +170,4 @@ def parse_card(agent: str, body: bytes, etag: str | None, card_keys: CardKeys | 
         advertisement: Advertisement | None = read_advertisement(card)
     except SkillCallError:
         advertisement = None
-    return CachedCard(etag, card, advertisement, proto)
+    return CachedCard(etag, body, security_members(card), advertisement, proto)

@@ -550,7 +550,7 @@ class SkillClient:
         if (agent, skill_id) in checked:
             return  # this call already checked it, against the same card
         entry = await self._card(agent)
-        check_card_security(entry.card, agent, skill_id, await self._presented(agent))
+        check_card_security(entry.security, agent, skill_id, await self._presented(agent))
         checked.add((agent, skill_id))
 
     @one_call
