@@ -42,6 +42,10 @@ def where(request: httpx.Request) -> str:
     return f"{request.method} {request.url.copy_with(query=None)}"
 
 
+#: What a closed response's body is replaced with (empty, immutable, shared).
+_CLOSED = httpx.ByteStream(b"")
+
+
 class BoundedStream(httpx.AsyncByteStream):
     """A response body that raises ``resource_limit_exceeded`` once it passes ``limit`` bytes.
 
@@ -49,6 +53,15 @@ class BoundedStream(httpx.AsyncByteStream):
     :func:`where` when one is given: the URL is formatted only then, and no
     closure is made per response (with the response, a closure and its
     cells would form one more cycle per exchange for the garbage collector).
+
+    ``response``, the response whose body this is, gets an empty body in
+    place of its stream once this one is closed.  httpx's client wraps every
+    body in a stream that refers back to its response: a reference cycle per
+    exchange, which held the response, its request, headers, URL and pool
+    objects (about 50 tracked objects) until the garbage collector found
+    them.  Broken once the body is closed (httpx reads nothing from a closed
+    response's stream), the whole exchange is freed when its last reference
+    goes.
     """
 
     def __init__(
@@ -57,11 +70,13 @@ class BoundedStream(httpx.AsyncByteStream):
         limit: int,
         what: str,
         request: httpx.Request | None = None,
+        response: httpx.Response | None = None,
     ) -> None:
         self._inner = inner
         self._limit = limit
         self._what = what
         self._request = request
+        self._response = response
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         total = 0
@@ -77,7 +92,12 @@ class BoundedStream(httpx.AsyncByteStream):
         return self._what if request is None else f"{self._what} {where(request)}"
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        try:
+            await self._inner.aclose()
+        finally:
+            response, self._response = self._response, None
+            if response is not None:
+                response.stream = _CLOSED
 
 
 __all__ = [

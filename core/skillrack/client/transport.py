@@ -141,7 +141,7 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         assert isinstance(stream, httpx.AsyncByteStream)
         # The URL is formatted only when a bound is crossed (BoundedStream.what).
         prefix = "the event stream of" if streaming else "the answer to"
-        bounded = BoundedStream(stream, limit, prefix, request)
+        bounded = BoundedStream(stream, limit, prefix, request, response)
         length = declared_length(response)
         if length is not None and length > limit:
             raise exceeded(bounded.what(), limit)
