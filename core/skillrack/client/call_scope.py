@@ -98,7 +98,8 @@ class call_scope:
         if _state.get() is not None:
             return  # inside another call: nothing of its own to set up or undo
         named = OriginPolicy.for_url(self._url).named  # origin_refused when not http(s)
-        allowed = self._allow.get(None, _NONE) | self._allow.get(named, _NONE)
+        everywhere, here = self._allow.get(None, _NONE), self._allow.get(named, _NONE)
+        allowed = everywhere | here if here else everywhere  # no new set when one is empty
         source = self._source(named)
         if source is not None:  # an origin named for the token may take the other credentials
             allowed |= source.credentials.token_origins

@@ -36,9 +36,9 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, overload
 
 import httpx
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory
@@ -623,14 +623,19 @@ class SkillClient:
         async with _transport(f"looking up task {task_id} at {agent}"):
             return await self._poll(client, task_id, self._context())
 
-    async def _send(
+    def _send(
         self,
         agent: str,
         data: Any,
         mode: Mode,
         task_id: str = "",
         push: PushTarget | None = None,
-    ) -> Task:
+    ) -> Coroutine[Any, Any, Task]:
+        """Send ``data`` as a request object; its Task (a reply Message is ``output_invalid``).
+
+        :meth:`_exchange`'s own coroutine, no frame of this one: every call in flight
+        holds each coroutine of its chain until it ends.
+        """
         skill_id = data.get("skill") if isinstance(data, dict) else None
         message = Message(
             message_id=str(uuid.uuid4()),
@@ -639,12 +644,8 @@ class SkillClient:
             extensions=[EXTENSION_URI],
             task_id=task_id,
         )
-        answer = await self._exchange(agent, message, mode, self._context(), skill_id, push)
-        if isinstance(answer, Message):
-            raise SkillCallError.local(
-                ErrorCode.OUTPUT_INVALID, "the agent answered with a Message, not a Task"
-            )
-        return answer
+        context = self._context()
+        return self._exchange(agent, message, mode, context, skill_id, push, task_only=True)
 
     @one_call
     async def send_message(
@@ -675,6 +676,7 @@ class SkillClient:
         key = "message" if isinstance(answer, Message) else "task"
         return {key: json_format.MessageToDict(answer)}
 
+    @overload
     async def _exchange(
         self,
         agent: str,
@@ -683,8 +685,38 @@ class SkillClient:
         context: ClientCallContext,
         skill_id: str | None = None,
         push: PushTarget | None = None,
+        *,
+        task_only: Literal[True],
+    ) -> Task: ...
+
+    @overload
+    async def _exchange(
+        self,
+        agent: str,
+        message: Message,
+        mode: Mode,
+        context: ClientCallContext,
+        skill_id: str | None = None,
+        push: PushTarget | None = None,
+        *,
+        task_only: Literal[False] = False,
+    ) -> Task | Message: ...
+
+    async def _exchange(
+        self,
+        agent: str,
+        message: Message,
+        mode: Mode,
+        context: ClientCallContext,
+        skill_id: str | None = None,
+        push: PushTarget | None = None,
+        *,
+        task_only: bool = False,
     ) -> Task | Message:
-        """Send ``message`` (for ``skill_id``); its Task (polled unless ``sync``) or a reply."""
+        """Send ``message`` (for ``skill_id``); its Task (polled unless ``sync``) or a reply.
+
+        ``task_only``: a reply Message is ``output_invalid`` (a request object's answer).
+        """
         client = await self._sdk_client(agent, streaming=mode == "stream")
         await self._check_security(agent, skill_id if isinstance(skill_id, str) else None)
         request = SendMessageRequest(
@@ -700,9 +732,13 @@ class SkillClient:
             answer = await self._retrying(attempt)
         else:  # nothing is sent again (retrying's own path): no partial, no retrying frame
             answer = await self._attempt(agent, client, request, context)
-        waits = isinstance(answer, Task) and answer.status.state not in TERMINAL | INTERRUPTED
-        if waits and mode != "sync":
-            assert isinstance(answer, Task)
+        if isinstance(answer, Message):
+            if task_only:
+                raise SkillCallError.local(
+                    ErrorCode.OUTPUT_INVALID, "the agent answered with a Message, not a Task"
+                )
+            return answer
+        if mode != "sync" and answer.status.state not in TERMINAL | INTERRUPTED:
             async with _transport(f"calling {agent}"):
                 answer = await self._poll(client, answer.id, context)
         return answer
