@@ -38,7 +38,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar, cast
 
 import httpx
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory
@@ -67,7 +67,6 @@ from skillrack.client.grpc_channel import (
     GRPC,
     binding_name,
     channel_factory,
-    judged_url,
 )
 from skillrack.client.jsonrpc_answers import LeanClientFactory
 from skillrack.client.oauth import ClientCredentials, TokenSource
@@ -75,10 +74,11 @@ from skillrack.client.origin import Origin, allowed_origins
 from skillrack.client.origin_pools import PerOrigin
 from skillrack.client.outcome import SkillResult, TaskAssembler, outcome
 from skillrack.client.push import PushTarget
+from skillrack.client.reachable import reachable_card
 from skillrack.client.readbounds import DEFAULT_BOUNDS, ReadBounds
 from skillrack.client.sdk_clients import SdkClients
 from skillrack.client.tls import ClientTls, TlsByOrigin, refused_hint
-from skillrack.client.token_reach import may_receive, token_reachable
+from skillrack.client.token_reach import may_receive
 from skillrack.client.transport import current_policy, http_client
 from skillrack.client.verify import (
     check_arguments,
@@ -609,6 +609,10 @@ class SkillClient:
             streaming=streaming, httpx_client=self._http, supported_protocol_bindings=bindings
         )
 
+    def _reachable(self, agent: str, card: AgentCard) -> AgentCard:
+        """The card with only the interfaces this call may reach (:mod:`~.reachable`)."""
+        return reachable_card(agent, card, self._bindings(), self._token_source)
+
     def _bindings(self) -> list[str]:
         """The A2A bindings this client may use: the one asked for, else JSON-RPC and HTTP+JSON."""
         return [self.binding] if self.binding else ["JSONRPC", "HTTP+JSON"]
@@ -644,8 +648,8 @@ class SkillClient:
             extensions=[EXTENSION_URI],
             task_id=task_id,
         )
-        context = self._context()
-        return self._exchange(agent, message, mode, context, skill_id, push, task_only=True)
+        answer = self._exchange(agent, message, mode, self._context(), skill_id, push, True)
+        return cast("Coroutine[Any, Any, Task]", answer)  # task_only: never a Message
 
     @one_call
     async def send_message(
@@ -676,7 +680,6 @@ class SkillClient:
         key = "message" if isinstance(answer, Message) else "task"
         return {key: json_format.MessageToDict(answer)}
 
-    @overload
     async def _exchange(
         self,
         agent: str,
@@ -685,32 +688,6 @@ class SkillClient:
         context: ClientCallContext,
         skill_id: str | None = None,
         push: PushTarget | None = None,
-        *,
-        task_only: Literal[True],
-    ) -> Task: ...
-
-    @overload
-    async def _exchange(
-        self,
-        agent: str,
-        message: Message,
-        mode: Mode,
-        context: ClientCallContext,
-        skill_id: str | None = None,
-        push: PushTarget | None = None,
-        *,
-        task_only: Literal[False] = False,
-    ) -> Task | Message: ...
-
-    async def _exchange(
-        self,
-        agent: str,
-        message: Message,
-        mode: Mode,
-        context: ClientCallContext,
-        skill_id: str | None = None,
-        push: PushTarget | None = None,
-        *,
         task_only: bool = False,
     ) -> Task | Message:
         """Send ``message`` (for ``skill_id``); its Task (polled unless ``sync``) or a reply.
@@ -787,32 +764,6 @@ class SkillClient:
         if assembler.task is None:
             raise SkillCallError(ClientCode.PROTOCOL_ERROR, "the agent sent no Task")
         return assembler.task
-
-    def _reachable(self, agent: str, card: AgentCard) -> AgentCard:
-        """The card with only the interfaces the origin rule lets this call reach.
-
-        The SDK then chooses among those alone.  When every interface of a
-        binding the client speaks is on a refused origin, ``origin_refused``
-        names the first of them, before any request goes there; so it does
-        when the call has an OAuth token and every one is a gRPC interface the
-        token may not reach (:mod:`skillrack.client.token_reach`).
-        """
-        policy = current_policy()
-        assert policy is not None, "_send runs inside a public call"
-        usable = [i for i in card.supported_interfaces if i.protocol_binding in self._bindings()]
-        scheme = policy.named.scheme
-        reachable = [i for i in usable if policy.refusal(judged_url(i, scheme), "") is None]
-        if usable and not reachable:
-            what = f"the Agent Card of {agent} names an interface on"
-            policy.check(judged_url(usable[0], scheme), what)
-        source = self._token_source(policy.named)  # a token goes to gRPC only where safe
-        judge = functools.partial(judged_url, named_scheme=scheme)
-        reachable = token_reachable(reachable, judge, policy.named, source, agent)
-        trimmed = AgentCard()
-        trimmed.CopyFrom(card)
-        del trimmed.supported_interfaces[:]
-        trimmed.supported_interfaces.extend(reachable)
-        return trimmed
 
     async def _poll(self, client: Any, task_id: str, context: ClientCallContext) -> Task:
         """Ask for the task until it ends or waits; the call's ``timeout`` stops the loop."""
