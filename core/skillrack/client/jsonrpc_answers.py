@@ -9,7 +9,7 @@ time.  For a skill invocation answered by a completed Task with a result and
 a record (and the request in its history) that is about 30 us to write and
 150 us to parse, an eighth of a whole call in ``benchmarks/fanout.py``.
 :class:`LeanJsonRpcTransport` writes the params of ``SendMessage`` and
-``GetTask`` with :func:`skillrack.protocol.proto_dump.message_to_dict` and
+``GetTask`` with :func:`skillrack.protocol.proto_json.message_to_dict` and
 parses their answers with :func:`skillrack.protocol.proto_parse.parse_dict`,
 which write and build the same dicts and messages, or hand anything they do
 not handle to ``MessageToDict`` and ``parse_lenient``, which then do it or
@@ -38,7 +38,7 @@ from a2a.utils.telemetry import trace_function
 from google.protobuf.message import Message
 from opentelemetry.trace import SpanKind
 
-from skillrack.protocol.proto_dump import message_to_dict
+from skillrack.protocol.proto_json import message_to_dict
 from skillrack.protocol.proto_parse import parse_dict
 
 M = TypeVar("M", bound=Message)

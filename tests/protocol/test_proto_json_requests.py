@@ -1,4 +1,7 @@
-"""proto_dump writes exactly what json_format.MessageToDict writes, or leaves it to that."""
+"""proto_json writes the client's requests and answers exactly as json_format.MessageToDict does.
+
+The SkillClient writes SendMessage and GetTask params with it (client/jsonrpc_answers.py).
+"""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from google.protobuf import json_format
 from hypothesis import given, settings
 from test_proto_parse import PARAMS, completed_task, invocation
 
-from skillrack.protocol.proto_dump import message_to_dict
+from skillrack.protocol.proto_json import message_to_dict
 from skillrack.protocol.values import data_part
 
 
