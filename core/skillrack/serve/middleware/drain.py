@@ -100,17 +100,25 @@ def store_unreachable(reason: str) -> str:
     return f"the task store is unreachable ({reason}); retry shortly"
 
 
-async def refuse_unreachable(scope: Scope, send: Send, reason: str) -> None:
-    """HTTP 503 with ``Retry-After`` naming the task store, in the binding's form."""
+async def _unavailable(
+    scope: Scope, send: Send, message: str, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """HTTP 503 and ``resource_limit_exceeded`` (JSON-RPC -32000), in the binding's form."""
     await binding_error(
         scope,
         send,
         status=503,
         jsonrpc_code=-32000,
         code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-        message=store_unreachable(reason),
-        headers=[(b"retry-after", str(STORE_RETRY_AFTER_S).encode())],
+        message=message,
+        headers=headers,
     )
+
+
+async def refuse_unreachable(scope: Scope, send: Send, reason: str) -> None:
+    """HTTP 503 with ``Retry-After`` naming the task store, in the binding's form."""
+    retry = [(b"retry-after", str(STORE_RETRY_AFTER_S).encode())]
+    await _unavailable(scope, send, store_unreachable(reason), retry)
 
 
 def _internal_error(status: int, body: bytes) -> bool:
@@ -195,17 +203,10 @@ def _in_flight(scope: Scope, send: Send, state: DrainState) -> Send:
 
 async def refuse_draining(scope: Scope, send: Send) -> None:
     """HTTP 503 with ``Retry-After`` and ``resource_limit_exceeded``, in the binding's form."""
-    await binding_error(
-        scope,
-        send,
-        status=503,
-        jsonrpc_code=-32000,
-        code=ErrorCode.RESOURCE_LIMIT_EXCEEDED,
-        message=DRAINING,
-        # Closed after the answer: a connection kept alive would be cut when the replica
-        # stops, possibly under the client's next request.
-        headers=[(b"retry-after", str(RETRY_AFTER_S).encode()), (b"connection", b"close")],
-    )
+    # Closed after the answer: a connection kept alive would be cut when the replica
+    # stops, possibly under the client's next request.
+    headers = [(b"retry-after", str(RETRY_AFTER_S).encode()), (b"connection", b"close")]
+    await _unavailable(scope, send, DRAINING, headers)
 
 
 def _a2a(path: str) -> bool:
