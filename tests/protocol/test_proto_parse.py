@@ -18,21 +18,10 @@ from a2a.types import (
 from google.protobuf import json_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_proto_json import JSON  # the same JSON values proto_json is checked on
 
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.protocol.proto_parse import parse_dict
-
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.integers(-(2**53), 2**53)
-    | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
 
 #: What a SendMessage's params look like: every field a client sends, most of them optional.
 PART = st.one_of(
