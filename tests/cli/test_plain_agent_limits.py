@@ -116,6 +116,41 @@ def test_describe_and_skills_of_a_keyed_agent_read_the_card_only(
     assert set(keyed.gate.requests()) == {f"GET {CARD}"}
 
 
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_a_refused_key_is_answered_with_the_cards_header(
+    keyed: PlainAgent, binding: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31 (smaller items): the agent names no scheme in its refusal (no challenge over
+    HTTP, none on gRPC); the card's API key header is suggested, not a bearer token."""
+    wrong = ["--header", f"{KEY_HEADER}: wrong"]
+    status, out = run(
+        capsys, "call", keyed.url, "echo", "--text", "hi", *wrong, *via(keyed, binding)
+    )
+    assert status == 1 and out["error"]["code"] == "authorization_failed", out
+    message = out["error"]["message"]
+    assert f"--header '{KEY_HEADER}: KEY'" in message and "Bearer" not in message, message
+    assert [answer for _, _, answer in messages(keyed)][-1] == 401  # the agent's refusal
+
+
+# -- item 1: trusted card signers -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_an_unsigned_card_outside_the_trusted_signers_sends_nothing(
+    cached: PlainAgent, binding: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trust file naming card signers: the plain agent's unsigned card is refused."""
+    assert cli.main(["keys", "new", "--card", str(tmp_path / "card.pem")]) == 0
+    capsys.readouterr()
+    (tmp_path / "trust.toml").write_text('card_keys = ["card.jwks.json"]\n', encoding="utf-8")
+    trust = ["--trust-file", str(tmp_path / "trust.toml")]
+    cached.gate.seen.clear()
+    argv = ["call", cached.url, "echo", "--text", "hi", *trust, *via(cached, binding)]
+    status, out = run(capsys, *argv)
+    assert status == 1 and out["error"]["code"] == "card_signature_invalid", out
+    assert cached.gate.requests() == [f"GET {CARD}"]  # the card, and no message
+
+
 # -- item 4: 429 and 503 as resource_limit_exceeded, --retry, the disk cache ----------------------
 
 

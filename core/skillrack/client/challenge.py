@@ -28,6 +28,8 @@ _HEADER_PARAM = re.compile(r'(?:header|name)\s*=\s*"?([A-Za-z0-9!#$%&\'*+.^_`|~-
 #: An HTTP header name or auth scheme (RFC 9110 token), short enough to repeat.
 _TOKEN = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}")
 BEARER = "Authorization: Bearer TOKEN"
+#: What a gRPC refusal says to do (gRPC carries no challenge naming a scheme).
+GRPC_HINT = "send the agent's credentials with --header (they go as gRPC metadata)"
 
 
 def summarize_challenge(value: str | None) -> str:
@@ -106,3 +108,23 @@ def credential_header(card: Mapping[str, Any]) -> str:
         if "oauth2SecurityScheme" in scheme or "openIdConnectSecurityScheme" in scheme:
             return BEARER
     return BEARER
+
+
+def with_card_hint(error: SkillCallError, security: Mapping[str, Any]) -> SkillCallError:
+    """``error`` naming the header the card's ``securitySchemes`` ask for, when it named none.
+
+    A refusal without a usable challenge (an agent written with a2a-sdk alone
+    sends none; gRPC has none) fell back to the generic hint, a bearer token:
+    the wrong way to an API-key agent.  Its card still says which header it
+    wants (:func:`credential_header`).  Any other error is returned unchanged.
+    """
+    header = credential_header(security)
+    if error.code != ErrorCode.AUTHORIZATION_FAILED or header == BEARER:
+        return error
+    for generic, where in ((HINT, " (CLI)"), (GRPC_HINT, " (CLI; they go as gRPC metadata)")):
+        if error.message.endswith(generic):
+            said = f"send the agent's credentials, e.g. --header '{header}'{where}"
+            return SkillCallError.local(
+                ErrorCode.AUTHORIZATION_FAILED, error.message[: -len(generic)] + said
+            )
+    return error

@@ -50,6 +50,7 @@ from urllib.parse import urlsplit
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from skillrack.client.busy import ADVICE, AgentBusy, retry_after
+from skillrack.client.challenge import GRPC_HINT
 from skillrack.client.oauth import TokenSource
 from skillrack.client.origin import Origin
 from skillrack.client.tls import ClientTls
@@ -201,8 +202,7 @@ def grpc_failure(exc: BaseException, what: str) -> SkillCallError | None:
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
         return SkillCallError.local(
             ErrorCode.AUTHORIZATION_FAILED,
-            f"{what}: the agent refused the call over gRPC ({code.name}: {details}); send "
-            "the agent's credentials with --header (they go as gRPC metadata)",
+            f"{what}: the agent refused the call over gRPC ({code.name}: {details}); {GRPC_HINT}",
         )
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and any(t in details for t in _TOO_LARGE):
         return SkillCallError.local(  # grpcio's own refusal, here: the agent is not busy

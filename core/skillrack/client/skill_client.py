@@ -61,6 +61,7 @@ from skillrack.client.cache import CARD_CACHE, CacheBounds, CacheKey, InterfaceC
 from skillrack.client.call_scope import call_scope, current, one_call, remaining
 from skillrack.client.card_security import Presented, check_card_security
 from skillrack.client.cards import CachedCard, parse_card, read_card
+from skillrack.client.challenge import with_card_hint
 from skillrack.client.disk_cache import DiskCache
 from skillrack.client.failures import mapped_failures as _transport
 from skillrack.client.grpc_channel import (
@@ -704,11 +705,16 @@ class SkillClient:
             request.configuration.task_push_notification_config.CopyFrom(push.config())
 
         # A refusal before any event is safe to send again (429, 503, their gRPC statuses).
-        if self.retries > 0:
-            attempt = functools.partial(self._attempt, agent, client, request, context)
-            answer = await self._retrying(attempt)
-        else:  # nothing is sent again (retrying's own path): no partial, no retrying frame
-            answer = await self._attempt(agent, client, request, context)
+        try:
+            if self.retries > 0:
+                attempt = functools.partial(self._attempt, agent, client, request, context)
+                answer = await self._retrying(attempt)
+            else:  # nothing is sent again (retrying's own path): no partial, no retrying frame
+                answer = await self._attempt(agent, client, request, context)
+        except SkillCallError as exc:  # a refusal that named no scheme: the card's header
+            if exc.code != ErrorCode.AUTHORIZATION_FAILED:
+                raise
+            raise with_card_hint(exc, (await self._card(agent)).security) from None
         if isinstance(answer, Message):
             if task_only:
                 raise SkillCallError.local(
