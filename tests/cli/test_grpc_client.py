@@ -127,12 +127,14 @@ def test_unknown_binding_is_a_usage_error(tmp_path: Path) -> None:
     assert exited.value.code == 2
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
 def test_an_api_key_agents_refusal_suggests_its_header(
-    agent: ServedAgent, capsys: pytest.CaptureFixture[str]
+    agent: ServedAgent, grpc_target: str, binding: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 31: the refusal of an API-key agent suggested a Bearer header."""
+    """Issue 31: the refusal of an API-key agent suggested a Bearer header (every binding)."""
+    via = ["--binding", binding, "--allow-origin", f"http://{grpc_target}"]
     status, out = run(
-        capsys, "call", agent.url, "echo", "--args", "{}", "--header", "X-API-Key: wrong"
+        capsys, "call", agent.url, "echo", "--args", "{}", "--header", "X-API-Key: wrong", *via
     )
     message = out["error"]["message"]
     assert status == 1 and out["error"]["code"] == "authorization_failed"
@@ -197,3 +199,35 @@ def test_describe_is_the_same_on_every_binding(
         assert status == 0 and out.startswith("echo 1.0")
         printed.add(out)
     assert len(printed) == 1  # the summary, byte for byte
+
+
+def test_a_missing_key_sends_nothing_over_grpc(
+    agent: ServedAgent, grpc_target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31 item 2 on gRPC: the card's requirement is read first; no gRPC call is made."""
+    via = ["--binding", "grpc", "--allow-origin", f"http://{grpc_target}"]
+    status, out = run(capsys, "call", agent.url, "echo", "--args", "{}", *via)
+    assert status == 1 and out["error"]["code"] == "authorization_failed", out
+    message = out["error"]["message"]
+    assert "nothing was sent" in message and "--header 'X-API-Key: KEY'" in message, message
+
+
+def test_a_pinned_schema_that_changed_is_refused_over_grpc(
+    agent: ServedAgent, grpc_target: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 31 item 1 on gRPC: the document read over gRPC is held to the pin; echo not called."""
+    via = ["--binding", "grpc", "--allow-origin", f"http://{grpc_target}"]
+    via += ["--header", f"X-API-Key: {KEY}"]
+    status, document = run(capsys, "describe", agent.url, "echo", "--json", *via)
+    assert status == 0, document
+    schema = document["interface"]["input_schema"]
+    uri, version, digest = schema["schema_uri"], schema["version"], schema["digest"]
+    call = ["call", agent.url, "echo", "--args", '{"text": "pinned"}', *via]
+    status, out = run(capsys, *call, "--pin-schema", f"{uri}@{version}={digest}")
+    assert status == 0 and out["result"] == {"echo": "pinned"}, out
+    other = "sha256:" + "0" * 64
+    status, out = run(capsys, *call, "--pin-schema", f"{uri}@{version}={other}")
+    assert status == 1 and out["error"]["code"] == "interface_invalid", out
+    message = out["error"]["message"]
+    assert f"has digest {digest}" in message and f"pinned to {other}" in message, message
+    assert "not called" in message
