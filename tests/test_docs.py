@@ -162,6 +162,7 @@ def test_the_guides_are_tested() -> None:
     tested = {path.name for path in docs_with_commands()}
     guides = {"README.md", "vendor-guide.md", "operations.md", "approvals.md", "client-guide.md"}
     guides |= {"client-trust.md"}  # the client guide's trust, retry and cache commands
+    guides |= {"client-commands.md"}  # its skills, describe, gRPC and push commands
     assert guides <= tested
 
 

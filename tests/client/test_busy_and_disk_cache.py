@@ -133,11 +133,12 @@ def test_skillrack_call_prints_it_as_the_draft_says(
     assert isinstance(out["error"]["retry_after"], int | float)
 
 
-async def test_retry_honours_retry_after(refusing: tuple[str, Refusing]) -> None:
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_retry_honours_retry_after(refusing: tuple[str, Refusing], binding: str) -> None:
     url, wrapper = refusing
     wrapper.seen.clear()
     wrapper.refuse, wrapper.status, wrapper.wait = 2, 429, "1"
-    async with SkillClient(retries=2) as client:
+    async with SkillClient(retries=2, binding=binding) as client:
         result = await client.call(url, "probe", {"text": "hi"})
     assert result.state == "TASK_STATE_COMPLETED"
     statuses = [status for _, status in wrapper.seen]
@@ -190,8 +191,12 @@ def test_retry_after_as_an_http_date() -> None:
     assert retry_after(httpx.Headers({"Retry-After": "soon"})) is None
 
 
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 def test_a_repeated_call_costs_one_request(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    binding: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("SKILLRACK_CACHE_DIR", str(tmp_path / "cache"))
     holder: list[Everything] = []
@@ -202,6 +207,7 @@ def test_a_repeated_call_costs_one_request(
 
     port = free_port()
     argv = ["call", f"http://127.0.0.1:{port}", "probe", "--args", '{"text": "hi"}']
+    argv += ["--binding", binding]
     with running_agent(probe_registry(), wrap=wrap, port=port):
         seen = holder[0].seen
         assert cli.main(argv) == 0
@@ -209,7 +215,8 @@ def test_a_repeated_call_costs_one_request(
         assert first[0] == "GET /.well-known/agent-card.json" and len(first) == 3, first
         seen.clear()
         assert cli.main(argv) == 0
-        assert len(seen) == 1 and seen[0].startswith("POST"), seen  # the call, nothing else
+        sent = "POST /message:send" if binding == "HTTP+JSON" else "POST /"
+        assert seen == [sent], seen  # the call on its binding, nothing else
         seen.clear()
         assert cli.main([*argv, "--no-cache"]) == 0
         assert len(seen) == 3, seen  # card, describe_skill, call
