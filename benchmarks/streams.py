@@ -199,10 +199,16 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
             print(f"  {server.name}: {failed} tasks failed to open: {first}", flush=True)
         settle_s, settled_ms = settle(clients)
         cpu_before = cpu_seconds(server.pid)
+        generators_before = sum(cpu_seconds(c.process.pid) for c in clients)
+        machine_before = machine_cpu()
         begin = time.time()
         time.sleep(args.seconds)
         end = time.time()
         cpu = cpu_seconds(server.pid) - cpu_before
+        generators_cpu = sum(cpu_seconds(c.process.pid) for c in clients) - generators_before
+        machine_after = machine_cpu()
+        machine_busy = machine_after[0] - machine_before[0]
+        machine_all = machine_after[1] - machine_before[1]
         rss_open = rss_mb(server.pid)
         time.sleep(TAIL_S)  # the window's last events reach the clients
         windows = each(clients, [{"op": "window", "begin": begin, "end": end}] * len(clients))
@@ -231,6 +237,9 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
         "due_per_s": args.rate * args.subscribers,
         "cpu_s": cpu,
         "cpu_us_per_event": cpu / arrived * 1e6 if arrived else float("nan"),
+        "server_cpus": cpu / (end - begin),
+        "generators_cpus": generators_cpu / (end - begin),
+        "machine_busy": machine_busy / machine_all if machine_all else float("nan"),
         "rss_before_mb": rss_before,
         "rss_open_mb": rss_open,
         "rss_kb_per_stream": (rss_open - rss_before) * 1024 / streams,
@@ -245,6 +254,17 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
         "gaps": sum(w["gaps"] for w in windows),
         "first_error": next((w["first_error"] for w in windows if w["first_error"]), None),
     }
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, all) CPU time of the whole machine so far (``/proc/stat``; idle and iowait idle).
+
+    The delays are the server's and the generators' together, on the same CPUs: a
+    machine near fully busy makes every process wait for a CPU, whatever its loop does.
+    """
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return float(sum(fields) - idle), float(sum(fields))
 
 
 def settle(clients: list[Client]) -> tuple[float, float | None]:
@@ -345,6 +365,7 @@ def report(sides: dict[str, dict[str, Any]], rate: float) -> list[dict[str, Any]
         ("RSS before / with streams, MB", None, ""),
         ("RSS per open stream, kB", "rss_kb_per_stream", "{:.1f}"),
         ("server CPU per delivered event, µs", "cpu_us_per_event", "{:.1f}"),
+        ("CPUs busy in the window: server, generators, machine", None, ""),
         ("delay p50 / p99 / max, ms", None, ""),
         ("streams dropped (ended, errors, stalled); silent", None, ""),
         ("events skipped in a stream", "gaps", "{:,.0f}"),
@@ -371,6 +392,11 @@ def report(sides: dict[str, dict[str, Any]], rate: float) -> list[dict[str, Any]
                 cells.append(f"{s['delivered_per_s']:,.0f} ({s['due_per_s']:,.0f})")
             elif label.startswith("RSS"):
                 cells.append(f"{s['rss_before_mb']:.0f} / {s['rss_open_mb']:.0f}")
+            elif label.startswith("CPUs busy"):
+                cells.append(
+                    f"{s['server_cpus']:.2f}, {s['generators_cpus']:.2f}, "
+                    f"{s['machine_busy'] * (os.cpu_count() or 1):.2f} of {os.cpu_count()}"
+                )
             elif label.startswith("delay"):
                 cells.append(f"{s['p50_ms']:.1f} / {s['p99_ms']:.1f} / {s['max_ms']:.1f}")
             else:
