@@ -137,6 +137,28 @@ CONTRACT: dict[str, str] = {
     "a2a.server.routes.jsonrpc_dispatcher.JsonRpcDispatcher._shutdown_grace_period": (
         "instance attribute"
     ),
+    # serve/bindings/rest.py: streamed events' JSON shared by every stream (stream_events.py);
+    # _handle_streaming is overridden, a2a-sdk's step for step, with texts sent as they are.
+    "a2a.server.routes.rest_dispatcher.RestDispatcher": (
+        "class(request_handler: RequestHandler, context_builder: ServerCallContextBuilder | None "
+        "= None, shutdown_grace_period: float = 0) -> None"
+    ),
+    "a2a.server.routes.rest_dispatcher.RestDispatcher._handle_streaming": (
+        "(self, request: Request, handler_func: Callable[[ServerCallContext], "
+        "AsyncIterator[Any]]) -> EventSourceResponse"
+    ),
+    "a2a.server.routes.rest_dispatcher.RestDispatcher._build_call_context": (
+        "(self, request: Request) -> ServerCallContext"
+    ),
+    "a2a.server.routes.rest_dispatcher.RestDispatcher._shutdown_grace_period": (
+        "instance attribute"
+    ),
+    "a2a.utils.error_handlers.build_rest_error_payload": "(error: Exception) -> dict[str, Any]",
+    "a2a.utils.error_handlers.rest_stream_error_handler": (
+        "(func: Callable[..., Coroutine[Any, Any, Any]]) -> Callable[..., Coroutine[Any, Any, Any]]"
+    ),
+    "a2a.utils.json_utils": "module",
+    "a2a.utils.json_utils.dumps": "(obj: Any) -> str",
     "a2a.server.tasks.database_task_store.DatabaseTaskStore._ensure_initialized": "(self) -> None",
     # serve/stores/push_configs.py: a config's id as a2a-sdk stores it, read before its save.
     "a2a.server.tasks.database_push_notification_config_store."

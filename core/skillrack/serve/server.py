@@ -28,10 +28,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from a2a.server.routes import (
-    create_jsonrpc_routes,
-    create_rest_routes,
-)
+from a2a.server.routes import create_jsonrpc_routes
 from a2a.server.tasks import PushNotificationConfigStore, TaskStore
 from a2a.types import Task
 from sqlalchemy import text
@@ -71,7 +68,9 @@ from skillrack.serve.bindings.request_handler import (
     caller_scope,
     tenant_scope,
 )
+from skillrack.serve.bindings.rest import rest_routes
 from skillrack.serve.bindings.shutdown import GracefulStop
+from skillrack.serve.bindings.stream_events import EventEncodings
 from skillrack.serve.bindings.tls import TlsFiles
 from skillrack.serve.console import CONSOLE_PATH, Console, ConsoleSources
 from skillrack.serve.console.oidc_flow import CodeFlow, OidcClient
@@ -312,9 +311,21 @@ def build_server(
     # JSON-RPC first: every A2A call over it is a POST to "/", which no other route matches,
     # so the router finds it at the first test instead of after the card, health, metrics
     # and console routes (about 1% of an invocation's CPU).
+    # Each streamed update encoded once for all the streams of its task, on every binding.
+    encodings = EventEncodings()
     routes: list[BaseRoute] = [
-        *(jsonrpc_routes if lean else create_jsonrpc_routes)(
-            handler, rpc_url=JSONRPC_PATH, context_builder=builder, enable_v0_3_compat=legacy
+        *(
+            jsonrpc_routes(
+                handler,
+                rpc_url=JSONRPC_PATH,
+                context_builder=builder,
+                enable_v0_3_compat=legacy,
+                encodings=encodings,
+            )
+            if lean
+            else create_jsonrpc_routes(
+                handler, rpc_url=JSONRPC_PATH, context_builder=builder, enable_v0_3_compat=legacy
+            )
         ),
         Route(CARD_PATH, counted_card(card_endpoint.respond, metrics, "card"), methods=["GET"]),
         Route(HOPS_PATH, hops_endpoint(peers.hops.recent, guard), methods=["GET"]),
@@ -339,7 +350,7 @@ def build_server(
     if mcp is not None:
         routes += mcp.routes()
     # Last: see the module docstring.
-    routes += create_rest_routes(handler, context_builder=builder, enable_v0_3_compat=legacy)
+    routes += rest_routes(handler, builder, encodings, enable_v0_3_compat=legacy)
 
     cluster_store = (
         storage.task_store
@@ -449,6 +460,7 @@ def build_server(
                     tls=tls,
                     max_message_bytes=config.server.max_body_bytes,
                     shared_port=workers > 1,
+                    encodings=encodings,
                 )
             restarts.took_over(taken_over)
             # The MCP transport's task group lives as long as the app (before the handler closes).

@@ -78,6 +78,8 @@ from skillrack.errors import ErrorCode, SkillrackError, StartupError
 from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.protocol.values import DATA_PART_DEPTH, SAFE_INTEGER, UnsafeNumber, check_numbers
 from skillrack.serve.bindings.call_context import bind_call
+from skillrack.serve.bindings.grpc_streams import SharedStreamsHandler, as_sent
+from skillrack.serve.bindings.stream_events import EventEncodings
 from skillrack.serve.bindings.tls import TlsFiles, grpc_server_credentials
 from skillrack.serve.middleware.authentication import Authenticator
 from skillrack.serve.middleware.binding_errors import error_info, status_name
@@ -266,8 +268,11 @@ def _numbers_as_written(value: Any) -> Any:
     return value
 
 
-class SkillrackGrpcHandler(GrpcHandler):
+class SkillrackGrpcHandler(SharedStreamsHandler):
     """a2a-sdk's gRPC servicer, behind the same middleware stack as the HTTP bindings.
+
+    Its streams send each event's bytes from the encodings shared with the
+    other bindings (:class:`~skillrack.serve.bindings.grpc_streams.SharedStreamsHandler`).
 
     Every A2A method of ``GrpcHandler`` runs through ``_handle_unary`` or
     ``_handle_stream``; both admit the call through :meth:`_admit`, which runs
@@ -277,8 +282,13 @@ class SkillrackGrpcHandler(GrpcHandler):
     the stack without a step here stops the servicer from being built.
     """
 
-    def __init__(self, request_handler: RequestHandler, stack: Stack) -> None:
-        super().__init__(request_handler)
+    def __init__(
+        self,
+        request_handler: RequestHandler,
+        stack: Stack,
+        encodings: EventEncodings | None = None,
+    ) -> None:
+        super().__init__(request_handler, encodings)
         missing = [layer.name for layer in stack if layer.on_grpc and layer.name not in GRPC_STEPS]
         if missing:
             raise StartupError(
@@ -623,12 +633,14 @@ async def start_grpc_server(
     tls: TlsFiles | None,
     max_message_bytes: int,
     shared_port: bool = False,
+    encodings: EventEncodings | None = None,
 ) -> grpc.aio.Server:
     """The gRPC server on ``host``:``port``, started (TLS with the HTTPS files when given).
 
     ``shared_port`` lets several processes (``serve --workers N``) listen on
     the port together (``SO_REUSEPORT``); otherwise a port another process
-    holds is refused rather than silently shared.
+    holds is refused rather than silently shared.  ``encodings``: the streamed
+    events' encodings, shared with the HTTP bindings.
     """
     server = grpc.aio.server(
         options=[
@@ -636,7 +648,7 @@ async def start_grpc_server(
             ("grpc.so_reuseport", 1 if shared_port else 0),
         ]
     )
-    a2a_grpc_servicer(server, SkillrackGrpcHandler(request_handler, stack))
+    a2a_grpc_servicer(server, SkillrackGrpcHandler(request_handler, stack, encodings))
     enable_reflection(server)
     shown = f"[{host}]" if ":" in host else host
     address = f"{shown}:{port}"
@@ -695,7 +707,9 @@ def a2a_grpc_servicer(server: grpc.aio.Server, servicer: GrpcHandler) -> None:
     """Register ``servicer`` as the ``lf.a2a.v1.A2AService`` of ``server``.
 
     As a2a-sdk's generated ``add_A2AServiceServicer_to_server`` does, method for
-    method from the service's descriptor, but with :func:`_lenient` parsers.
+    method from the service's descriptor, but with :func:`_lenient` parsers and a
+    response serializer that sends bytes as they are
+    (:func:`~skillrack.serve.bindings.grpc_streams.as_sent`: a stream's shared encodings).
     """
     service = a2a_pb2.DESCRIPTOR.services_by_name["A2AService"]
     handlers = {}
@@ -709,7 +723,7 @@ def a2a_grpc_servicer(server: grpc.aio.Server, servicer: GrpcHandler) -> None:
         handlers[method.name] = factory(
             getattr(servicer, method.name),
             request_deserializer=_lenient(request_cls),
-            response_serializer=lambda answer: answer.SerializeToString(),
+            response_serializer=as_sent,
         )
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(service.full_name, handlers),)

@@ -59,7 +59,7 @@ from starlette.routing import BaseRoute, Route
 
 from skillrack.protocol.proto_json import Remembered, message_to_dict
 from skillrack.protocol.proto_parse import parse_dict
-from skillrack.serve.bindings.stream_events import SharedEvents, server_sent, written
+from skillrack.serve.bindings.stream_events import EventEncodings, server_sent, written
 from skillrack.serve.scope import PARSED_BODY_KEY
 
 #: a2a-sdk's dispatcher logger: the shorter way logs what handle_requests would, there.
@@ -75,9 +75,9 @@ class Dispatcher(JsonRpcDispatcher):
     """a2a-sdk's JSON-RPC dispatcher; SendMessage and GetTask results converted by proto_json,
     streamed events written once for all their streams."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, encodings: EventEncodings | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._shared = SharedEvents()
+        self._encodings = encodings if encodings is not None else EventEncodings()
 
     @validate_version(constants.PROTOCOL_VERSION_1_0)
     async def _process_streaming_request(  # type: ignore[override]  # texts too: see below
@@ -99,7 +99,7 @@ class Dispatcher(JsonRpcDispatcher):
             first = await anext(stream)
         except StopAsyncIteration:
             first = None
-        return written(stream, first, request_id, self._shared)
+        return written(stream, first, request_id, self._encodings)
 
     async def handle_requests(self, request: Request) -> Response:
         """a2a-sdk's (traced) ``handle_requests``; the body guard's parsed value dropped first."""
@@ -267,12 +267,17 @@ def jsonrpc_routes(
     rpc_url: str,
     context_builder: ServerCallContextBuilder,
     enable_v0_3_compat: bool = False,
+    encodings: EventEncodings | None = None,
 ) -> list[BaseRoute]:
-    """a2a-sdk's ``create_jsonrpc_routes(...)``, with :class:`Dispatcher`."""
+    """a2a-sdk's ``create_jsonrpc_routes(...)``, with :class:`Dispatcher`.
+
+    ``encodings``: the streamed events' encodings, shared with the other bindings.
+    """
     dispatcher = Dispatcher(
         request_handler=request_handler,
         context_builder=context_builder,
         enable_v0_3_compat=enable_v0_3_compat,
+        encodings=encodings,
     )
     endpoint: Any = dispatcher.handle_requests
     if not (telemetry.otel_installed and telemetry.otel_enabled):

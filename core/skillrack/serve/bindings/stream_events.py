@@ -1,24 +1,30 @@
-"""The JSON of a streamed event, written once however many streams carry it.
+"""Each encoding of a streamed event, made once however many streams carry it.
 
-a2a-sdk's JSON-RPC dispatcher writes each event of an SSE stream for that
-stream alone: ``to_stream_response`` (a copy of the event), ``MessageToDict``
-(a walk of its descriptors), the JSON-RPC envelope, ``json.dumps``.  Yet the
-streams of one task (its SendStreamingMessage and every SubscribeToTask)
-receive the very same event object: a2a-sdk's event queue hands one object to
-every sink.  A task watched by five clients paid for five conversions of
-each event, the largest part of what delivering it costs.
+a2a-sdk's dispatchers encode each event of a stream for that stream alone:
+``to_stream_response`` (a copy of the event), then ``MessageToDict`` (a walk
+of its descriptors) and ``json.dumps`` for JSON-RPC (inside its envelope) and
+HTTP+JSON (an SSE event's data), or ``SerializeToString`` for gRPC.  Yet the
+streams of one task (its SendStreamingMessage and every SubscribeToTask, on
+any binding) receive the very same event object: a2a-sdk's event queue hands
+one object to every sink.  A task watched by five clients paid for five
+encodings of each event, the largest part of what delivering it costs.
 
-:class:`SharedEvents` keeps the JSON text of the ``result`` member (the
-``StreamResponse``) of recent events, by object identity; each stream wraps
-it in its own envelope (its request id), as a2a-sdk's ``json_utils.dumps``
-writes the envelope's dict, so the bytes on the wire are the ones a2a-sdk
-writes.  Only status and artifact updates are kept: nothing changes them once
-they are enqueued.  A Task or a Message (a stream's first event: a snapshot
-of the task, with the history length that request asked for) is written for
-its stream alone.  An entry keeps its event alive, so no other object can
-take its identity while the entry lives; at most :data:`KEPT` entries are
-kept, the oldest dropped first (a stream that far behind writes its event
-anew, which costs time, never correctness).
+:class:`EventEncodings` keeps, by object identity, the encodings of recent
+events: the JSON text of the ``StreamResponse`` (JSON-RPC's ``result``
+member, which each stream wraps in its own envelope, its request id, as
+a2a-sdk's ``json_utils.dumps`` writes the envelope's dict; and HTTP+JSON's
+SSE ``data`` as it is, which a2a-sdk writes with the same ``json_utils.dumps``)
+and its protobuf bytes (gRPC's message); each is made when a stream first
+asks for it, so the bytes on the wire are the ones a2a-sdk writes.  One
+instance serves every binding of a server
+(:func:`skillrack.serve.server.build_server`), so a task watched over
+JSON-RPC and HTTP+JSON pays one JSON text.  Only status and artifact updates
+are kept: nothing changes them once they are enqueued.  A Task or a Message
+(a stream's first event: a snapshot of the task, with the history length
+that request asked for) is encoded for its stream alone.  An entry keeps its
+event alive, so no other object can take its identity while the entry lives;
+at most :data:`KEPT` entries are kept, the oldest dropped first (a stream that
+far behind encodes its event anew, which costs time, never correctness).
 """
 
 from __future__ import annotations
@@ -40,15 +46,25 @@ from skillrack.protocol.proto_json import message_to_dict
 
 logger = logging.getLogger(__name__)
 
-#: Events whose text is kept.  The streams of a task write an event within a turn or two
-#: of the event loop after it is dispatched to them, so a quarter of a second of events at
-#: 1,000 a second is plenty; few enough to weigh little (an update and its text: ~1 kB).
+#: Events whose encodings are kept.  The streams of a task write an event within a turn or
+#: two of the event loop after it is dispatched to them, so a quarter of a second of events
+#: at 1,000 a second is plenty; few enough to weigh little (an update and its encodings:
+#: ~1 kB).
 KEPT = 256
 
 
 def write_result(event: Event) -> str:
-    """The JSON text of ``event`` as the ``result`` of a stream's JSON-RPC response."""
+    """The JSON text of ``event``'s ``StreamResponse``: JSON-RPC's ``result``, HTTP+JSON's data.
+
+    a2a-sdk's HTTP+JSON dispatcher writes ``json_utils.dumps(MessageToDict(response))``,
+    the same text.
+    """
     return json.dumps(message_to_dict(proto_utils.to_stream_response(event)), ensure_ascii=False)
+
+
+def write_wire(event: Event) -> bytes:
+    """The protobuf bytes of ``event``'s ``StreamResponse``: gRPC's message."""
+    return proto_utils.to_stream_response(event).SerializeToString()
 
 
 def envelope(request_id: str | int | None, result: str) -> str:
@@ -61,42 +77,74 @@ def envelope(request_id: str | int | None, result: str) -> str:
     return f'{{"result": {result}, "id": {written_id}, "jsonrpc": "2.0"}}'
 
 
-class SharedEvents:
-    """The ``result`` text of recent events, by identity, written once for every stream."""
+class _Encoded:
+    """One kept event and the encodings made of it so far."""
+
+    __slots__ = ("event", "json", "wire")
+
+    def __init__(self, event: Event) -> None:
+        self.event = event  # held: no other object takes its identity while this lives
+        self.json: str | None = None
+        self.wire: bytes | None = None
+
+
+class EventEncodings:
+    """The encodings of recent events, by identity, each made once for every stream."""
 
     def __init__(self, kept: int = KEPT) -> None:
         self._kept = kept
-        self._texts: OrderedDict[int, tuple[Event, str]] = OrderedDict()
+        self._entries: OrderedDict[int, _Encoded] = OrderedDict()
+
+    def _entry(self, event: Event) -> _Encoded | None:
+        """``event``'s entry (made now if need be); None for an event encoded per stream."""
+        if not isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent):
+            return None
+        key = id(event)
+        entry = self._entries.get(key)
+        if entry is None or entry.event is not event:
+            entry = self._entries[key] = _Encoded(event)
+            if len(self._entries) > self._kept:
+                self._entries.popitem(last=False)
+        return entry
+
+    def json(self, event: Event) -> str:
+        """The JSON text of ``event``'s ``StreamResponse`` (:func:`write_result`)."""
+        entry = self._entry(event)
+        if entry is None:
+            return write_result(event)
+        if entry.json is None:
+            entry.json = write_result(event)
+        return entry.json
+
+    def wire(self, event: Event) -> bytes:
+        """The protobuf bytes of ``event``'s ``StreamResponse`` (:func:`write_wire`)."""
+        entry = self._entry(event)
+        if entry is None:
+            return write_wire(event)
+        if entry.wire is None:
+            entry.wire = write_wire(event)
+        return entry.wire
 
     def text(self, event: Event, request_id: str | int | None) -> str:
         """The JSON-RPC response carrying ``event`` to the stream of ``request_id``."""
-        if not isinstance(event, TaskStatusUpdateEvent | TaskArtifactUpdateEvent):
-            return envelope(request_id, write_result(event))
-        key = id(event)
-        found = self._texts.get(key)
-        if found is None or found[0] is not event:
-            found = (event, write_result(event))
-            self._texts[key] = found
-            if len(self._texts) > self._kept:
-                self._texts.popitem(last=False)
-        return envelope(request_id, found[1])
+        return envelope(request_id, self.json(event))
 
 
 async def written(
     events: AsyncGenerator[Event, None],
     first: Event | None,
     request_id: str | int | None,
-    shared: SharedEvents,
+    encodings: EventEncodings,
 ) -> AsyncGenerator[str | dict[str, Any], None]:
-    """a2a-sdk's stream of JSON-RPC responses, each event's text from ``shared``.
+    """a2a-sdk's stream of JSON-RPC responses, each event's text from ``encodings``.
 
     An error a2a-sdk raises mid-stream is its error response dict, as a2a-sdk yields it.
     """
     try:
         if first is not None:
-            yield shared.text(first, request_id)
+            yield encodings.text(first, request_id)
         async for event in events:
-            yield shared.text(event, request_id)
+            yield encodings.text(event, request_id)
     except A2AError as exc:
         yield build_error_response(request_id, exc)
 
