@@ -38,6 +38,7 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCard, Part, Task, TaskState, TaskStatus
 from google.protobuf import json_format, struct_pb2
 from starlette.applications import Starlette
+from ticks import next_tick
 
 EXTENSION_URI = (
     "https://agentic-network-management.github.io/agent-schema-interfaces/"
@@ -131,6 +132,7 @@ class BareExecutor(AgentExecutor):
         """skillrack's ``publish_progress`` events (stream_plugin.py), on the same schedule."""
         await updater.start_work()
         events, interval = int(arguments["events"]), float(arguments["interval"])
+        phase = float(arguments["phase"]) if "phase" in arguments else None
         loop = asyncio.get_running_loop()
         start = loop.time()
         for seq in range(events):
@@ -143,7 +145,7 @@ class BareExecutor(AgentExecutor):
                 last_chunk=False,
                 extensions=[EXTENSION_URI],
             )
-            await asyncio.sleep(max(0.0, start + (seq + 1) * interval - loop.time()))
+            await asyncio.sleep(max(0.0, next_tick(start, seq, interval, phase) - loop.time()))
         await updater.add_artifact(
             [data_part({"skill": "ticker", "result": {"events": events}})],
             artifact_id="result",

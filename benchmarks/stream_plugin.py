@@ -8,7 +8,7 @@ delay from publish to delivery.  ``bare_agent.py`` answers ``ticker`` with the
 same events (the Task, ``WORKING``, the progressive results, the final result,
 ``COMPLETED``).
 
-    {"skill": "ticker", "arguments": {"events": 600, "interval": 2.0}}
+    {"skill": "ticker", "arguments": {"events": 600, "interval": 2.0, "phase": 0.5}}
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ticks import next_tick
+
 from skillrack import DomainSchema, Skill, SkillContext, hookimpl
 
 INPUT = {
@@ -25,6 +27,7 @@ INPUT = {
     "properties": {
         "events": {"type": "integer", "minimum": 1, "maximum": 1_000_000},
         "interval": {"type": "number", "minimum": 0.001, "maximum": 60},
+        "phase": {"type": "number", "minimum": 0, "maximum": 60},
     },
     "required": ["events", "interval"],
     "additionalProperties": False,
@@ -33,13 +36,15 @@ OUTPUT = {"type": "object", "properties": {"events": {"type": "integer"}}}
 
 
 async def ticker(arguments: dict[str, Any], context: SkillContext) -> dict[str, Any]:
-    """``events`` progressive results, one every ``interval`` seconds, on a fixed schedule."""
+    """``events`` progressive results, one every ``interval`` seconds, on a fixed schedule
+    (``ticks.py``: from the task's start, or on the grid of its ``phase``)."""
     events, interval = arguments["events"], arguments["interval"]
+    phase = arguments.get("phase")
     loop = asyncio.get_running_loop()
     start = loop.time()
     for seq in range(events):
         await context.publish_progress({"seq": seq, "published": time.time()})
-        await asyncio.sleep(max(0.0, start + (seq + 1) * interval - loop.time()))
+        await asyncio.sleep(max(0.0, next_tick(start, seq, interval, phase) - loop.time()))
     return {"events": events}
 
 

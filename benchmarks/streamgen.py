@@ -15,7 +15,8 @@ delay to its arrival.  A stream that ends, answers an error or skips a
 sequence number is counted; the driver reads the counts with the delays.
 
     {"op": "open", "host": "127.0.0.1", "port": 9000, "tasks": 100, "subscribers": 5,
-     "request": {...the skill request object...}, "opening": 50}
+     "request": {...the skill request object...}, "opening": 50,
+     "phases": {"first": 0, "step": 0.001}}   (optional: task i ticks at phase (first + i) * step)
     -> {"ok": true, "streams": 500, "failed": 0, "first_error": null, "seconds": 2.1}
     {"op": "recent", "since": 1733300000.0}
     -> {"count": 812, "p50_ms": 12.5}   (the deliveries that arrived since then)
@@ -225,13 +226,18 @@ class Generator:
         await asyncio.wait_for(asyncio.shield(protocol.first), 60)
         return protocol
 
-    async def task(self, command: dict[str, Any], gate: asyncio.Semaphore) -> None:
+    async def task(self, command: dict[str, Any], gate: asyncio.Semaphore, index: int) -> None:
         host, port = command["host"], command["port"]
+        request = command["request"]
+        phases = command.get("phases")
+        if phases is not None:  # this task's place on the grid (ticks.py)
+            phase = (phases["first"] + index) * phases["step"]
+            request = {**request, "arguments": {**request["arguments"], "phase": phase}}
         message = {
             "messageId": uuid.uuid4().hex,
             "role": "ROLE_USER",
             "extensions": [EXTENSION_URI],
-            "parts": [{"data": command["request"]}],
+            "parts": [{"data": request}],
         }
         async with gate:
             starter = await self.stream(
@@ -247,7 +253,7 @@ class Generator:
         began = time.monotonic()
         gate = asyncio.Semaphore(int(command.get("opening", 50)))
         results = await asyncio.gather(
-            *(self.task(command, gate) for _ in range(command["tasks"])), return_exceptions=True
+            *(self.task(command, gate, i) for i in range(command["tasks"])), return_exceptions=True
         )
         failed = [r for r in results if isinstance(r, BaseException)]
         return {

@@ -188,10 +188,12 @@ def measure(server: Server, request: dict[str, Any], args: argparse.Namespace) -
         rss_before = rss_mb(server.pid)
         shares = [args.tasks // args.clients] * args.clients
         shares[0] += args.tasks - sum(shares)
+        commands = [open_command(server, request, n, args, args.opening) for n in shares]
+        if args.phases:  # the tasks' ticks spread evenly over the interval (ticks.py)
+            for n, command in enumerate(commands):
+                command["phases"] = {"first": sum(shares[:n]), "step": interval / args.tasks}
         began = time.monotonic()
-        opened_all = each(
-            clients, [open_command(server, request, n, args, args.opening) for n in shares]
-        )
+        opened_all = each(clients, commands)
         opening_s = time.monotonic() - began
         failed = sum(o.get("failed", 0) for o in opened_all)
         if failed:
@@ -425,6 +427,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, help="measured window (20 s; quick 5 s)")
     parser.add_argument("--clients", type=int, help="load generator processes (2; quick 1)")
     parser.add_argument("--opening", type=int, default=50, help="tasks opening at once")
+    parser.add_argument(
+        "--no-phases",
+        dest="phases",
+        action="store_false",
+        help="tick from each task's start (tasks started together tick together: bursts)",
+    )
     parser.add_argument("--sides", default="skillrack,bare", help="skillrack,bare")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     args = parser.parse_args()
@@ -452,7 +460,9 @@ def main() -> int:
     loop = event_loop()
     print(
         f"open streams: {args.tasks:,} tasks x {args.subscribers} streams = {streams:,}, "
-        f"{args.rate:,.0f} events/s published ({interval:.2f} s apart per task), "
+        f"{args.rate:,.0f} events/s published ({interval:.2f} s apart per task, "
+        + ("phases spread: a steady rate" if args.phases else "from each start: bursts")
+        + "), "
         f"{args.seconds:g} s window, {args.clients} generator process(es), servers on {loop}, "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, in {workdir}",
         flush=True,
