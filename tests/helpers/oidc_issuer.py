@@ -73,8 +73,11 @@ class Issuer:
         self.codes: dict[str, tuple[str, str, str, str, str]] = {}
         #: How the code grant's ID token is wrong (a hostile or broken issuer): ``""`` (a
         #: good one), ``missing``, ``wrong_nonce``, ``no_nonce``, ``other_audience``,
-        #: ``expired``, ``unknown_key``, ``unsigned``.
+        #: ``other_azp``, ``other_issuer``, ``expired``, ``unknown_key``, ``unsigned``,
+        #: ``encryption_key`` (signed with a key the JWK Set publishes for ``enc`` only).
         self.id_token_fault = ""
+        #: Keys the JWK Set publishes with ``"use": "enc"``: kid -> key.
+        self.encryption_keys: dict[str, ec.EllipticCurvePrivateKey] = {}
         #: What each authorization request asked (its query), in order.
         self.authorizations: list[dict[str, str]] = []
         self._server: contextlib.ExitStack | None = None
@@ -159,8 +162,9 @@ class Issuer:
             body = json.dumps(
                 {
                     "keys": [
-                        {**json.loads(ECAlgorithm.to_jwk(k.public_key())), "kid": kid, "use": "sig"}
-                        for kid, k in self.keys.items()
+                        {**json.loads(ECAlgorithm.to_jwk(k.public_key())), "kid": kid, "use": use}
+                        for use, keys in (("sig", self.keys), ("enc", self.encryption_keys))
+                        for kid, k in keys.items()
                     ]
                 },
                 sort_keys=True,
@@ -284,7 +288,7 @@ class Issuer:
         """The code grant's ID token for ``client_id``, spoiled as :attr:`id_token_fault` says."""
         fault, now = self.id_token_fault, int(time.time())
         claims: dict[str, Any] = {
-            "iss": self.issuer,
+            "iss": self.base + "/realms/another" if fault == "other_issuer" else self.issuer,
             "sub": subject,
             "aud": "another-client" if fault == "other_audience" else client_id,
             "iat": now,
@@ -293,11 +297,16 @@ class Issuer:
         }
         if fault == "no_nonce":
             del claims["nonce"]
+        if fault == "other_azp":
+            claims["azp"] = "another-client"
         if fault == "unsigned":
             return jwt.encode(claims, None, algorithm="none")
         kid, key = self.current, self.keys[self.current]
         if fault == "unknown_key":
             kid, key = "not-published", ec.generate_private_key(ec.SECP256R1())
+        if fault == "encryption_key":  # published, but for encryption only
+            kid = "encryption-only"
+            key = self.encryption_keys.setdefault(kid, ec.generate_private_key(ec.SECP256R1()))
         return jwt.encode(claims, key, algorithm="ES256", headers={"kid": kid, "typ": "JWT"})
 
     def _client_of(self, request: Request) -> tuple[str, tuple[str, ...]] | None:

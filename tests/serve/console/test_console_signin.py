@@ -377,8 +377,11 @@ def test_openid_connect_sign_in_checks_the_id_token_and_its_nonce(
         "wrong_nonce": "not for this sign-in (its nonce differs)",
         "no_nonce": "not for this sign-in (its nonce differs)",
         "other_audience": "not for this console",
+        "other_azp": "issued to another client (azp)",
+        "other_issuer": "ID token was refused (Invalid issuer)",
         "expired": "ID token has expired",
         "unknown_key": "has no key 'not-published'",
+        "encryption_key": "has no key 'encryption-only'",  # its use is enc, not sig
         "unsigned": "signed with 'none'",
     }
     for fault, said in cases.items():
