@@ -2,16 +2,19 @@
 
 Two replicas share a fresh database with ``task_lease_seconds = 2``.  Replica A
 runs tasks (two in progress, one of them streamed through replica B, one
-waiting for input); A is killed with SIGKILL.  Within the lease and a few
-seconds, B ends both running tasks ``TASK_STATE_FAILED`` with a status message
-naming A, the stream on B receives that terminal event, the waiting task still
-waits and is answered through B, and B goes on serving.  What the clients see
+waiting for input, one waiting for an approval); A is killed with SIGKILL.
+Within the lease and a few seconds, B ends both running tasks
+``TASK_STATE_FAILED`` with a status message naming A, the stream on B receives
+that terminal event, the waiting tasks still wait (the input is answered
+through B; the approval is granted with ``skillrack approvals grant`` on B's
+configuration and the caller continues through B), and B goes on serving.  What the clients see
 is checked against an independent SQL read of the tables.
 """
 
 from __future__ import annotations
 
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +32,7 @@ from skillrack.testing.serve import (
     error_of,
     get_task,
     message,
+    skillrack_command,
     stream,
     wait_for_state,
 )
@@ -39,6 +43,12 @@ pytestmark = pytest.mark.slow
 LEASE_S = 2.0
 #: The issue's target: orphans end within the lease plus this.
 MARGIN_S = 5.0
+GRANT = (skillrack_command(), "approvals", "grant")
+#: The kill test's approval rule: the probe's ``echo`` waits for an operator.
+APPROVAL_RULE = (
+    '\n[[plugins.approval_rules.rule]]\neffect = "require"\nskills = ["echo"]\n'
+    "authenticated = false\n"
+)
 #: shutdown_grace of the drain test: longer than the short task, shorter than the long one.
 GRACE_S = 4.0
 
@@ -49,8 +59,8 @@ def pg_url() -> Iterator[str]:
         yield url
 
 
-def _replicas(tmp_path: Path, pg_url: str, count: int = 2) -> list[Any]:
-    config = write_config(tmp_path, f"task_lease_seconds = {LEASE_S}\n")
+def _replicas(tmp_path: Path, pg_url: str, count: int = 2, extra: str = "") -> list[Any]:
+    config = write_config(tmp_path, f"task_lease_seconds = {LEASE_S}\n{extra}")
     started = [
         start(tmp_path / f"replica-{index}", args=("--store", pg_url), config=config)
         for index in range(count)
@@ -64,20 +74,24 @@ def _replicas(tmp_path: Path, pg_url: str, count: int = 2) -> list[Any]:
 
 
 def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_path: Path) -> None:
-    a, b = _replicas(tmp_path, pg_url)
+    a, b = _replicas(tmp_path, pg_url, extra=APPROVAL_RULE)
     try:
         ticking = probe_request(a.url, "ticker", {"ticks": 1000, "interval": 0.1})
         running = send(a.url, ticking, immediately=True)
         streamed = send(a.url, ticking, immediately=True)
         waiting = send(a.url, probe_request(a.url, "ask", {}))
         assert waiting["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        approving = send(a.url, probe_request(a.url, "echo", {"text": "approved"}))
+        assert approving["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", approving
+        [asked] = [p["data"] for p in approving["status"]["message"]["parts"] if "data" in p]
+        approval_id = asked["skillrack_approval"]["approval_id"]
         for task in (running, streamed):
             wait_for_state(b.url, task["id"], {"TASK_STATE_WORKING"})
         leases = {
             row["task_id"]: row["replica"]
             for row in sql_rows(pg_url, "SELECT task_id, replica FROM skillrack_task_leases")
         }
-        assert set(leases) == {running["id"], streamed["id"]}  # the waiting task holds none
+        assert set(leases) == {running["id"], streamed["id"]}  # the waiting tasks hold none
         [lost] = set(leases.values())
         assert f":{a.process.pid}:" in lost
 
@@ -110,7 +124,7 @@ def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_p
             assert lost in error["message"], error
         stored = stored_states(pg_url)
         assert stored[running["id"]] == stored[streamed["id"]] == "TASK_STATE_FAILED"
-        assert stored[waiting["id"]] == "TASK_STATE_INPUT_REQUIRED"
+        assert stored[waiting["id"]] == stored[approving["id"]] == "TASK_STATE_INPUT_REQUIRED"
         assert sql_rows(pg_url, "SELECT task_id FROM skillrack_task_leases") == []
         events = sql_rows(
             pg_url,
@@ -119,12 +133,25 @@ def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_p
         versions = [row["task_version"] for row in events]
         assert versions == sorted(versions) and len(set(versions)) == len(versions)
 
-        # The waiting task kept waiting; B takes the answer.  B serves new work.
+        # The waiting tasks kept waiting; B takes the answer, and the approval granted
+        # against the shared store (B's configuration) lets the caller go on through B.
         answered = send(b.url, {"window": "tonight"}, task_id=waiting["id"])
         assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
-        echoed = send(b.url, probe_request(b.url, "echo", {"text": "still here"}))
-        assert echoed["status"]["state"] == "TASK_STATE_COMPLETED", echoed
-        assert stored_states(pg_url)[waiting["id"]] == "TASK_STATE_COMPLETED"
+        cli_config = tmp_path / "operator.toml"
+        cli_config.write_text(f'[server]\nstore = "{pg_url}"\n')
+        granted = subprocess.run(
+            [*GRANT, approval_id, "--config", str(cli_config), "--by", "olga", "--reason", "ok"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert granted.returncode == 0, granted.stderr
+        approved = send(b.url, {"continue": True}, task_id=approving["id"])
+        assert approved["status"]["state"] == "TASK_STATE_COMPLETED", approved
+        ticked = send(b.url, probe_request(b.url, "ticker", {"ticks": 1, "interval": 0}))
+        assert ticked["status"]["state"] == "TASK_STATE_COMPLETED", ticked
+        stored = stored_states(pg_url)
+        assert stored[waiting["id"]] == stored[approving["id"]] == "TASK_STATE_COMPLETED"
         assert get_task(b.url, waiting["id"])["status"]["state"] == "TASK_STATE_COMPLETED"
     finally:
         for served in (a, b):
