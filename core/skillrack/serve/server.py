@@ -278,6 +278,7 @@ def build_server(
 
         public.add(JWKS_PATH)
     drain = DrainState()
+    drain.on_outage = metrics.task_store_outage
     stack_hosts = config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host)
     mcp = None
     if config.server.mcp:  # needs the mcp extra: imported only when served

@@ -6,6 +6,8 @@ up, reports unready, and answers every A2A request at once with a retryable
 503 naming the store (no request waits past a few seconds); when the server
 is started again it serves again without a restart, and the task that ran
 across the outage ends with its result, as an SQL read of the table shows.
+The outage is logged once and counted once in
+``skillrack_task_store_outages_total``, however many requests met it.
 """
 
 from __future__ import annotations
@@ -57,6 +59,13 @@ def _states(server: OwnPostgres) -> dict[str, str]:
     }
 
 
+def _outages(url: str) -> float:
+    """``skillrack_task_store_outages_total`` as the agent's /metrics says now."""
+    text = httpx.get(url + "/metrics", timeout=10).text
+    [line] = [x for x in text.splitlines() if x.startswith("skillrack_task_store_outages_total")]
+    return float(line.split()[-1])
+
+
 def _send_echo(url: str) -> tuple[httpx.Response, float]:
     body = {
         "jsonrpc": "2.0",
@@ -81,6 +90,7 @@ def test_a_database_outage_is_ridden_out(postgres: OwnPostgres, tmp_path: Path) 
             immediately=True,
         )
         wait_for_state(agent.url, across["id"], {"TASK_STATE_WORKING"})
+        assert _outages(agent.url) == 0
 
         postgres.stop()
         down = time.monotonic()
@@ -98,6 +108,10 @@ def test_a_database_outage_is_ridden_out(postgres: OwnPostgres, tmp_path: Path) 
         ready = httpx.get(agent.url + READYZ_PATH, timeout=10)
         assert ready.status_code == 503 and ready.json()["checks"]["task_store"] != "ok"
         assert agent.process.poll() is None  # the process stays up
+        for _ in range(3):  # more requests meet the same outage: still one
+            assert _send_echo(agent.url)[0].status_code == 503
+        time.sleep(LEASE_S)  # and the lease keeper's rounds meet it too
+        assert _outages(agent.url) == 1
 
         postgres.start()
         back = time.monotonic()
@@ -114,6 +128,10 @@ def test_a_database_outage_is_ridden_out(postgres: OwnPostgres, tmp_path: Path) 
         assert stored[echoed["id"]] == "TASK_STATE_COMPLETED"
         # Once the database is back, nothing fails.
         assert "Traceback" not in agent.output()[logged:], agent.output()[logged:]
+        # One outage: logged once when it began and once when it ended, counted once.
+        assert agent.output().count("task leases: cannot renew or check leases") == 1
+        assert agent.output().count("task leases: renewed again") == 1
+        assert _outages(agent.url) == 1
     finally:
         agent.stop()
 

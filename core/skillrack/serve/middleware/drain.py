@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -75,11 +76,16 @@ class DrainState:
         self.outages = 0
         #: Why the store was last unreachable (kept once it is back, for those answers).
         self.last_outage = ""
+        #: Called once when the store goes from reachable to unreachable (the metric
+        #: ``skillrack_task_store_outages_total``), not at each error of the same outage.
+        self.on_outage: Callable[[], None] | None = None
 
     def begin(self) -> None:
         self.draining = True
 
     def store_down(self, reason: str) -> None:
+        if self.unavailable is None and self.on_outage is not None:
+            self.on_outage()
         self.watched = True
         self.unavailable = reason
         self.last_outage = reason

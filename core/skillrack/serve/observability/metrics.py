@@ -236,6 +236,11 @@ class Metrics:
             "Times the Redis limits store became unreachable (limits_on_outage says what then)",
             registry=on,
         )
+        self.task_store_outages = Counter(
+            "skillrack_task_store_outages",
+            "Times the task store (PostgreSQL, cluster mode) became unreachable",
+            registry=on,
+        )
         self.store_errors = Counter(
             "skillrack_task_store_errors",
             "Task-store operations that raised",
@@ -361,6 +366,10 @@ class Metrics:
     def limits_store_outage(self) -> None:
         """The Redis limits store stopped answering (counted once per outage)."""
         self.limits_store_outages.inc()
+
+    def task_store_outage(self) -> None:
+        """The task store stopped answering (counted once per outage)."""
+        self.task_store_outages.inc()
 
     def approval(self, skill: str | None, outcome: str, requested_at: str | None = None) -> None:
         """An approval step's outcome; a granted wait also times ``approval_wait``."""
