@@ -279,6 +279,7 @@ def build_server(
         public.add(JWKS_PATH)
     drain = DrainState()
     drain.on_outage = metrics.task_store_outage
+    drain.on_refusal = metrics.unavailable_refused
     stack_hosts = config.server.allowed_hosts or default_allowed_hosts(base_url, listen_host)
     mcp = None
     if config.server.mcp:  # needs the mcp extra: imported only when served
@@ -370,7 +371,9 @@ def build_server(
     keeper = (
         LeaseKeeper(
             cluster_store.renew_leases,
-            lambda: cluster_store.end_orphans(restarts.settle, restarts.took_over),
+            lambda: cluster_store.end_orphans(
+                restarts.settle, restarts.took_over, metrics.orphans_ended
+            ),
             lease_s=cluster_store.lease_s,
             reachable=lambda problem: (
                 drain.store_up() if problem is None else drain.store_down(problem)
@@ -400,10 +403,12 @@ def build_server(
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
         # One process: the tasks to run again, and those whose deadlines to re-arm.
         taken_over: list[tuple[str, Task]] = []
+        again: set[str] = set()
 
         def settle(task: Task) -> None:
             if restarts.settle_interrupted(task):
                 taken_over.append(("", task))
+                again.add(task.id)
 
         if storage is None:
             await approvals.initialize()
@@ -427,7 +432,9 @@ def build_server(
                     "(skillrack_skill -> skillrackSkill, skillrack_started -> skillrackStarted)",
                     migrated,
                 )
-            if settled:
+            if settled:  # written: counted as a survivor's sweep counts them
+                restarted = sum(1 for task_id in settled if task_id in again)
+                metrics.orphans_ended(len(settled) - restarted, restarted)
                 logger.warning(
                     "task store: %d task(s) left running by a stopped process marked failed"
                     " (output_invalid) or, for restartable skills, run again: %s",

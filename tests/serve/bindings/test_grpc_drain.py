@@ -2,7 +2,8 @@
 
 A real ``skillrack serve`` with a gRPC port runs a long task; it gets SIGTERM
 and, while it waits ``shutdown_grace`` for that task, a gRPC ``SendMessage``
-is refused retryably (the HTTP bindings' 503) and ``GetTask`` still answers.
+is refused retryably (the HTTP bindings' 503), counted in
+``skillrack_unavailable_refusals_total``, and ``GetTask`` still answers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, a
 from a2a.utils.grpc_status import status_from_call
 from google.protobuf import json_format, struct_pb2
 from google.rpc import error_details_pb2
+from helpers.scraped import refusals
 from helpers.served_process import probe_request, send, start, write_config
 
 from skillrack.protocol.messages import EXTENSION_URI
@@ -71,7 +73,9 @@ def test_a_draining_replica_refuses_grpc_messages_retryably(tmp_path: Path) -> N
                     return refused, str(task.status.state)
             raise AssertionError("a draining replica accepted a gRPC message")
 
+        assert refusals(agent.url, "draining") == 0
         refused, state = asyncio.run(over_grpc())
+        assert refusals(agent.url, "draining") == 1
         assert refused.code() == grpc.StatusCode.UNAVAILABLE, refused
         assert "shutting down" in (refused.details() or "")
         assert dict(refused.trailing_metadata() or ())["retry-after"] == "1"

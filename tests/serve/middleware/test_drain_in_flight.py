@@ -3,7 +3,8 @@
 The application plays a2a-sdk failing a request because the task store went
 away while it ran (the outage noticed during the request, as the engine's
 error listener does); the answer is the retryable 503 naming the store.  The
-same error with no outage, or a success during one, passes unchanged.
+same error with no outage, or a success during one, passes unchanged.  Each
+answer turned into the store's error is counted once (``DrainState.on_refusal``).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ JSONRPC_INTERNAL = b'{"jsonrpc":"2.0","id":"1","error":{"code":-32603,"message":
 REST_INTERNAL = b'{"error": {"code": 500, "status": "INTERNAL", "message": "x"}}'
 
 
-def _watched() -> DrainState:
+def _watched(counted: list[str] | None = None) -> DrainState:
     state = DrainState()
     state.watched = True  # as on PostgreSQL, where the engine's errors are watched
+    if counted is not None:
+        state.on_refusal = counted.append  # what build_server wires to the metric
     return state
 
 
@@ -43,10 +46,12 @@ def _failing(state: DrainState, status: int, body: bytes, *, outage: bool) -> Ec
 async def test_an_internal_error_during_an_outage_is_the_stores_503(
     path: str, status: int, body: bytes
 ) -> None:
-    state = _watched()
+    counted: list[str] = []
+    state = _watched(counted)
     app = Drain(_failing(state, status, body, outage=True), state=state)
     answer = await request(app, path=path, body=b'{"method": "SendMessage"}')
     assert answer.status == 503 and answer.headers["retry-after"] == "2"
+    assert counted == ["task_store_unavailable"]
     error = answer.json()["error"]
     assert error["message"].startswith("the task store is unreachable (ConnectionRefusedError")
     assert answer.code() == "resource_limit_exceeded"
@@ -57,10 +62,12 @@ async def test_an_internal_error_during_an_outage_is_the_stores_503(
     [(200, JSONRPC_INTERNAL, False), (200, b'{"result": {"task": {}}}', True)],
 )
 async def test_other_answers_pass_unchanged(status: int, body: bytes, outage: bool) -> None:
-    state = _watched()
+    counted: list[str] = []
+    state = _watched(counted)
     app = Drain(_failing(state, status, body, outage=outage), state=state)
     answer = await request(app, path="/", body=b"{}")
     assert (answer.status, answer.body) == (status, body)
+    assert counted == []
 
 
 def test_a_server_going_away_is_an_outage_and_a_statement_error_is_not() -> None:
@@ -82,7 +89,8 @@ async def test_an_unwatched_store_leaves_answers_alone() -> None:
 
 async def test_a_streams_internal_error_event_becomes_the_stores_error() -> None:
     """A stream's 200 is sent before the outage: its last event carries the store's error."""
-    state = _watched()
+    counted: list[str] = []
+    state = _watched(counted)
     failed = (
         b'event: error\ndata: {"error": {"code": -32603, "message": "[Errno 111]"}, "id": "1", '
     )
@@ -103,6 +111,7 @@ async def test_a_streams_internal_error_event_becomes_the_stores_error() -> None
         json.loads(line[5:]) for line in answer.body.split(b"\n") if line.startswith(b"data:")
     ]
     assert events[0] == {"result": {}}
+    assert counted == ["task_store_unavailable"]  # the one event rewritten, not the first
     assert events[1]["error"]["code"] == -32000 and events[1]["id"] == "1"
     assert events[1]["error"]["message"].startswith("the task store is unreachable")
     assert events[1]["error"]["data"][0]["metadata"]["code"] == "resource_limit_exceeded"

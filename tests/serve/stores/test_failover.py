@@ -4,11 +4,12 @@ Two replicas share a fresh database with ``task_lease_seconds = 2``.  Replica A
 runs tasks (two in progress, one of them streamed through replica B, one
 waiting for input, one waiting for an approval); A is killed with SIGKILL.
 Within the lease and a few seconds, B ends both running tasks
-``TASK_STATE_FAILED`` with a status message naming A, the stream on B receives
-that terminal event, the waiting tasks still wait (the input is answered
-through B; the approval is granted with ``skillrack approvals grant`` on B's
-configuration and the caller continues through B), and B goes on serving.  What the clients see
-is checked against an independent SQL read of the tables.
+``TASK_STATE_FAILED`` with a status message naming A (counted in B's
+``skillrack_orphaned_tasks_total``), the stream on B receives that terminal
+event, the waiting tasks still wait (the input is answered through B; the
+approval is granted with ``skillrack approvals grant`` on B's configuration
+and the caller continues through B), and B goes on serving.  What the
+clients see is checked against an independent SQL read of the tables.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from typing import Any
 import httpx
 import pytest
 from helpers.postgres import fresh_database, sql_rows, stored_states
+from helpers.scraped import orphans, refusals
 from helpers.served_process import probe_request, send, start, write_config
+from helpers.waiting import wait_until
 
 from skillrack.serve.bindings.operator_endpoints import LIVEZ_PATH, READYZ_PATH
 from skillrack.testing.serve import (
@@ -94,6 +97,7 @@ def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_p
         assert set(leases) == {running["id"], streamed["id"]}  # the waiting tasks hold none
         [lost] = set(leases.values())
         assert f":{a.process.pid}:" in lost
+        assert orphans(b.url) == {"failed": 0, "restarted": 0}
 
         seen: list[Any] = []
 
@@ -125,6 +129,9 @@ def test_tasks_of_a_killed_replica_end_failed_on_the_survivor(pg_url: str, tmp_p
         stored = stored_states(pg_url)
         assert stored[running["id"]] == stored[streamed["id"]] == "TASK_STATE_FAILED"
         assert stored[waiting["id"]] == stored[approving["id"]] == "TASK_STATE_INPUT_REQUIRED"
+        # B counts the two orphans it failed (once each, after the commit), not the waiting.
+        wait_until(lambda: orphans(b.url)["failed"] >= 2, "B to count the orphans it ended")
+        assert orphans(b.url) == {"failed": 2, "restarted": 0}
         assert sql_rows(pg_url, "SELECT task_id FROM skillrack_task_leases") == []
         events = sql_rows(
             pg_url,
@@ -219,6 +226,8 @@ def test_sigterm_drains_finishes_what_it_can_and_fails_the_rest(
         rest = httpx.post(a.url + "/message:send", json={}, headers=HEADERS, timeout=5)
         assert rest.status_code == 503 and rest.headers["retry-after"] == "1"
         assert rest.json()["error"]["status"] == "UNAVAILABLE"
+        assert refusals(a.url, "draining") == 2  # /metrics answers while draining
+        assert refusals(a.url, "task_store_unavailable") == 0
         # Reads go on while draining.
         assert get_task(a.url, waiting["id"])["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
 
@@ -239,6 +248,8 @@ def test_sigterm_drains_finishes_what_it_can_and_fails_the_rest(
         assert stored[running["id"]] == "TASK_STATE_FAILED"
         assert stored[waiting["id"]] == "TASK_STATE_INPUT_REQUIRED"
         assert sql_rows(pg_url, "SELECT task_id FROM skillrack_task_leases") == []
+        # The drain failed its own task: the survivor ended no orphan.
+        assert orphans(b.url) == {"failed": 0, "restarted": 0}
         answered = send(b.url, {"window": "tonight"}, task_id=waiting["id"])
         assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered
     finally:

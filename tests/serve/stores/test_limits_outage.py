@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from helpers.own_redis import OwnRedis, own_redis
+from helpers.scraped import refusals
 from helpers.served_process import probe_request, start, write_config
 
 from skillrack.testing.serve import HEADERS, message
@@ -87,6 +88,9 @@ def test_a_redis_outage_follows_limits_on_outage(redis: OwnRedis, tmp_path: Path
         for agent in (deny, allow):
             assert agent.output().count("unreachable") == 1, agent.output()
             assert _outages(agent.url) == 1
+        # Each of deny's five 503s counted; allow refused nothing.
+        assert refusals(deny.url, "limits_store_unavailable") == 5
+        assert refusals(allow.url, "limits_store_unavailable") == 0
 
         redis.start()
         for mode, agent in agents.items():

@@ -8,7 +8,9 @@ does not complete is answered as the later ones are: HTTP 503 with
 ``Retry-After`` and the draft's error object naming the store (gRPC
 ``UNAVAILABLE`` with ``retry-after``; a stream's last event), never a
 traceback or ``internal error``,
-and no task whose end could not be saved is reported done.  The replica stays
+and no task whose end could not be saved is reported done.  Each such answer,
+and a gRPC call refused up front, counts once in
+``skillrack_unavailable_refusals_total``.  The replica stays
 up and serves again once the database is back.
 """
 
@@ -30,6 +32,7 @@ import pytest
 from a2a.types import Message, Part, Role, SendMessageRequest, a2a_pb2_grpc
 from google.protobuf import json_format, struct_pb2
 from helpers.own_postgres import OwnPostgres, own_postgres
+from helpers.scraped import refusals
 from helpers.served_process import probe_request, send, start, write_config
 
 from skillrack.protocol.messages import EXTENSION_URI
@@ -239,6 +242,14 @@ def test_requests_in_flight_when_the_database_goes_away_are_refused_retryably(
             else:
                 _assert_store_refusal(answer, "JSONRPC")
         assert any(answer.status_code == 503 for answer in described[ran_before:])
+        # A gRPC call once the outage is known is refused up front, as the HTTP ones are.
+        upfront = _grpc(port, describe)
+        assert isinstance(upfront, grpc.aio.AioRpcError), upfront
+        assert upfront.code() == grpc.StatusCode.UNAVAILABLE, upfront
+        # Every answer a client got as the store's error counted once: the six slow
+        # requests (two of them streams ended by it), the describe_skill 503s, that call.
+        refused = sum(1 for answer in described if answer.status_code == 503)
+        assert refusals(agent.url, "task_store_unavailable") == len(bindings) + refused + 1
         assert agent.process.poll() is None  # the process stays up
         # A task whose end failed to save is not failed again (nor audited as failed).
         assert "already in a terminal state" not in agent.output(), agent.output()[-3000:]

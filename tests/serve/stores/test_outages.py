@@ -7,7 +7,8 @@ up, reports unready, and answers every A2A request at once with a retryable
 is started again it serves again without a restart, and the task that ran
 across the outage ends with its result, as an SQL read of the table shows.
 The outage is logged once and counted once in
-``skillrack_task_store_outages_total``, however many requests met it.
+``skillrack_task_store_outages_total``, however many requests met it; each
+503 counts in ``skillrack_unavailable_refusals_total``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from helpers.own_postgres import OwnPostgres, own_postgres
+from helpers.scraped import refusals
 from helpers.served_process import probe_request, send, start, write_config
 
 from skillrack.serve.bindings.operator_endpoints import READYZ_PATH
@@ -95,11 +97,13 @@ def test_a_database_outage_is_ridden_out(postgres: OwnPostgres, tmp_path: Path) 
         postgres.stop()
         down = time.monotonic()
         refused = None
+        answered_503 = 0
         while refused is None:
             answer, took = _send_echo(agent.url)
             assert took < FAST_S, f"a request waited {took:.1f} s while the store was down"
             if answer.status_code == 503:
                 refused = answer
+                answered_503 += 1
             assert time.monotonic() - down < LEASE_S + FAST_S, answer.text
         assert refused.headers["retry-after"] == "2"
         error = refused.json()["error"]
@@ -110,8 +114,10 @@ def test_a_database_outage_is_ridden_out(postgres: OwnPostgres, tmp_path: Path) 
         assert agent.process.poll() is None  # the process stays up
         for _ in range(3):  # more requests meet the same outage: still one
             assert _send_echo(agent.url)[0].status_code == 503
+            answered_503 += 1
         time.sleep(LEASE_S)  # and the lease keeper's rounds meet it too
         assert _outages(agent.url) == 1
+        assert refusals(agent.url, "task_store_unavailable") == answered_503
 
         postgres.start()
         back = time.monotonic()
@@ -132,6 +138,8 @@ def test_a_database_outage_is_ridden_out(postgres: OwnPostgres, tmp_path: Path) 
         assert agent.output().count("task leases: cannot renew or check leases") == 1
         assert agent.output().count("task leases: renewed again") == 1
         assert _outages(agent.url) == 1
+        assert refusals(agent.url, "task_store_unavailable") == answered_503
+        assert refusals(agent.url, "draining") == 0
     finally:
         agent.stop()
 

@@ -11,7 +11,8 @@ died with the killed replica.  A task run again whose second replica dies too
 is not run a third time (``task_restarts = 1``).  One process on SQLite,
 killed and started again, does the same at start-up, and the run again is
 authorized again as the stored caller (API keys and a policy).  What GetTask
-answers is checked against the tables.
+answers is checked against the tables, and each survivor's
+``skillrack_orphaned_tasks_total`` against the tasks it failed and ran again.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 import pytest
 from helpers.postgres import fresh_database, sql_rows, stored_states
+from helpers.scraped import orphans
 from helpers.served_process import probe_request, send, serving, start, write_config
 from helpers.waiting import wait_until
 
@@ -113,6 +115,7 @@ def test_a_survivor_runs_a_restartable_task_again_and_rearms_a_deadline(
         )
         [lost] = set(leases.values())
         assert f":{a.process.pid}:" in lost
+        assert orphans(b.url) == {"failed": 0, "restarted": 0}
 
         seen: list[Any] = []
         subscriber = threading.Thread(
@@ -148,6 +151,9 @@ def test_a_survivor_runs_a_restartable_task_again_and_rearms_a_deadline(
         error = error_of(failed)
         assert error["code"] == "output_invalid" and lost in error["message"]
         assert "skillrackRestarts" not in failed.get("metadata", {})
+        # One run again, one failure; the parked task's takeover is neither.
+        wait_until(lambda: sum(orphans(b.url).values()) >= 2, "B to count both orphans")
+        assert orphans(b.url) == {"failed": 1, "restarted": 1}
 
         # The parked task's timer died with A; B took its lease and runs its deadline turn.
         answered = wait_for_state(b.url, parked["id"], ENDED, timeout=LEASE_S + MARGIN_S + 8)
@@ -182,6 +188,8 @@ def test_a_task_is_run_again_at_most_task_restarts_times(pg_url: str, tmp_path: 
             timeout=LEASE_S + MARGIN_S,
         )
         assert restarted["metadata"]["skillrackRestarts"] == 1
+        wait_until(lambda: orphans(b.url)["restarted"] >= 1, "B to count the run again")
+        assert orphans(b.url) == {"failed": 0, "restarted": 1}
         wait_until(
             lambda: any(
                 "tick" in str(a["parts"])
@@ -201,6 +209,8 @@ def test_a_task_is_run_again_at_most_task_restarts_times(pg_url: str, tmp_path: 
         assert second in error["message"] and "task_restarts = 1" in error["message"]
         assert failed["metadata"]["skillrackRestarts"] == 1
         assert stored_states(pg_url)[watching["id"]] == "TASK_STATE_FAILED"
+        wait_until(lambda: orphans(c.url)["failed"] >= 1, "C to count the failure")
+        assert orphans(c.url) == {"failed": 1, "restarted": 0}
     finally:
         for served in (a, b, c):
             if served is not None:
@@ -240,6 +250,8 @@ def test_one_process_started_again_runs_restartable_tasks_and_rearms_deadlines(
         answered = wait_for_state(again.url, parked["id"], ENDED, timeout=20)
         assert answered["status"]["state"] == "TASK_STATE_COMPLETED", answered["status"]
         assert _result(answered, "ask_by")["deadline_passed"]
+        # Settled at start-up: one run again, one failure (the parked task is neither).
+        assert orphans(again.url) == {"failed": 1, "restarted": 1}
 
 
 ALICE, BOB = "alice-key-0123456789abcdef", "bob-key-0123456789abcdef"
@@ -370,6 +382,8 @@ def test_a_drain_hands_restartable_tasks_and_deadlines_over(pg_url: str, tmp_pat
         assert _result(answered, "ask_by")["deadline_passed"]
         assert "task lease(s) given up" in a.output()
         assert _leases(pg_url) == {}
+        # The drain failed the plain task itself; the survivor ran the handed-over one.
+        assert orphans(b.url) == {"failed": 0, "restarted": 1}
     finally:
         for served in (a, b):
             served.stop()

@@ -106,7 +106,12 @@ from skillrack.serve.middleware.stack import (
     Stack,
 )
 from skillrack.serve.middleware.trace_context import attach_trace_context
-from skillrack.serve.observability.metrics import Metrics
+from skillrack.serve.observability.metrics import (
+    REFUSED_DRAINING,
+    REFUSED_LIMITS_STORE,
+    REFUSED_TASK_STORE,
+    Metrics,
+)
 from skillrack.serve.security.caller import Caller
 from skillrack.serve.security.client_certificate import ClientCertificate
 from skillrack.serve.stores.counters import OUTAGE_RETRY_AFTER_S, LimitCounter, LimitsUnavailable
@@ -412,8 +417,10 @@ async def _drain_step(handler: SkillrackGrpcHandler, layer: Layer, call: _Call) 
     """A draining replica refuses Messages: ``UNAVAILABLE`` with ``retry-after``."""
     state: DrainState = layer.options["state"]
     if state.unavailable is not None:
+        state.refused(REFUSED_TASK_STORE)
         raise _store_unreachable(state.unavailable)
     if state.draining and isinstance(call.request, SendMessageRequest):
+        state.refused(REFUSED_DRAINING)
         raise CallRefused(
             503,
             ErrorCode.RESOURCE_LIMIT_EXCEEDED,
@@ -488,6 +495,8 @@ async def _rate_limit_step(handler: SkillrackGrpcHandler, layer: Layer, call: _C
             rate_key(call.caller, call.client_host), layer.options["per_minute"], 60.0
         )
     except LimitsUnavailable as exc:  # Redis down, limits_on_outage = "deny"
+        if metrics is not None:
+            metrics.unavailable_refused(REFUSED_LIMITS_STORE)
         raise CallRefused(
             503, exc.code, exc.message, trailing=[("retry-after", str(OUTAGE_RETRY_AFTER_S))]
         ) from None
@@ -592,6 +601,7 @@ class _answered_as_status:
         outage = self.drain.outage_since(self.seen)
         if outage is not None:  # failed because the task store went away while it ran
             logger.warning("gRPC call failed: the task store is unreachable (%s)", outage)
+            self.drain.refused(REFUSED_TASK_STORE)
             await abort_refused(self.context, _store_unreachable(outage))
             return True
         logger.error("gRPC call failed", exc_info=exc)

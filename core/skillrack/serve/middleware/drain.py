@@ -23,6 +23,11 @@ it with the same 503 instead (a stream, whose 200 is sent, gets it as its
 last event), so a caller sees one retryable error for one outage and never
 reads an unsaved end as done.
 
+Each such answer counts once in ``skillrack_unavailable_refusals_total``
+(``reason`` ``draining`` or ``task_store_unavailable``), through
+:meth:`DrainState.refused`: here, in the gRPC binding's steps, and for a
+stream's rewritten last event.
+
 The JSON-RPC error keeps HTTP 503 too (``binding_errors``): proxies and
 clients act on it whatever the body says.  Nothing is read while the
 replica is not draining: the check is one attribute.
@@ -45,6 +50,7 @@ from skillrack.serve.middleware.binding_errors import (
 )
 from skillrack.serve.middleware.body_guard import replaying
 from skillrack.serve.middleware.error_sanitizer import is_error_body
+from skillrack.serve.observability.metrics import REFUSED_DRAINING, REFUSED_TASK_STORE
 
 #: What a client is told to wait before it tries again (another replica by then).
 RETRY_AFTER_S = 1
@@ -79,6 +85,9 @@ class DrainState:
         #: Called once when the store goes from reachable to unreachable (the metric
         #: ``skillrack_task_store_outages_total``), not at each error of the same outage.
         self.on_outage: Callable[[], None] | None = None
+        #: Called with the reason of each retryable refusal (the metric
+        #: ``skillrack_unavailable_refusals_total``), by every binding.
+        self.on_refusal: Callable[[str], None] | None = None
 
     def begin(self) -> None:
         self.draining = True
@@ -100,6 +109,11 @@ class DrainState:
     def store_up(self) -> None:
         self.unavailable = None
 
+    def refused(self, reason: str) -> None:
+        """A request answered with the retryable error for ``reason`` (counted)."""
+        if self.on_refusal is not None:
+            self.on_refusal(reason)
+
 
 def store_unreachable(reason: str) -> str:
     """The error message while the task store is unreachable."""
@@ -107,9 +121,18 @@ def store_unreachable(reason: str) -> str:
 
 
 async def _unavailable(
-    scope: Scope, send: Send, message: str, headers: list[tuple[bytes, bytes]]
+    state: DrainState,
+    reason: str,
+    scope: Scope,
+    send: Send,
+    message: str,
+    headers: list[tuple[bytes, bytes]],
 ) -> None:
-    """HTTP 503 and ``resource_limit_exceeded`` (JSON-RPC -32000), in the binding's form."""
+    """HTTP 503 and ``resource_limit_exceeded`` (JSON-RPC -32000), in the binding's form.
+
+    Counted for ``reason`` (``state``'s :meth:`DrainState.refused`) as it is written.
+    """
+    state.refused(reason)
     await binding_error(
         scope,
         send,
@@ -121,10 +144,10 @@ async def _unavailable(
     )
 
 
-async def refuse_unreachable(scope: Scope, send: Send, reason: str) -> None:
+async def refuse_unreachable(state: DrainState, scope: Scope, send: Send, reason: str) -> None:
     """HTTP 503 with ``Retry-After`` naming the task store, in the binding's form."""
     retry = [(b"retry-after", str(STORE_RETRY_AFTER_S).encode())]
-    await _unavailable(scope, send, store_unreachable(reason), retry)
+    await _unavailable(state, REFUSED_TASK_STORE, scope, send, store_unreachable(reason), retry)
 
 
 def _internal_error(status: int, body: bytes) -> bool:
@@ -195,24 +218,27 @@ def _in_flight(scope: Scope, send: Send, state: DrainState) -> Send:
             reason = state.outage_since(seen)
             if reason is not None and _internal_error(held["status"], message.get("body", b"")):
                 replaced = True
-                await refuse_unreachable(scope, send, reason)
+                await refuse_unreachable(state, scope, send, reason)
                 return
             await send(held)
         elif streaming and message["type"] == "http.response.body":
             reason = state.outage_since(seen)
             if reason is not None and b"error" in message.get("body", b""):
-                message = {**message, "body": _store_event(message["body"], reason)}
+                body = _store_event(message["body"], reason)
+                if body != message["body"]:  # the stream's last event: its one refusal
+                    state.refused(REFUSED_TASK_STORE)
+                message = {**message, "body": body}
         await send(message)
 
     return sending
 
 
-async def refuse_draining(scope: Scope, send: Send) -> None:
+async def refuse_draining(state: DrainState, scope: Scope, send: Send) -> None:
     """HTTP 503 with ``Retry-After`` and ``resource_limit_exceeded``, in the binding's form."""
     # Closed after the answer: a connection kept alive would be cut when the replica
     # stops, possibly under the client's next request.
     headers = [(b"retry-after", str(RETRY_AFTER_S).encode()), (b"connection", b"close")]
-    await _unavailable(scope, send, DRAINING, headers)
+    await _unavailable(state, REFUSED_DRAINING, scope, send, DRAINING, headers)
 
 
 def _a2a(path: str) -> bool:
@@ -230,7 +256,7 @@ class Drain:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.state.watched and scope["type"] == "http" and _a2a(scope["path"]):
             if self.state.unavailable is not None:
-                await refuse_unreachable(scope, send, self.state.unavailable)
+                await refuse_unreachable(self.state, scope, send, self.state.unavailable)
                 return
             send = _in_flight(scope, send, self.state)
         if not self.state.draining or scope["type"] != "http" or scope["method"] != "POST":
@@ -239,7 +265,7 @@ class Drain:
         path = scope["path"]
         if path != JSONRPC_PATH:
             if _MESSAGE_ROUTE.fullmatch(path):
-                await refuse_draining(scope, send)
+                await refuse_draining(self.state, scope, send)
                 return
             await self.app(scope, receive, send)
             return
@@ -256,6 +282,6 @@ class Drain:
         except ValueError:
             value = None
         if isinstance(value, dict) and value.get("method") in MESSAGE_METHODS:
-            await refuse_draining(scope, send)
+            await refuse_draining(self.state, scope, send)
             return
         await self.app(scope, replaying(bytes(body), receive), send)

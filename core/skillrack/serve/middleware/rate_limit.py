@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from skillrack.errors import ErrorCode
 from skillrack.serve.middleware.binding_errors import binding_error
-from skillrack.serve.observability.metrics import Metrics
+from skillrack.serve.observability.metrics import REFUSED_LIMITS_STORE, Metrics
 from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.caller import Caller, qualified_identity
 from skillrack.serve.stores.counters import OUTAGE_RETRY_AFTER_S, LimitCounter, LimitsUnavailable
@@ -84,6 +84,8 @@ class RateLimit:
                 # Operators must see the outage (metrics, console, health): not A2A work.
                 await self.app(scope, receive, send)
                 return
+            if self.metrics is not None:
+                self.metrics.unavailable_refused(REFUSED_LIMITS_STORE)
             await binding_error(
                 scope,
                 send,

@@ -71,6 +71,13 @@ UNKNOWN = "unknown"
 STAGES = ("validation", "authorization", "approval_wait", "handler", "output_validation")
 #: The limits whose refusals ``skillrack_limit_refusals_total`` counts.
 LIMITS = ("rate", "failed_authentication", "concurrency")
+#: Why ``skillrack_unavailable_refusals_total`` counts a retryable 503 (gRPC ``UNAVAILABLE``).
+REFUSED_DRAINING = "draining"
+REFUSED_TASK_STORE = "task_store_unavailable"
+REFUSED_LIMITS_STORE = "limits_store_unavailable"
+REFUSAL_REASONS = (REFUSED_DRAINING, REFUSED_TASK_STORE, REFUSED_LIMITS_STORE)
+#: How ``skillrack_orphaned_tasks_total`` counts a task whose process died while it ran.
+ORPHAN_OUTCOMES = ("failed", "restarted")
 #: Seconds: 1 ms to 5 min, the handler deadline's default (a skill call is not a web page).
 DURATION_BUCKETS = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -241,6 +248,26 @@ class Metrics:
             "Times the task store (PostgreSQL, cluster mode) became unreachable",
             registry=on,
         )
+        self.unavailable_refusals = Counter(
+            "skillrack_unavailable_refusals",
+            "Requests answered with a retryable 503 (gRPC UNAVAILABLE): the replica draining, "
+            "its task store or (limits_on_outage = deny) its limits store unreachable",
+            ["reason"],
+            registry=on,
+        )
+        self.orphaned_tasks = Counter(
+            "skillrack_orphaned_tasks",
+            "Tasks whose replica or process died while they ran, ended here: failed, or "
+            "restarted (a restartable skill run again)",
+            ["outcome"],
+            registry=on,
+        )
+        # Present at zero from the start: an operator's rate() and alert see the series
+        # before the first refusal or death (the values are bounded, module docstring).
+        for reason in REFUSAL_REASONS:
+            self._child(self.unavailable_refusals, reason)
+        for outcome in ORPHAN_OUTCOMES:
+            self._child(self.orphaned_tasks, outcome)
         self.store_errors = Counter(
             "skillrack_task_store_errors",
             "Task-store operations that raised",
@@ -370,6 +397,17 @@ class Metrics:
     def task_store_outage(self) -> None:
         """The task store stopped answering (counted once per outage)."""
         self.task_store_outages.inc()
+
+    def unavailable_refused(self, reason: str) -> None:
+        """A request answered with the retryable 503 for ``reason`` (:data:`REFUSAL_REASONS`)."""
+        self._child(self.unavailable_refusals, reason).inc()
+
+    def orphans_ended(self, failed: int, restarted: int) -> None:
+        """Tasks a dead process left running, once their new state is written (committed)."""
+        if failed:
+            self._child(self.orphaned_tasks, "failed").inc(failed)
+        if restarted:
+            self._child(self.orphaned_tasks, "restarted").inc(restarted)
 
     def approval(self, skill: str | None, outcome: str, requested_at: str | None = None) -> None:
         """An approval step's outcome; a granted wait also times ``approval_wait``."""
@@ -557,6 +595,11 @@ class _Running:
 __all__ = [
     "LIMITS",
     "MULTIPROC_ENV",
+    "ORPHAN_OUTCOMES",
+    "REFUSAL_REASONS",
+    "REFUSED_DRAINING",
+    "REFUSED_LIMITS_STORE",
+    "REFUSED_TASK_STORE",
     "STAGES",
     "UNKNOWN",
     "Metrics",

@@ -434,6 +434,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         self,
         settle: Callable[[Task, str], bool | None],
         took: Callable[[list[tuple[str, Task]]], None] = lambda tasks: None,
+        counted: Callable[[int, int], None] = lambda failed, restarted: None,
     ) -> int:
         """Settle the tasks of up to ``SWEEP_BATCH`` expired leases; how many leases it handled.
 
@@ -450,13 +451,17 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
         commit.  A task otherwise settled only loses its lease; one whose
         version moved meanwhile (its replica wrote after all) keeps it, to be
         looked at again.  The count excludes those kept, so a caller looping
-        while a whole batch was handled never spins on them.
+        while a whole batch was handled never spins on them.  ``counted`` is
+        told, once the transaction is committed, how many tasks were failed
+        and how many made restarts (``skillrack_orphaned_tasks_total``): a
+        sweep whose commit fails counts nothing, and its tasks are counted by
+        the sweep that ends them.
         """
         await self._db._ensure_initialized()
         await self._ensure_cluster_tables()
         ended: list[str] = []
         taken: list[tuple[str, Task]] = []
-        kept = 0
+        kept = restarted = 0
         by_replica: dict[str, list[str]] = {}
         async with self._writer.begin() as connection:
             found = (await connection.execute(self._expired)).all()
@@ -482,6 +487,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                     if again:
                         await connection.execute(self._take_lease, lease)
                         taken.append((owner, task))
+                        restarted += 1
                     else:
                         await connection.execute(self._drop_lease, lease)
                     ended.append(task_id)
@@ -491,6 +497,8 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
             if ended and self._notify is not None:
                 await connection.execute(self._notify, {"b_channel": CHANNEL, "b_ids": ended})
         self._leased.update((owner, task.id) for owner, task in taken)
+        if ended:
+            counted(len(ended) - restarted, restarted)
         for replica, ids in by_replica.items():
             logger.warning(
                 "task leases: replica %s stopped renewing its leases; %d task(s) it was running "
