@@ -200,6 +200,14 @@ CONTRACT: dict[str, str] = {
         "(content: Any, shutdown_grace_period: float = 0) -> 'EventSourceResponse'"
     ),
     "a2a.types.a2a_pb2": "module",
+    # serve/bindings/event_queues.py: a2a-sdk's queues on asyncio.Queue before Python 3.13.
+    # Each module's create_async_queue (bound at its import) is replaced; a rename would leave
+    # culsans in place, which tests/serve/test_process.py's served check of the factory catches.
+    "a2a.server.agent_execution.active_task": "module",
+    "a2a.server.events.event_queue": "module",
+    "a2a.server.events.event_queue_v2": "module",
+    "a2a.utils._async_queue_compat": "module",
+    "a2a.utils._async_queue_compat.QueueShutDown": "class",
     "a2a.utils.constants": "module",
     "a2a.types.a2a_pb2.DESCRIPTOR": "FileDescriptor",
     "a2a.utils.constants.PROTOCOL_VERSION_1_0": "str = '1.0'",
@@ -234,6 +242,8 @@ CONTRACT: dict[str, str] = {
     ),
     "a2a.utils.task.validate_history_length": "(config: HistoryLengthConfig | None) -> None",
     "a2a.utils.telemetry": "module",
+    # serve/observability/sdk_spans.py: trace_function's wrappers are known by their code's file.
+    "a2a.utils.telemetry.__file__": "str",
     "a2a.utils.telemetry.env_value": "str",
     "a2a.utils.telemetry.otel_enabled": "bool",
     "a2a.utils.telemetry.otel_installed": "bool",

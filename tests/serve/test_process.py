@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from helpers.served_process import serving
+from helpers.served_process import probe_request, send, serving
 
 from skillrack.cli.launch import main as launch
 from skillrack.serve.process import (
@@ -160,3 +162,65 @@ def test_serve_switches_tracing_off_by_default(
         tmp_path / "traced", args=("--store", "memory"), env={A2A_TRACING: "true"}
     ) as served:
         assert "a2a-sdk tracing: on" in served.output()
+
+
+#: A probe skill that reports what ``skillrack serve`` made of a2a-sdk in its process.
+SDK_PROBE = """
+from a2a.server.events import event_queue_v2
+from a2a.utils import telemetry
+from skillrack import DomainSchema, Skill, hookimpl
+
+
+async def sdk_state(arguments, context):
+    enqueue = vars(event_queue_v2.EventQueueSource)["enqueue_event"]
+    return {
+        "queue": event_queue_v2.create_async_queue.__module__,
+        "span_wrapper": enqueue.__code__.co_filename == telemetry.__file__,
+    }
+
+
+@hookimpl
+def register_skills(register):
+    schema = {"type": "object"}
+    register(
+        Skill(
+            id="sdk_state",
+            version="1.0",
+            name="sdk_state",
+            description="what skillrack serve made of a2a-sdk",
+            input_schema=DomainSchema.inline(schema, schema_uri="urn:test:sdk:in", version="1.0"),
+            output_schema=DomainSchema.inline(schema, schema_uri="urn:test:sdk:out", version="1.0"),
+            handler=sdk_state,
+        )
+    )
+"""
+
+
+def _sdk_state(workdir: Path, *args: str, env: dict[str, str] | None = None) -> Any:
+    (workdir / "plugin").mkdir(parents=True)
+    (workdir / "plugin" / "sdk_probe.py").write_text(SDK_PROBE, encoding="utf-8")
+    config = workdir / "skillrack.toml"
+    config.write_text('[plugins]\nbuiltin = ["sdk_probe"]\n', encoding="utf-8")
+    store = f"sqlite:///{workdir / 'tasks.db'}"  # one the workers share
+    with serving(workdir, args=("--store", store, *args), config=config, env=env) as served:
+        task = send(served.url, probe_request(served.url, "sdk_state", {}))
+    [primary] = [a for a in task["artifacts"] if a["name"] == "sdk_state"]
+    return primary["parts"][0]["data"]["result"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.version_info >= (3, 13), reason="a2a-sdk uses asyncio.Queue itself")
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_runs_a2a_sdks_queues_on_asyncio_without_span_wrappers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """Both what ``own_process`` does to a2a-sdk, in the process (or each worker) serving."""
+    monkeypatch.delenv(A2A_TRACING, raising=False)
+    state = _sdk_state(tmp_path, "--workers", str(workers))
+    assert state == {"queue": "skillrack.serve.bindings.event_queues", "span_wrapper": False}
+
+
+@pytest.mark.slow
+def test_serve_keeps_the_span_wrappers_when_a2a_sdk_traces(tmp_path: Path) -> None:
+    state = _sdk_state(tmp_path, env={A2A_TRACING: "true"})
+    assert state["span_wrapper"] is True

@@ -463,11 +463,12 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     from skillrack.serve.observability.metrics import Metrics
     from skillrack.serve.observability.traces import configure as configure_traces
     from skillrack.serve.observability.traces import describe as describe_traces
-    from skillrack.serve.process import describe_tracing, freeze_startup_heap, raise_open_files
+    from skillrack.serve.process import describe_tracing, raise_open_files
     from skillrack.serve.security.approvals import PENDING, ApprovalStore, approvals_location
     from skillrack.serve.server import (
         SERVE_ENV,
         build_server,
+        own_process,
         with_grpc_port,
         with_mcp,
         with_store,
@@ -661,7 +662,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         # [server] max_connections: one more request (or connection) is answered 503.
         "limit_concurrency": config.server.max_connections,
     }
-    freeze_startup_heap()  # and the collector on again (launch.py paused it); workers: their own
+    own_process()  # a2a-sdk lighter, and the collector on again (launch.py paused it); workers too
     try:
         if app is None:
             import tempfile

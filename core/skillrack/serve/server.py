@@ -48,6 +48,7 @@ from skillrack.serve.bindings.card import (
     jwks_endpoint,
     load_card_signer,
 )
+from skillrack.serve.bindings.event_queues import use_asyncio_queues
 from skillrack.serve.bindings.jsonrpc import jsonrpc_routes
 from skillrack.serve.bindings.metrics_endpoint import METRICS_PATH, counted_card, metrics_route
 from skillrack.serve.bindings.operator_endpoints import (
@@ -89,6 +90,7 @@ from skillrack.serve.middleware.host_allowlist import default_allowed_hosts
 from skillrack.serve.middleware.stack import install, middleware_stack
 from skillrack.serve.observability.logs import remember_secrets
 from skillrack.serve.observability.metrics import Metrics, multiprocess_dir
+from skillrack.serve.observability.sdk_spans import drop_sdk_spans
 from skillrack.serve.observability.traces import configure as configure_traces
 from skillrack.serve.observability.traces import enabled as tracing_enabled
 from skillrack.serve.process import freeze_startup_heap, take_signal
@@ -601,8 +603,22 @@ def server_from_environment() -> Starlette:
         workers=int(settings.get("workers", 1)),
         drain_on_sigterm=True,
     )
-    freeze_startup_heap()  # a worker is a process skillrack serve owns, as the parent is
+    own_process()  # a worker is a process skillrack serve owns, as the parent is
     return app
+
+
+def own_process() -> None:
+    """What ``skillrack serve`` makes of a process it owns, its app built (parent or worker).
+
+    a2a-sdk's event queues on ``asyncio.Queue`` (:mod:`~skillrack.serve.bindings.event_queues`),
+    its span wrappers off while its tracing is
+    (:mod:`~skillrack.serve.observability.sdk_spans`), the start-up heap frozen and the
+    collector on again (:func:`~skillrack.serve.process.freeze_startup_heap`).  A library
+    embedding skillrack keeps a2a-sdk and its collector as they are.
+    """
+    use_asyncio_queues()
+    drop_sdk_spans()
+    freeze_startup_heap()
 
 
 def with_store(config: Config, store: str) -> Config:
