@@ -76,14 +76,13 @@ from skillrack.serve.bindings.call_context import bind_call
 from skillrack.serve.bindings.request_handler import SkillrackRequestHandler
 from skillrack.serve.execution.artifacts import RESULT_ARTIFACT_ID
 from skillrack.serve.execution.task_record import skill_of
+from skillrack.serve.middleware.binding_errors import MCP_PATH
 from skillrack.serve.middleware.host_allowlist import HostAllowlist
 from skillrack.serve.scope import CALLER_KEY
 from skillrack.serve.security.caller import ANONYMOUS
 
 logger = logging.getLogger(__name__)
 
-#: Where the MCP endpoint is served.
-MCP_PATH = "/mcp"
 #: RFC 9728's well-known path; the MCP endpoint's document is at this path plus ``/mcp``.
 METADATA_PATH = "/.well-known/oauth-protected-resource"
 #: What an OpenID Connect discovery URL ends with, after its issuer.
@@ -351,6 +350,12 @@ class McpBinding:
             answer = await self._handler.on_message_send(send, context)
         except A2AError as exc:
             return _tool_error(_a2a_code(exc), _a2a_message(exc), [])
+        except Exception:
+            # What a2a-sdk answers over A2A: JSON-RPC's internal error, without the
+            # exception's text (the MCP SDK would send that text, with code 0).  The drain
+            # middleware answers it as the store's 503 when the store went away meanwhile.
+            logger.exception("MCP: a tool call failed inside the request handler")
+            raise MCPError(types.INTERNAL_ERROR, "internal error") from None
         if isinstance(answer, Message):
             return types.CallToolResult(content=_texts(answer))
         if skill is None and resumed:

@@ -16,8 +16,11 @@ from starlette.types import Scope, Send
 
 from skillrack.errors import ErrorCode
 
-#: Where the JSON-RPC binding is mounted; every other path is HTTP+JSON.
+#: Where the JSON-RPC binding is mounted; every other path is HTTP+JSON, but MCP's.
 JSONRPC_PATH = "/"
+#: Where the MCP binding is served (``[server] mcp``): JSON-RPC too, with MCP's own methods.
+#: Defined here, below the bindings, so that the middleware can tell its requests apart.
+MCP_PATH = "/mcp"
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -76,8 +79,12 @@ async def binding_error(
     request too slow to arrive (408), a Host the agent does not answer to
     (421), rate limiting (429) and a draining replica (503), where HTTP
     clients and proxies rely on it; other JSON-RPC errors answer 200, as JSON-RPC over HTTP does.
+    MCP's endpoint answers the JSON-RPC error with every status: MCP's Streamable HTTP
+    transport does so itself (400 for a body it cannot read), and its clients surface the
+    error's message whatever the status.
     """
-    if scope["path"] == JSONRPC_PATH:
+    mcp = scope["path"] == MCP_PATH
+    if mcp or scope["path"] == JSONRPC_PATH:
         payload: dict[str, Any] = {
             "jsonrpc": "2.0",
             "id": None,
@@ -87,7 +94,7 @@ async def binding_error(
                 "data": [error_info(code, pointer)],
             },
         }
-        http_status = status if status in _HTTP_LEVEL else 200
+        http_status = status if mcp or status in _HTTP_LEVEL else 200
     else:
         payload = {
             "error": {

@@ -23,6 +23,13 @@ it with the same 503 instead (a stream, whose 200 is sent, gets it as its
 last event), so a caller sees one retryable error for one outage and never
 reads an unsaved end as done.
 
+The MCP endpoint (``/mcp``, :data:`MCP_PATH`) is served the same way, told
+apart by its JSON-RPC method: a ``tools/call`` (every tool starts a task,
+``skillrack_resume`` continues one) is a Message, refused while draining and
+while the store is down; ``initialize``, ``tools/list``, pings and the rest
+are reads and go on.  Its refusals are JSON-RPC errors that keep the 503
+(``binding_errors``), which MCP clients surface as they are.
+
 Each such answer counts once in ``skillrack_unavailable_refusals_total``
 (``reason`` ``draining`` or ``task_store_unavailable``), through
 :meth:`DrainState.refused`: here, in the gRPC binding's steps, and for a
@@ -30,7 +37,7 @@ stream's rewritten last event.
 
 The JSON-RPC error keeps HTTP 503 too (``binding_errors``): proxies and
 clients act on it whatever the body says.  Nothing is read while the
-replica is not draining: the check is one attribute.
+replica is not draining and its store answers: the check is one attribute.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from skillrack.errors import ErrorCode
 from skillrack.serve.middleware.binding_errors import (
     JSONRPC_PATH,
+    MCP_PATH,
     binding_error,
     error_info,
     status_name,
@@ -58,6 +66,9 @@ RETRY_AFTER_S = 1
 MESSAGE_METHODS = frozenset(
     {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
 )
+#: MCP methods that do the same: every tool call starts a task, ``skillrack_resume``
+#: continues one (:mod:`skillrack.serve.bindings.mcp_server`).
+MCP_TASK_METHODS = frozenset({"tools/call"})
 #: HTTP+JSON routes that do the same, under any tenant prefix (and 0.3's ``/v1``).
 _MESSAGE_ROUTE = re.compile(r".*/message:(send|stream)")
 #: Every HTTP+JSON A2A route (what needs the task store).
@@ -254,34 +265,76 @@ class Drain:
         self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.state.watched and scope["type"] == "http" and _a2a(scope["path"]):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        if path == MCP_PATH:
+            await self._mcp(scope, receive, send)
+            return
+        if self.state.watched and _a2a(path):
             if self.state.unavailable is not None:
                 await refuse_unreachable(self.state, scope, send, self.state.unavailable)
                 return
             send = _in_flight(scope, send, self.state)
-        if not self.state.draining or scope["type"] != "http" or scope["method"] != "POST":
+        if not self.state.draining or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        path = scope["path"]
         if path != JSONRPC_PATH:
             if _MESSAGE_ROUTE.fullmatch(path):
                 await refuse_draining(self.state, scope, send)
                 return
             await self.app(scope, receive, send)
             return
-        body = bytearray()
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-        try:
-            value = json.loads(body)
-        except ValueError:
-            value = None
-        if isinstance(value, dict) and value.get("method") in MESSAGE_METHODS:
+        read = await _method(receive)
+        if read is None:
+            return
+        method, body = read
+        if method in MESSAGE_METHODS:
             await refuse_draining(self.state, scope, send)
             return
-        await self.app(scope, replaying(bytes(body), receive), send)
+        await self.app(scope, replaying(body, receive), send)
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """An MCP request: a ``tools/call`` is a Message; listing, pings and the rest are reads.
+
+        The body is read only while the replica drains or its store is down; a
+        batch or a body that is not JSON goes on, as on the JSON-RPC path.
+        """
+        state = self.state
+        if scope["method"] == "POST" and (state.draining or state.unavailable is not None):
+            read = await _method(receive)
+            if read is None:
+                return
+            method, body = read
+            if method in MCP_TASK_METHODS:
+                if state.unavailable is not None:
+                    await refuse_unreachable(state, scope, send, state.unavailable)
+                else:
+                    await refuse_draining(state, scope, send)
+                return
+            receive = replaying(body, receive)
+        if state.watched:
+            send = _in_flight(scope, send, state)
+        await self.app(scope, receive, send)
+
+
+async def _method(receive: Receive) -> tuple[object, bytes] | None:
+    """The JSON-RPC method of the request body (None for a batch or no JSON), and the body.
+
+    ``None`` when the client went away before its body arrived.  The body guard
+    replays what it read, so this is one message, parsed again only on these paths.
+    """
+    body = bytearray()
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    try:
+        value = json.loads(body)
+    except ValueError:
+        value = None
+    return (value.get("method") if isinstance(value, dict) else None), bytes(body)
