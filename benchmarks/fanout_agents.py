@@ -44,6 +44,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from skillrack.host.config import load_config
 from skillrack.host.startup import build_host
 from skillrack.ops.inprocess import build_app
+from skillrack.serve.server import own_process
 
 #: Seconds an idle connection stays open (uvicorn's default is 5).
 KEEP_ALIVE_S = 600
@@ -124,6 +125,8 @@ def main() -> None:
                 )
             )
         )
+
+    own_process()  # what skillrack serve makes of its process (a2a-sdk's queues, the collector)
 
     def commands() -> None:
         for line in sys.stdin:
