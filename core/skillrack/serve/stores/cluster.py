@@ -95,6 +95,7 @@ from skillrack.serve.stores.leases import (
     replica_name,
 )
 from skillrack.serve.stores.notified_events import CHANNEL
+from skillrack.serve.stores.task_rows import task_row
 from skillrack.serve.stores.write_behind import SETTLED_STATES, WRITE_BEHIND_S, WriteBehind
 
 logger = logging.getLogger(__name__)
@@ -408,7 +409,7 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
     def _row(self, pending: _Pending) -> dict[str, Any] | None:
         """The task's row; None when it cannot be converted (logged)."""
         try:
-            model = self._db._to_orm(pending.task, pending.owner)
+            return task_row(pending.task, pending.owner, self._task_columns)
         except Exception as exc:
             logger.error(
                 "task store: task %s cannot be written (%s); its saves are dropped",
@@ -416,7 +417,6 @@ class ClusterTaskStore(VersionedDatabaseTaskStore):
                 type(exc).__name__,
             )
             return None
-        return {column: getattr(model, name) for name, column in self._task_columns}
 
     # -- leases ------------------------------------------------------------------------------
 

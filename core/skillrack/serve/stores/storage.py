@@ -115,6 +115,7 @@ from skillrack.serve.stores.metadata_migration import migrate_metadata_keys
 from skillrack.serve.stores.notified_events import NotifiedEventStream
 from skillrack.serve.stores.private_files import create_private_file
 from skillrack.serve.stores.push_configs import OwnedDatabasePushConfigStore
+from skillrack.serve.stores.task_rows import task_row
 from skillrack.serve.stores.write_behind import SETTLED_STATES, WRITE_BEHIND_S, WriteBehind
 
 logger = logging.getLogger(__name__)
@@ -374,7 +375,7 @@ class SingleProcessTaskStore(DatabaseTaskStore):
         rows = []
         for kept in batch.values():
             try:
-                model = self._to_orm(kept.task, kept.owner)
+                row = task_row(kept.task, kept.owner, self._columns)
             except Exception as exc:
                 kept.dropped = True
                 logger.error(
@@ -383,7 +384,7 @@ class SingleProcessTaskStore(DatabaseTaskStore):
                     type(exc).__name__,
                 )
                 continue
-            rows.append({column: getattr(model, key) for key, column in self._columns})
+            rows.append(row)
         return rows
 
     async def commit(self) -> None:
