@@ -22,7 +22,7 @@ from a2a.types import Task
 
 from skillrack.protocol.proto_json import message_to_dict
 
-#: The columns ``_to_orm`` sets, by ``TaskModel`` attribute: the rest stay None (their default).
+#: What ``_to_orm`` writes in the ``kind`` and ``protocol_version`` columns of every task.
 _KIND = "task"
 _PROTOCOL_VERSION = "1.0"
 
@@ -45,6 +45,9 @@ def task_values(task: Task, owner: str) -> dict[str, Any]:
 
 
 def task_row(task: Task, owner: str, columns: list[tuple[str, str]]) -> dict[str, Any]:
-    """The row of ``task`` for the table whose (attribute, column) pairs are ``columns``."""
+    """The row of ``task`` for the table whose (attribute, column) pairs are ``columns``.
+
+    A column ``_to_orm`` does not set is None, as an unflushed ``TaskModel``'s attribute is.
+    """
     values = task_values(task, owner)
     return {column: values.get(attribute) for attribute, column in columns}
