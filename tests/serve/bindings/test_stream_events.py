@@ -216,6 +216,16 @@ def ticks_of(stream: Stream) -> dict[int, str]:
     return found
 
 
+def gated_ticker_request(registry: Registry) -> dict[str, Any]:
+    """The request object of the gated ticker, bound to its interface digest."""
+    return {
+        "skill": "gated_ticker",
+        "skill_version": "1.0",
+        "interface_digest": registry.skills["gated_ticker"].interface_digest,
+        "arguments": {},
+    }
+
+
 async def test_five_streams_of_a_task_share_one_serialization_of_each_event(
     base: str, registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -228,13 +238,7 @@ async def test_five_streams_of_a_task_share_one_serialization_of_each_event(
 
     monkeypatch.setattr(stream_events, "write_result", counting)
     GATE.clear()
-    skill = registry.skills["gated_ticker"]
-    data = {
-        "skill": "gated_ticker",
-        "skill_version": "1.0",
-        "interface_digest": skill.interface_digest,
-        "arguments": {},
-    }
+    data = gated_ticker_request(registry)
     async with httpx.AsyncClient(timeout=30) as http:
         starter = Stream()
         started = asyncio.create_task(
@@ -339,13 +343,7 @@ async def six_streams(
 ) -> tuple[list[RestStream], list[GrpcStream]]:
     """A task started by an HTTP+JSON message:stream, watched by HTTP+JSON and gRPC subscribers."""
     GATE.clear()
-    skill = registry.skills["gated_ticker"]
-    data = {
-        "skill": "gated_ticker",
-        "skill_version": "1.0",
-        "interface_digest": skill.interface_digest,
-        "arguments": {},
-    }
+    data = gated_ticker_request(registry)
     async with httpx.AsyncClient(timeout=30) as http:
         starter = RestStream()
         started = asyncio.create_task(
