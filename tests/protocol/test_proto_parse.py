@@ -232,3 +232,41 @@ def test_a_timestamp_parse_dict_refuses_is_left_to_it(stamp: Any) -> None:
     answer["task"]["status"]["timestamp"] = stamp
     assert parse_dict(answer, SendMessageResponse()) is None
     assert_same(answer, SendMessageResponse)
+
+
+#: Strings near the UTC form: every digit position, the fraction and the zone varied.
+_NEAR_UTC = st.builds(
+    "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}{}{}".format,
+    st.integers(0, 10_000),
+    st.integers(0, 13),
+    st.integers(0, 32),
+    st.integers(0, 25),
+    st.integers(0, 61),
+    st.integers(0, 62),
+    st.one_of(
+        st.just(""), st.just("."), st.text("0123456789", min_size=1, max_size=11).map(".{}".format)
+    ),
+    st.sampled_from(["Z", "z", "+00:00", "-05:30", "Zx", ""]),
+)
+
+
+@settings(max_examples=500)
+@given(_NEAR_UTC)
+def test_the_utc_fast_path_reads_as_from_json_string(stamp: str) -> None:
+    """_utc_seconds sets what Timestamp.FromJsonString sets, or leaves the string to it."""
+    from google.protobuf.timestamp_pb2 import Timestamp
+
+    from skillrack.protocol.proto_parse import _utc_seconds
+
+    expected = Timestamp()
+    try:
+        expected.FromJsonString(stamp)
+    except ValueError:
+        assert _utc_seconds(stamp) is None
+        return
+    read = _utc_seconds(stamp)
+    if read is not None:
+        assert read == (expected.seconds, expected.nanos)
+    answer = completed_task()
+    answer["task"]["status"]["timestamp"] = stamp
+    assert_same(answer, SendMessageResponse)

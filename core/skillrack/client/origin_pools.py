@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 
+from skillrack.client.network_streams import coalesce_writes
 from skillrack.client.origin import Origin
 
 #: Origins one client (or guard) keeps a pool for.  256: an orchestrator delegating to a
@@ -58,7 +59,10 @@ def origin_transport(verify: Any = True, **options: Any) -> httpx.AsyncHTTPTrans
     """
     if verify is True:
         verify = default_ssl_context()
-    return httpx.AsyncHTTPTransport(verify=verify, limits=PER_ORIGIN_LIMITS, **options)
+    transport = httpx.AsyncHTTPTransport(verify=verify, limits=PER_ORIGIN_LIMITS, **options)
+    if not options.get("http2"):
+        coalesce_writes(transport)  # a request's head and body in one write
+    return transport
 
 
 @functools.cache

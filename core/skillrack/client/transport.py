@@ -40,6 +40,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from skillrack.client.bounds import BoundedStream, declared_length, exceeded, where
 from skillrack.client.challenge import authorization_failed
+from skillrack.client.cookieless import CookielessClient
 from skillrack.client.oauth import TokenSource
 from skillrack.client.origin import Origin, OriginPolicy
 from skillrack.client.origin_pools import PerOrigin
@@ -164,9 +165,10 @@ def http_client(
     ``trust_env`` is off: proxy variables would route requests around the
     guard, and a ``.netrc`` would attach credentials the caller never gave.
     Redirects are followed, hop by hop through the guard, so only same-origin
-    (or allowed) ones ever are.
+    (or allowed) ones ever are.  No cookie an agent sets is kept
+    (:mod:`skillrack.client.cookieless` says why).
     """
-    return httpx.AsyncClient(
+    return CookielessClient(
         timeout=timeout,
         headers={"Accept-Encoding": "identity", **headers},
         transport=GuardedTransport(transport or PerOrigin(), bounds),
