@@ -14,6 +14,14 @@ cache without asking, fresh by its ``Cache-Control`` (a stale one is fetched
 again when the agent says ``interface_mismatch``), which security
 requirements it already checked, and when its deadline ends (a retry does
 not begin a wait that would pass it).
+
+A call also says, for its own duration, that it runs on asyncio (sniffio's
+``current_async_library_cvar``, as ``anyio.run`` says it): httpcore asks
+sniffio which library runs it for every lock, event and shield of every
+request, and anyio for every socket operation, and with nothing declared
+sniffio finds out by importing and asking asyncio each time (about 5% of a
+call's CPU in ``benchmarks/fanout.py``).  The client needs asyncio anyway
+(its deadline is an ``asyncio.timeout``).
 """
 
 from __future__ import annotations
@@ -30,6 +38,12 @@ from skillrack.client.oauth import TokenSource
 from skillrack.client.origin import Origin, OriginPolicy
 from skillrack.client.transport import OriginTokens, enter_origin_scope, leave_origin_scope
 from skillrack.errors import ErrorCode, SkillCallError
+
+_library: ContextVar[str | None] | None
+try:
+    from sniffio import current_async_library_cvar as _library
+except ImportError:  # pragma: no cover - without sniffio, httpcore and anyio assume asyncio
+    _library = None
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -92,7 +106,9 @@ class call_scope:
         self._source = token_source
         self._timeout = timeout
         self._deadline: asyncio.Timeout | None = None
-        self._tokens: tuple[Token[CallState | None], OriginTokens] | None = None
+        self._tokens: (
+            tuple[Token[CallState | None], OriginTokens, Token[str | None] | None] | None
+        ) = None
 
     async def __aenter__(self) -> None:
         if _state.get() is not None:
@@ -106,12 +122,16 @@ class call_scope:
         state = CallState()
         token = _state.set(state)
         scoped = enter_origin_scope(OriginPolicy(named, allowed), source)
-        self._tokens = (token, scoped)
+        declared = None
+        if _library is not None and _library.get() is None:
+            declared = _library.set("asyncio")  # the module docstring says why
+        self._tokens = (token, scoped, declared)
         try:
             self._deadline = deadline = asyncio.timeout(self._timeout)
             await deadline.__aenter__()
         except BaseException:
             self._tokens = None
+            self._undeclare(declared)
             leave_origin_scope(scoped)
             _state.reset(token)
             raise
@@ -138,9 +158,15 @@ class call_scope:
                 raise
             raise self._timed_out() from None
         finally:
+            self._undeclare(tokens[2])
             _state.reset(tokens[0])
         if kind is not None and issubclass(kind, TimeoutError) and deadline.expired():
             raise self._timed_out() from None
+
+    @staticmethod
+    def _undeclare(declared: Token[str | None] | None) -> None:
+        if declared is not None and _library is not None:
+            _library.reset(declared)
 
     def _timed_out(self) -> SkillCallError:
         return SkillCallError.local(
