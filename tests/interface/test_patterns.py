@@ -90,6 +90,17 @@ def test_search_outside_and_inside_a_budget() -> None:
     assert budget.timed_out
 
 
+def test_nested_blocks_share_the_outer_budget_and_every_exit_puts_it_back() -> None:
+    with patterns.pattern_budget(0.0) as outer:
+        with patterns.pattern_budget(5.0) as inner:
+            assert inner is outer
+        with pytest.raises(patterns.PatternTimeLimit):  # still the outer, exhausted one
+            patterns.search("^a+$", "aaa")
+    with pytest.raises(RuntimeError), patterns.pattern_budget(0.0):
+        raise RuntimeError("a validation that failed on its way")
+    assert patterns.search("^a+$", "aaa") is True  # no budget left behind by either block
+
+
 def test_only_matching_time_counts_against_the_budget() -> None:
     # A large instance takes jsonschema itself longer than the whole budget; the
     # budget must still be there for the patterns at its end.

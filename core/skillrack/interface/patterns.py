@@ -34,11 +34,10 @@ line terminator, as JavaScript's ``RegExp`` with the ``u`` flag has it.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Final
 
 import regex
@@ -96,23 +95,33 @@ def check_pattern(pattern: str) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def pattern_budget(seconds: float = BUDGET_SECONDS) -> Iterator[Budget]:
+class pattern_budget:
     """Give the matches made inside this block ``seconds`` of matching time in all.
 
     Nested blocks share the outermost budget.  The caller reads
-    ``timed_out`` afterwards: True means some match was cut off.
+    ``timed_out`` afterwards: True means some match was cut off.  A class,
+    not a generator-based context manager: every validation of every
+    request and answer enters one.
     """
-    outer = _budget.get()
-    if outer is not None:
-        yield outer
-        return
-    budget = Budget(seconds)
-    token = _budget.set(budget)
-    try:
-        yield budget
-    finally:
-        _budget.reset(token)
+
+    __slots__ = ("_seconds", "_token")
+
+    def __init__(self, seconds: float = BUDGET_SECONDS) -> None:
+        self._seconds = seconds
+        self._token: contextvars.Token[Budget | None] | None = None
+
+    def __enter__(self) -> Budget:
+        outer = _budget.get()
+        if outer is not None:
+            return outer
+        budget = Budget(self._seconds)
+        self._token = _budget.set(budget)
+        return budget
+
+    def __exit__(self, *exc_info: object) -> None:
+        token, self._token = self._token, None
+        if token is not None:
+            _budget.reset(token)
 
 
 def charged(call: Callable[[Any], bool], argument: Any) -> bool:
