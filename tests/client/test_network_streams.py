@@ -1,4 +1,4 @@
-"""The client's sockets: a request's head and body in one write, the readability check, no cookies.
+"""The client's sockets: a request's head and body in one write, the readable check, cookies.
 
 Unit tests drive :class:`CoalescingStream` over a recording stream; the
 served ones run real exchanges on loopback against small asyncio servers
@@ -16,7 +16,8 @@ import httpcore
 import httpx
 import pytest
 
-from skillrack.client.cookieless import CookielessClient
+from skillrack.client.cache import CacheBounds
+from skillrack.client.cookies import MAX_COOKIE_BYTES, MAX_COOKIES, CookielessClient, OriginCookies
 from skillrack.client.network_streams import (
     HOLD_BYTES,
     JOIN_BYTES,
@@ -24,9 +25,10 @@ from skillrack.client.network_streams import (
     CoalescingStream,
     readable,
 )
+from skillrack.client.origin import Origin, OriginPolicy
 from skillrack.client.origin_pools import origin_transport
 from skillrack.client.readbounds import ReadBounds
-from skillrack.client.transport import http_client
+from skillrack.client.transport import http_client, origin_scope
 
 
 class Recording(httpcore.AsyncNetworkStream):
@@ -212,35 +214,71 @@ async def test_a_connection_the_server_closed_is_not_reused() -> None:
 
 
 @pytest.fixture
-async def cookie_agents() -> AsyncIterator[tuple[str, str, Server]]:
-    """Two agents on one host: the first sets a cookie, the second records what it is sent."""
+async def cookie_agents() -> AsyncIterator[tuple[str, str, Server, Server]]:
+    """Two agents on one host: the first sets a cookie; both record what they are sent."""
     setter = Server(lambda request: ok(b"{}", b"Set-Cookie: session=agent-a-secret; Path=/"))
     listener = Server(lambda request: ok(b"{}"))
     async with setter as first, listener as second:
-        yield first, second, listener
+        yield first, second, setter, listener
 
 
 async def test_a_plain_httpx_client_would_carry_one_agents_cookie_to_another(
-    cookie_agents: tuple[str, str, Server],
+    cookie_agents: tuple[str, str, Server, Server],
 ) -> None:
     """The hazard: cookies are scoped by host, not port."""
-    first, second, listener = cookie_agents
+    first, second, _, listener = cookie_agents
     async with httpx.AsyncClient() as client:
         await client.get(first + "/")
         await client.get(second + "/")
     assert b"agent-a-secret" in listener.heads[-1]
 
 
-async def test_the_skill_clients_http_client_keeps_no_agents_cookie(
-    cookie_agents: tuple[str, str, Server],
+async def test_an_agents_cookie_goes_back_to_it_and_to_no_other_agent(
+    cookie_agents: tuple[str, str, Server, Server],
 ) -> None:
-    first, second, listener = cookie_agents
+    first, second, setter, listener = cookie_agents
     client = http_client(headers={}, timeout=5, bounds=ReadBounds(), transport=None)
     assert isinstance(client, CookielessClient)
-    async with CookielessClient(cookies={"chosen": "by-the-caller"}) as plain:
-        await plain.get(first + "/")
-        await plain.get(second + "/")
-        assert dict(plain.cookies) == {"chosen": "by-the-caller"}
-    assert b"agent-a-secret" not in listener.heads[-1]
-    assert b"chosen=by-the-caller" in listener.heads[-1]  # the caller's own cookie still goes
-    await client.aclose()
+    client.cookies = {"chosen": "caller"}
+    policy = OriginPolicy(Origin.of(first), frozenset({Origin.of(second)}))
+    async with client:
+        with origin_scope(policy):
+            await client.get(first + "/")
+            await client.get(first + "/again")
+            await client.get(second + "/")
+        assert dict(client.cookies) == {"chosen": "caller"}  # httpx's own jar learned nothing
+    assert b"agent-a-secret" in setter.heads[-1]  # back to the agent that set it
+    assert b"agent-a-secret" not in listener.heads[-1]  # not to its neighbour
+    assert b"chosen=caller" in listener.heads[-1]  # the caller's own cookie goes everywhere
+
+
+def set_cookie_answer(request: httpx.Request, *cookies: str) -> httpx.Response:
+    return httpx.Response(200, headers=[("Set-Cookie", c) for c in cookies], request=request)
+
+
+def test_origin_cookies_are_bounded_per_origin_and_in_origins() -> None:
+    """An agent is not trusted to be modest: 50 cookies of 4 kB each at most, 2 origins here."""
+    jars = OriginCookies(CacheBounds(entries=2, bytes=1_000_000))
+    origins = [Origin.of(f"http://127.0.0.1:{port}") for port in (1001, 1002, 1003)]
+    for origin in origins:
+        request = httpx.Request("GET", f"{origin.scheme}://{origin.host}:{origin.port}/")
+        many = [f"c{n}=v" for n in range(80)] + ["huge=" + "x" * (MAX_COOKIE_BYTES + 1)]
+        jars.learn(origin, request, set_cookie_answer(request, *many))
+    kept = {origin: jars._jars.get(origin) for origin in origins}
+    assert kept[origins[0]] is None  # the least recently used origin went first
+    for origin in origins[1:]:
+        jar = kept[origin]
+        assert jar is not None and len(jar.jar) == MAX_COOKIES
+        assert "huge" not in jar
+    request = httpx.Request("GET", "http://127.0.0.1:1003/")
+    jars.attach(origins[2], request)
+    assert request.headers["cookie"].count("=") == MAX_COOKIES
+
+
+def test_an_answer_without_set_cookie_keeps_nothing() -> None:
+    jars = OriginCookies()
+    origin = Origin.of("http://127.0.0.1:1001")
+    request = httpx.Request("GET", "http://127.0.0.1:1001/")
+    jars.learn(origin, request, httpx.Response(200, request=request))
+    jars.attach(origin, request)
+    assert "cookie" not in request.headers and not jars._jars

@@ -20,6 +20,8 @@ in an ``httpx`` transport that wraps the one that connects:
   call named and to the origins the caller named for it
   (``ClientCredentials.origins``), and to no other (not to ``allow_origins``,
   not where a redirect leads); an agent's 401 drops it from the source's cache;
+* a cookie an agent sets goes back to that agent's origin only, never to
+  another agent on the same host (:mod:`skillrack.client.cookies`);
 * the current OpenTelemetry span, if one is recording (a skill handler's,
   when the host traces), goes along as W3C ``traceparent``/``tracestate``, so
   the peer's spans join the caller's trace; without one nothing is added, and
@@ -40,7 +42,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from skillrack.client.bounds import BoundedStream, declared_length, exceeded, where
 from skillrack.client.challenge import authorization_failed
-from skillrack.client.cookieless import CookielessClient
+from skillrack.client.cookies import CookielessClient, OriginCookies
 from skillrack.client.oauth import TokenSource
 from skillrack.client.origin import Origin, OriginPolicy
 from skillrack.client.origin_pools import PerOrigin
@@ -97,6 +99,8 @@ class GuardedTransport(httpx.AsyncBaseTransport):
     def __init__(self, inner: httpx.AsyncBaseTransport, bounds: ReadBounds) -> None:
         self.inner = inner
         self.bounds = bounds
+        #: What agents set, each origin's sent back to it only (:mod:`~skillrack.client.cookies`).
+        self.cookies = OriginCookies()
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         scope = _scope.get()
@@ -115,7 +119,9 @@ class GuardedTransport(httpx.AsyncBaseTransport):
             sent = (await source.token()).value
             request.headers["Authorization"] = f"Bearer {sent}"
         _TRACE_CONTEXT.inject(request.headers)  # nothing unless a valid span is current
+        self.cookies.attach(target, request)
         response = await self.inner.handle_async_request(request)
+        self.cookies.learn(target, request, response)
         if sent is not None and source is not None and response.status_code == 401:
             source.invalidate(sent)
         try:
@@ -165,8 +171,8 @@ def http_client(
     ``trust_env`` is off: proxy variables would route requests around the
     guard, and a ``.netrc`` would attach credentials the caller never gave.
     Redirects are followed, hop by hop through the guard, so only same-origin
-    (or allowed) ones ever are.  No cookie an agent sets is kept
-    (:mod:`skillrack.client.cookieless` says why).
+    (or allowed) ones ever are.  An agent's cookies go back to its origin
+    only (:mod:`skillrack.client.cookies` says why).
     """
     return CookielessClient(
         timeout=timeout,
