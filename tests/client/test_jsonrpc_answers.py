@@ -2,23 +2,38 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from a2a.client import ClientConfig
 from a2a.client.transports.jsonrpc import JsonRpcTransport
-from a2a.types import AgentCard, AgentInterface, SendMessageResponse, Task
+from a2a.types import (
+    AgentCard,
+    AgentInterface,
+    GetTaskRequest,
+    SendMessageRequest,
+    SendMessageResponse,
+    Task,
+)
 from a2a.utils.proto_utils import parse_lenient
 from google.protobuf.json_format import ParseError
 from helpers.agent_harness import running_agent
 from helpers.agent_skills import AllowAll
 from helpers.builders import SkillsPlugin, registry_of, simple_skill
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from skillrack.client.jsonrpc_answers import (
     LeanClientFactory,
     LeanJsonRpcTransport,
     parse_answer,
+    recording,
 )
 from skillrack.client.skill_client import SkillClient
 
@@ -90,3 +105,46 @@ async def test_a_call_goes_through_the_lean_transport(agent: str) -> None:
 
 async def _returning(value: Any) -> Any:
     return value
+
+
+def _answering(answer: dict[str, Any]) -> httpx.AsyncClient:
+    def reply(request: httpx.Request) -> httpx.Response:
+        rpc = json.loads(request.content)
+        return httpx.Response(200, json={"jsonrpc": "2.0", "id": rpc["id"], "result": answer})
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(reply))
+
+
+@pytest.mark.parametrize("installed", [True, False])
+async def test_a2a_sdks_spans_are_opened_only_when_they_can_be_recorded(
+    installed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a tracer provider: a2a-sdk's CLIENT spans under its own names; without: none opened."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if installed:  # the global provider, as an embedder's set_tracer_provider installs it
+        monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
+    else:  # the traced methods must not even be entered
+
+        def refuse(*args: Any) -> Any:
+            raise AssertionError("a span opened that nothing could record")
+
+        monkeypatch.setattr(LeanJsonRpcTransport, "_traced_send_message", refuse)
+        monkeypatch.setattr(LeanJsonRpcTransport, "_traced_get_task", refuse)
+    assert recording() is installed
+    card = AgentCard(name="a", version="1")
+    async with _answering(ANSWER) as http:
+        lean = LeanJsonRpcTransport(http, card, "http://127.0.0.1:1/")
+        sent = await lean.send_message(SendMessageRequest())
+        assert sent.task.id == "t-1"
+    async with _answering(ANSWER["task"]) as http:
+        lean = LeanJsonRpcTransport(http, card, "http://127.0.0.1:1/")
+        assert (await lean.get_task(GetTaskRequest(id="t-1"))).id == "t-1"
+    names = {span.name: span.kind for span in exporter.get_finished_spans()}
+    base = "a2a.client.transports.jsonrpc.JsonRpcTransport"
+    if installed:
+        assert names[f"{base}.send_message"] == SpanKind.CLIENT
+        assert names[f"{base}.get_task"] == SpanKind.CLIENT
+    else:
+        assert names == {}

@@ -17,6 +17,13 @@ raise as they always did: nothing sent or received is read or written
 differently.  Everything else (the HTTP exchange, JSON-RPC errors, streams,
 tracing spans under a2a-sdk's own names) is a2a-sdk's.
 
+The span a2a-sdk opens around these two methods is opened only when it
+could be recorded, an OpenTelemetry tracer provider being installed
+(:func:`recording`): otherwise it is a non-recording copy of the current
+span's context that nothing reads, and opening it (a tracer looked up, a
+context attached and detached) cost about 2% of a call in
+``benchmarks/fanout.py``.
+
 A client made by :class:`LeanClientFactory` has this transport for the
 JSON-RPC binding (a2a-sdk's own for an agent on protocol 0.3, and for every
 other binding).
@@ -24,7 +31,7 @@ other binding).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 from uuid import uuid4
 
@@ -36,6 +43,7 @@ from a2a.utils.constants import TransportProtocol
 from a2a.utils.proto_utils import parse_lenient
 from a2a.utils.telemetry import trace_function
 from google.protobuf.message import Message
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from skillrack.protocol.proto_json import message_to_dict
@@ -63,31 +71,60 @@ def _rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"method": method, "params": params, "id": str(uuid4()), "jsonrpc": "2.0"}
 
 
+def recording() -> bool:
+    """Whether a span would be recorded: a tracer provider other than OpenTelemetry's
+    placeholders is installed (the module docstring)."""
+    return not isinstance(
+        trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider
+    )
+
+
 class LeanJsonRpcTransport(JsonRpcTransport):
     """``JsonRpcTransport`` whose ``SendMessage`` and ``GetTask`` answers go through
     :func:`parse_answer` (the module docstring)."""
 
-    @trace_function(span_name=f"{_SPAN}.send_message", kind=SpanKind.CLIENT)
-    async def send_message(
+    def send_message(
         self,
         request: SendMessageRequest,
         *,
         context: ClientCallContext | None = None,
+    ) -> Coroutine[Any, Any, SendMessageResponse]:
+        if recording():
+            traced: Coroutine[Any, Any, SendMessageResponse]
+            traced = self._traced_send_message(request, context)
+            return traced
+        return self._send_message(request, context)
+
+    async def _send_message(
+        self, request: SendMessageRequest, context: ClientCallContext | None
     ) -> SendMessageResponse:
         params = message_to_dict(request)
         response_data = await self._send_request(_rpc("SendMessage", params), context)
         return parse_answer(response_data["result"], SendMessageResponse())
 
-    @trace_function(span_name=f"{_SPAN}.get_task", kind=SpanKind.CLIENT)
-    async def get_task(
+    _traced_send_message = trace_function(span_name=f"{_SPAN}.send_message", kind=SpanKind.CLIENT)(
+        _send_message
+    )
+
+    def get_task(
         self,
         request: GetTaskRequest,
         *,
         context: ClientCallContext | None = None,
-    ) -> Task:
+    ) -> Coroutine[Any, Any, Task]:
+        if recording():
+            traced: Coroutine[Any, Any, Task] = self._traced_get_task(request, context)
+            return traced
+        return self._get_task(request, context)
+
+    async def _get_task(self, request: GetTaskRequest, context: ClientCallContext | None) -> Task:
         params = message_to_dict(request)
         response_data = await self._send_request(_rpc("GetTask", params), context)
         return parse_answer(response_data["result"], Task())
+
+    _traced_get_task = trace_function(span_name=f"{_SPAN}.get_task", kind=SpanKind.CLIENT)(
+        _get_task
+    )
 
 
 class LeanClientFactory(ClientFactory):
