@@ -202,3 +202,20 @@ def test_composition_compares_every_member_of_the_reference(member: str | None) 
 def _differing(a: SchemaReference, b: SchemaReference) -> list[str]:
     members = ("schema_uri", "version", "dialect", "digest")
     return [m for m in members if getattr(a, m) != getattr(b, m)]
+
+
+def test_a_hops_times_are_utc_to_the_millisecond_as_datetime_writes_them() -> None:
+    """``_now`` reuses the formatted second: it still reads the clock every time."""
+    import datetime as dt
+    import re
+    import time
+
+    from skillrack.client.composition import _now
+
+    for _ in range(3):
+        before = dt.datetime.now(dt.UTC).replace(microsecond=0)
+        text = _now()
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", text)
+        read = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        assert before <= read <= dt.datetime.now(dt.UTC)
+        time.sleep(0.6)  # the next one lies in another second, formatted again

@@ -16,8 +16,8 @@ reused, and each hop is recorded (log record and :class:`HopLog`).
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -109,8 +109,19 @@ class HopLog:
         return list(self._hops)
 
 
+#: The last whole second :func:`_now` formatted, and its text.
+_second: tuple[int, str] = (-1, "")
+
+
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """Now in UTC to the millisecond (``2026-12-05T10:00:00.123Z``), two per hop: the
+    second's text is formatted once and reused while the second lasts."""
+    global _second
+    now = time.time()
+    whole = int(now)
+    if whole != _second[0]:
+        _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{_second[1]}.{int((now - whole) * 1000):03d}Z"
 
 
 async def delegate(
@@ -125,7 +136,29 @@ async def delegate(
     mode: Mode = "sync",
     owner: str = "",
 ) -> SkillResult:
-    """Call a skill of another agent as a new downstream task, and record the hop."""
+    """Call a skill of another agent as a new downstream task, and record the hop.
+
+    The interface (for the hop) and the call are one call of the client: one
+    deadline, one look at the card, its security checked once.
+    """
+    async with client._call_scope(downstream_agent):
+        return await _delegate(
+            client, hops, upstream_agent, upstream_task_id, downstream_agent, skill_id,
+            arguments, mode, owner,
+        )  # fmt: skip
+
+
+async def _delegate(
+    client: SkillClient,
+    hops: HopLog,
+    upstream_agent: str,
+    upstream_task_id: str,
+    downstream_agent: str,
+    skill_id: str,
+    arguments: JsonValue,
+    mode: Mode,
+    owner: str,
+) -> SkillResult:
     started = _now()
     interface = await client.describe(downstream_agent, skill_id)
     state = "not_sent"
