@@ -82,12 +82,14 @@ def skillrack_app(workdir: Path) -> Any:
     default_tracing(os.environ)  # before a2a-sdk is imported, as skillrack serve does
     from skillrack.host.config import load_config
     from skillrack.host.startup import build_host
-    from skillrack.serve.server import build_server
+    from skillrack.serve.server import build_server, own_process
 
     (workdir / "bench.toml").write_text(CONFIG)
     config = load_config(workdir / "bench.toml")
     host = build_host(config, listen_host="127.0.0.1", distributions=["skillrack-example-vendor"])
-    return build_server(host.registry, config, f"http://{HOST}", listen_host="127.0.0.1")
+    app = build_server(host.registry, config, f"http://{HOST}", listen_host="127.0.0.1")
+    own_process()  # a2a-sdk's queues and span wrappers as skillrack serve leaves them
+    return app
 
 
 def bare_app(traced: bool) -> Any:
