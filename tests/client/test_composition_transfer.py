@@ -11,6 +11,7 @@ refused composition sends no domain request.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -21,7 +22,7 @@ from helpers.builders import SkillsPlugin, registry_of, simple_skill
 from helpers.tamper import Tamper
 
 from skillrack import DomainSchema
-from skillrack.client.composition import HopLog, check_eligibility, compose
+from skillrack.client.composition import HopLog, check_eligibility, compose, delegate
 from skillrack.client.skill_client import SkillClient
 from skillrack.errors import ClientCode, SkillCallError
 from skillrack.host.registry import Registry
@@ -219,3 +220,29 @@ def test_a_hops_times_are_utc_to_the_millisecond_as_datetime_writes_them() -> No
         read = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         assert before <= read <= dt.datetime.now(dt.UTC)
         time.sleep(0.6)  # the next one lies in another second, formatted again
+
+
+class _SlowPeer(SkillClient):
+    """A client whose describe answers at once and whose call outlasts the deadline."""
+
+    async def describe(self, url: str, skill_id: str, *, apply_trust: bool = True) -> Any:
+        async with self._call_scope(url):  # joins the delegation's call, as describe does
+            return type("Interface", (), {"skill_version": "1.0", "interface_digest": "sha256:x"})
+
+    async def call(self, url: str, skill_id: str, arguments: Any, **options: Any) -> Any:
+        async with self._call_scope(url):
+            await asyncio.sleep(5)  # sent, the agent at work, the deadline runs out
+
+
+async def test_a_delegation_past_its_deadline_is_recorded_as_such() -> None:
+    """The hop says the call ran out of time, not that nothing was sent."""
+    async with _SlowPeer(timeout=0.2) as client:
+        hops = HopLog()
+        with pytest.raises(SkillCallError) as refused:
+            await delegate(
+                client, hops, upstream_agent="http://127.0.0.1:1", upstream_task_id="t-up",
+                downstream_agent="http://127.0.0.1:9", skill_id="probe", arguments={},
+            )  # fmt: skip
+    assert refused.value.code == "resource_limit_exceeded"
+    (hop,) = hops.recent()
+    assert hop.terminal_state == "local:resource_limit_exceeded"

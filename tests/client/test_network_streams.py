@@ -29,6 +29,7 @@ from skillrack.client.origin import Origin, OriginPolicy
 from skillrack.client.origin_pools import origin_transport
 from skillrack.client.readbounds import ReadBounds
 from skillrack.client.transport import http_client, origin_scope
+from skillrack.errors import SkillCallError
 
 
 class Recording(httpcore.AsyncNetworkStream):
@@ -70,6 +71,22 @@ async def test_a_head_and_body_go_out_in_one_write() -> None:
     await stream.write(b"{}", timeout=5)
     await stream.write(b"", timeout=5)  # h11's end of a sized body: nothing
     assert inner.events == [("write", (b"POST / HTTP/1.1\r\n\r\n{}", 5))]
+
+
+async def test_only_a_requests_head_waits_a_streamed_bodys_chunks_go_as_they_come() -> None:
+    inner = Recording()
+    stream = CoalescingStream(inner)
+    await stream.write(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n")
+    await stream.write(b"1\r\na\r\n")
+    await stream.write(b"1\r\nb\r\n")  # not kept back for the next one
+    assert [args[0] for _, args in inner.events] == [
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n",
+        b"1\r\nb\r\n",
+    ]
+    await stream.read(100)
+    inner.events.clear()
+    await stream.write(b"GET /next HTTP/1.1\r\n\r\n")  # after an answer: the next head waits
+    assert inner.events == []
 
 
 async def test_a_held_head_goes_out_before_any_read() -> None:
@@ -252,8 +269,49 @@ async def test_an_agents_cookie_goes_back_to_it_and_to_no_other_agent(
     assert b"chosen=caller" in listener.heads[-1]  # the caller's own cookie goes everywhere
 
 
+async def test_a_cookie_that_is_not_ascii_is_not_kept_and_breaks_nothing() -> None:
+    """Sent back, a UTF-8 value would make every later request fail to encode its header."""
+    agent = Server(lambda request: ok(b"{}", "Set-Cookie: lang=français".encode()))
+    async with agent as url:
+        client = http_client(headers={}, timeout=5, bounds=ReadBounds(), transport=None)
+        async with client:
+            with origin_scope(OriginPolicy(Origin.of(url), frozenset())):
+                for _ in range(3):
+                    assert (await client.get(url + "/")).status_code == 200
+    assert all(b"lang=" not in head for head in agent.heads)
+
+
+async def test_no_cookie_is_kept_from_an_answer_the_guard_refuses() -> None:
+    agent = Server(
+        lambda request: (
+            b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nSet-Cookie: session=refused\r\n\r\n"
+            if b"GET /first" in request
+            else ok(b"{}")
+        )
+    )
+    async with agent as url:
+        client = http_client(headers={}, timeout=5, bounds=ReadBounds(), transport=None)
+        async with client:
+            with origin_scope(OriginPolicy(Origin.of(url), frozenset())):
+                with pytest.raises(SkillCallError):
+                    await client.get(url + "/first")
+                await client.get(url + "/second")
+    assert b"session=refused" not in agent.heads[-1]
+
+
 def set_cookie_answer(request: httpx.Request, *cookies: str) -> httpx.Response:
     return httpx.Response(200, headers=[("Set-Cookie", c) for c in cookies], request=request)
+
+
+def test_a_cookies_attributes_count_against_its_bound() -> None:
+    """http.cookiejar keeps any Path and unknown attributes: they count, name and value too."""
+    jars = OriginCookies()
+    origin = Origin.of("http://127.0.0.1:1001")
+    request = httpx.Request("GET", "http://127.0.0.1:1001/")
+    padded = "x=1; Path=/" + "p" * MAX_COOKIE_BYTES + "; Flavour=" + "f" * 90_000
+    jars.learn(origin, request, set_cookie_answer(request, padded, "kept=1"))
+    jar = jars._jars.get(origin)
+    assert jar is not None and [c.name for c in jar.jar] == ["kept"]
 
 
 def test_origin_cookies_are_bounded_per_origin_and_in_origins() -> None:

@@ -139,55 +139,44 @@ async def delegate(
     """Call a skill of another agent as a new downstream task, and record the hop.
 
     The interface (for the hop) and the call are one call of the client: one
-    deadline, one look at the card, its security checked once.
+    deadline, one look at the card, its security checked once.  The hop is
+    recorded once the call's scope has ended, so a deadline that ran out
+    mid-call is recorded as the ``resource_limit_exceeded`` it became, not as
+    an interrupted send.  Nothing is recorded when the interface could not be
+    had (nothing was sent).
     """
-    async with client._call_scope(downstream_agent):
-        return await _delegate(
-            client, hops, upstream_agent, upstream_task_id, downstream_agent, skill_id,
-            arguments, mode, owner,
-        )  # fmt: skip
-
-
-async def _delegate(
-    client: SkillClient,
-    hops: HopLog,
-    upstream_agent: str,
-    upstream_task_id: str,
-    downstream_agent: str,
-    skill_id: str,
-    arguments: JsonValue,
-    mode: Mode,
-    owner: str,
-) -> SkillResult:
     started = _now()
-    interface = await client.describe(downstream_agent, skill_id)
+    interface: VerifiedInterface | None = None
     state = "not_sent"
     task_id: str | None = None
     try:
-        result = await client.call(downstream_agent, skill_id, arguments, mode=mode)
+        async with client._call_scope(downstream_agent):
+            interface = await client.describe(downstream_agent, skill_id)
+            result = await client.call(downstream_agent, skill_id, arguments, mode=mode)
         state, task_id = result.state, result.task_id
         return result
     except SkillCallError as exc:
         state, task_id = exc.state or f"local:{exc.code}", exc.task_id
         raise
     finally:
-        if task_id == upstream_task_id:  # pragma: no cover - agents issue their own ids
-            logger.warning("downstream agent reused the upstream task id %s", task_id)
-        hops.record(
-            Hop(
-                upstream_agent=upstream_agent,
-                upstream_task_id=upstream_task_id,
-                downstream_agent=downstream_agent,
-                downstream_task_id=task_id,
-                skill_id=skill_id,
-                skill_version=interface.skill_version,
-                interface_digest=interface.interface_digest,
-                started_at=started,
-                ended_at=_now(),
-                terminal_state=state,
-                owner=owner,
+        if interface is not None:
+            if task_id == upstream_task_id:  # pragma: no cover - agents issue their own ids
+                logger.warning("downstream agent reused the upstream task id %s", task_id)
+            hops.record(
+                Hop(
+                    upstream_agent=upstream_agent,
+                    upstream_task_id=upstream_task_id,
+                    downstream_agent=downstream_agent,
+                    downstream_task_id=task_id,
+                    skill_id=skill_id,
+                    skill_version=interface.skill_version,
+                    interface_digest=interface.interface_digest,
+                    started_at=started,
+                    ended_at=_now(),
+                    terminal_state=state,
+                    owner=owner,
+                )
             )
-        )
 
 
 async def compose(

@@ -24,6 +24,7 @@ Cookies the caller sets on the client itself still go with every request.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -33,9 +34,14 @@ from skillrack.client.origin import Origin
 
 #: Origins whose cookies are kept, least recently used dropped first, and their bytes.
 COOKIE_BOUNDS = CacheBounds(entries=256, bytes=4_000_000)
-#: Cookies kept per origin and bytes per cookie (name and value): RFC 6265's minimums.
+#: Cookies kept per origin and bytes per cookie (name, value and attributes): RFC 6265's
+#: minimums (section 6.1).
 MAX_COOKIES = 50
 MAX_COOKIE_BYTES = 4096
+#: What RFC 6265 lets a cookie's name and value be (token and cookie-octets): printable
+#: ASCII without the separators.  Anything else is not kept: sent back, a header httpx
+#: encodes as ASCII would fail every later request to the origin.
+_COOKIE_TEXT = re.compile(r"[!#-+\--:<-\[\]-~]*")
 
 
 class _UnsetCookies(httpx.Cookies):
@@ -62,7 +68,25 @@ class CookielessClient(httpx.AsyncClient):
 
 
 def _size(cookie: Any) -> int:
-    return len(cookie.name) + len(cookie.value or "")
+    """What a kept cookie holds: name, value and every attribute (``http.cookiejar`` keeps
+    any ``Path``, and unknown attributes in ``_rest``)."""
+    rest = getattr(cookie, "_rest", {}) or {}
+    return (
+        len(cookie.name)
+        + len(cookie.value or "")
+        + len(cookie.domain or "")
+        + len(cookie.path or "")
+        + sum(len(str(key)) + len(str(value or "")) for key, value in rest.items())
+    )
+
+
+def _refused(cookie: Any) -> bool:
+    """Too large, or not the text RFC 6265 allows in a name or value."""
+    return (
+        _size(cookie) > MAX_COOKIE_BYTES
+        or _COOKIE_TEXT.fullmatch(cookie.name) is None
+        or _COOKIE_TEXT.fullmatch(cookie.value or "") is None
+    )
 
 
 class OriginCookies:
@@ -92,7 +116,7 @@ class OriginCookies:
         jar = self._jars.get(origin) or httpx.Cookies()
         response.request = request  # httpx sets the same later; the jar reads it now
         jar.extract_cookies(response)
-        for cookie in [c for c in jar.jar if _size(c) > MAX_COOKIE_BYTES]:
+        for cookie in [c for c in jar.jar if _refused(c)]:
             jar.jar.clear(cookie.domain, cookie.path, cookie.name)
         kept = list(jar.jar)
         for cookie in kept[: max(0, len(kept) - MAX_COOKIES)]:

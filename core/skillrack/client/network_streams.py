@@ -11,11 +11,11 @@ per call, in code both it and a2a-sdk's client run.
 
 :class:`CoalescingBackend` wraps httpcore's own backend (connecting, TLS,
 timeouts and the mapping of errors stay httpcore's and anyio's); its streams
-keep back one small write (a request's head) until the next write or read,
-then send both in one call, and read the raw socket once per connection for
-the readability check.  Nothing is held across a read, and at most
-:data:`HOLD_BYTES` is held at all: a streamed upload's chunks go out as they
-come.  For HTTP/1.1 only: an HTTP/2 connection's streams read while others
+keep back a request's first write (its head, when small) until the next
+write or read, then send both in one call, and read the raw socket once per
+connection for the readability check.  Nothing is held across a read, at
+most :data:`HOLD_BYTES` is held at all, and only a head: a streamed upload's
+chunks go out as they come.  For HTTP/1.1 only: an HTTP/2 connection's streams read while others
 write, and a held write could wait behind another stream's read.
 """
 
@@ -77,15 +77,18 @@ class CoalescingStream(httpcore.AsyncNetworkStream):
         self._poll = None if self._socket is None else watching(self._socket.fileno())
         self._held = b""
         self._held_timeout: float | None = None
+        #: Only a request's first write (its head) may wait: set again by every read.
+        self._may_hold = True
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if not buffer:
             return
         held = self._held
         if not held:
-            if len(buffer) <= HOLD_BYTES:
-                self._held, self._held_timeout = buffer, timeout
+            if self._may_hold and len(buffer) <= HOLD_BYTES:
+                self._held, self._held_timeout, self._may_hold = buffer, timeout, False
                 return
+            self._may_hold = False
             await self._inner.write(buffer, timeout)
             return
         self._held = b""
@@ -100,6 +103,7 @@ class CoalescingStream(httpcore.AsyncNetworkStream):
         await self._inner.write(held, self._held_timeout)
 
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self._may_hold = True  # what is written next is the next request's head
         if self._held:
             # What httpcore does when a request's write fails: read on, a server that
             # closed early may still have answered (a 413, a 503).

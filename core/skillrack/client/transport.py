@@ -121,14 +121,15 @@ class GuardedTransport(httpx.AsyncBaseTransport):
         _TRACE_CONTEXT.inject(request.headers)  # nothing unless a valid span is current
         self.cookies.attach(target, request)
         response = await self.inner.handle_async_request(request)
-        self.cookies.learn(target, request, response)
         if sent is not None and source is not None and response.status_code == 401:
             source.invalidate(sent)
         try:
-            return self._bounded(request, response)
+            bounded = self._bounded(request, response)
         except BaseException:
             await response.aclose()
             raise
+        self.cookies.learn(target, request, bounded)  # not from an answer refused above
+        return bounded
 
     def _bounded(self, request: httpx.Request, response: httpx.Response) -> httpx.Response:
         if response.status_code in (401, 403):
