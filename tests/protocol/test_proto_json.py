@@ -19,7 +19,7 @@ from a2a.types import (
     TaskState,
     TaskStatus,
 )
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -196,3 +196,31 @@ def test_a_callers_value_of_a_remembered_size_is_never_kept(
         assert not isinstance(converted, proto_json.Remembered)  # never spliced from a cache
     assert not any(b"0000" in key for key in proto_json._REMEMBERED)
     assert _data(message_to_dict(_carried(document))) is _data(message_to_dict(_carried(document)))
+
+
+@settings(max_examples=400)
+@given(
+    seconds=st.integers(min_value=-62135596800, max_value=253402300799),
+    nanos=st.one_of(
+        st.just(0),
+        st.integers(0, 999).map(lambda n: n * 1_000_000),
+        st.integers(0, 999_999).map(lambda n: n * 1_000),
+        st.integers(0, 999_999_999),
+    ),
+)
+def test_a_timestamp_is_written_as_to_json_string_writes_it(seconds: int, nanos: int) -> None:
+    """The fast path (a cached second, integer fractions) writes protobuf's own text."""
+    stamp = timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos)
+    assert proto_json._timestamp(stamp) == stamp.ToJsonString()
+    assert proto_json._timestamp(stamp) == stamp.ToJsonString()  # the second from the cache
+
+
+@pytest.mark.parametrize("seconds,nanos", [(253402300800, 0), (-62135596801, 0), (0, -1)])
+def test_a_timestamp_out_of_range_is_refused_as_to_json_string_refuses_it(
+    seconds: int, nanos: int
+) -> None:
+    stamp = timestamp_pb2.Timestamp(seconds=seconds, nanos=nanos)
+    with pytest.raises(ValueError):
+        stamp.ToJsonString()
+    with pytest.raises(ValueError):
+        proto_json._timestamp(stamp)

@@ -19,9 +19,9 @@ CLIENT_HOST_KEY = "skillrack.client_host"
 #: The verified client certificate of a mutual-TLS connection
 #: (:class:`~skillrack.serve.security.client_certificate.ClientCertificate`).
 CLIENT_CERTIFICATE_KEY = "skillrack.client_certificate"
-#: ``(body, value)``: a POST body the body guard read and the JSON value it parsed from it;
-#: the JSON-RPC route reuses the value when it reads the same body
-#: (:mod:`skillrack.serve.bindings.jsonrpc`).
+#: ``(body, value, replay)``: a POST body the body guard read, the JSON value it parsed from
+#: it and the ``receive`` that replays it; the JSON-RPC route reuses the value when its
+#: body is that one (:mod:`skillrack.serve.bindings.jsonrpc`).
 PARSED_BODY_KEY = "skillrack.parsed_body"
 #: uvicorn's lifespan state: ``[server] header_timeout``, read by each connection.
 HEADER_TIMEOUT_KEY = "skillrack.header_timeout"

@@ -47,6 +47,7 @@ from skillrack.protocol.messages import EXTENSION_URI
 from skillrack.serve.bindings.blocking import lacks_required_field
 from skillrack.serve.bindings.jsonrpc import Dispatcher
 from skillrack.serve.bindings.request_handler import ContextBuilder
+from skillrack.serve.middleware.body_guard import Replay, replaying
 from skillrack.serve.scope import PARSED_BODY_KEY
 from skillrack.serve.server import with_store
 from skillrack.testing.serve import HEADERS, rpc, skill_request, stream
@@ -595,7 +596,7 @@ def test_only_a_plain_send_message_takes_the_shorter_way(registry: Registry) -> 
             "method": "POST",
             "path": "/",
             "headers": [],
-            PARSED_BODY_KEY: (data, body),
+            PARSED_BODY_KEY: (data, body, None),
         }
 
         async def receive() -> dict[str, Any]:
@@ -609,3 +610,34 @@ def test_only_a_plain_send_message_takes_the_shorter_way(registry: Registry) -> 
     assert not taken(envelopes(registry)["plain"], raw=b'{"other": "bytes"}')
     for name, body in bodies.items():
         assert not taken(body), name
+
+
+def test_the_guards_untouched_replay_is_taken_as_its_body_without_reading_it(
+    registry: Registry,
+) -> None:
+    """The route's ``receive`` is the body guard's replay, not handed out: its body is known.
+
+    Nothing is read (a later reader still gets the body); a replay already
+    handed out, or another ``receive``, is read and compared as before.
+    """
+    dispatcher = Dispatcher(request_handler=object(), context_builder=ContextBuilder())
+    body = envelopes(registry)["plain"]
+    data = json.dumps(body).encode()
+    server_reads: list[str] = []
+
+    async def server_receive() -> dict[str, Any]:
+        server_reads.append("read")
+        return {"type": "http.request", "body": b'{"other": "bytes"}'}
+
+    def taken(replay: Replay, receive: Any) -> bool:
+        scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
+        scope[PARSED_BODY_KEY] = (data, body, replay)
+        found = asyncio.run(dispatcher._plain_send_message(Request(scope, receive)))
+        return found is not None
+
+    untouched = replaying(data, server_receive)
+    assert taken(untouched, untouched) and not untouched.replayed and server_reads == []
+    handed_out = replaying(data, server_receive)
+    asyncio.run(handed_out())
+    assert not taken(handed_out, handed_out) and server_reads == ["read"]
+    assert not taken(replaying(data, server_receive), server_receive)

@@ -60,6 +60,7 @@ from starlette.routing import BaseRoute, Route
 from skillrack.protocol.proto_json import Remembered, message_to_dict
 from skillrack.protocol.proto_parse import parse_dict
 from skillrack.serve.bindings.stream_events import EventEncodings, server_sent, written
+from skillrack.serve.middleware.body_guard import Replay
 from skillrack.serve.scope import PARSED_BODY_KEY
 
 #: a2a-sdk's dispatcher logger: the shorter way logs what handle_requests would, there.
@@ -152,10 +153,12 @@ class Dispatcher(JsonRpcDispatcher):
         parsed = request.scope.pop(PARSED_BODY_KEY, None)
         if parsed is None or self._v03_sends:
             return None
-        data, body = parsed
-        raw = await request.body()
-        if raw is not data and raw != data:
-            return None  # not the body the guard parsed (nothing in skillrack does that)
+        data, body, replay = parsed
+        if not (isinstance(replay, Replay) and request.receive is replay and not replay.replayed):
+            # Not the guard's replay, untouched (whose body is ``data``): read what it is.
+            raw = await request.body()
+            if raw is not data and raw != data:
+                return None  # not the body the guard parsed (nothing in skillrack does that)
         if type(body) is not dict or body.keys() != _ENVELOPE:
             return None
         request_id = body["id"]

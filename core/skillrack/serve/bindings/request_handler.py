@@ -45,6 +45,7 @@ from starlette.requests import Request
 
 from skillrack.errors import ErrorCode
 from skillrack.host.registry import Registry
+from skillrack.protocol.ids import random_uuid
 from skillrack.serve.bindings.blocking import (
     TERMINAL,
     BlockingTurn,
@@ -342,10 +343,12 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         Answers its final Task.
         """
         validate_history_length(params.configuration)
+        # The new ids given, as a2a-sdk's RequestContext would make them (a random UUID
+        # each), without its generator objects and a pydantic model per id.
         request = await self._context_builder.build(
             params=params,
-            task_id=None,
-            context_id=params.message.context_id or None,
+            task_id=random_uuid(),
+            context_id=params.message.context_id or random_uuid(),
             task=None,
             context=context,
         )

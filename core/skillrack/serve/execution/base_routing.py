@@ -26,9 +26,28 @@ from a2a.types import Message
 
 from skillrack.host.registry import RegisteredBaseSkill, Registry
 from skillrack.protocol.messages import EXTENSION_URI
-from skillrack.protocol.parts import IncomingMessage
+from skillrack.protocol.parts import IncomingMessage, incoming
 
 logger = logging.getLogger(__name__)
+
+
+class MessageView:
+    """A Message as a base skill reads it (``incoming``), built when first asked for, once.
+
+    What ``functools.cache(functools.partial(incoming, message))`` gives, without
+    building a cache wrapper for every request (most requests never ask).
+    """
+
+    __slots__ = ("_message", "_seen")
+
+    def __init__(self, message: Message) -> None:
+        self._message = message
+        self._seen: IncomingMessage | None = None
+
+    def __call__(self) -> IncomingMessage:
+        if self._seen is None:
+            self._seen = incoming(self._message)
+        return self._seen
 
 
 def for_base_skills(registry: Registry, message: Message) -> bool:

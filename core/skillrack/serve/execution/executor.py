@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import logging
 import math
 import traceback
@@ -69,7 +68,11 @@ from skillrack.protocol.values import data_part
 from skillrack.serve.execution.approval_gate import seek_approval
 from skillrack.serve.execution.artifacts import ArtifactPublisher
 from skillrack.serve.execution.base_replies import BaseReplies, a2a_error
-from skillrack.serve.execution.base_routing import claiming_base_skill, named_base_skill
+from skillrack.serve.execution.base_routing import (
+    MessageView,
+    claiming_base_skill,
+    named_base_skill,
+)
 from skillrack.serve.execution.base_skill_context import BaseSkillContext
 from skillrack.serve.execution.concurrency import ConcurrencyLimiter, Slot
 from skillrack.serve.execution.describe import describe_artifacts
@@ -323,7 +326,7 @@ class SkillExecutor(AgentExecutor):
         if context.current_task is None:
             # Read as a base skill reads it only when one could take it (base_routing):
             # a schema request's Data Part is converted once, by parse_request.
-            view = functools.cache(functools.partial(incoming, context.message))
+            view = MessageView(context.message)
             base = named_base_skill(self.registry, context.message, view)
             if base is not None:
                 return self._base_call(turn, base, view()), []

@@ -132,11 +132,12 @@ class BodyGuard:
                     pointer=exc.pointer,
                 )
                 return
+        replay = replaying(data, receive)
         if rpc:  # parsed once: the JSON-RPC route takes it out of the scope and reuses it
-            scope[PARSED_BODY_KEY] = (data, value)
+            scope[PARSED_BODY_KEY] = (data, value, replay)
         # A stream keeps this frame for as long as it is open: only the bytes to replay stay.
         del body, message, value
-        await self.app(scope, replaying(data, receive), send)
+        await self.app(scope, replay, send)
 
     def _parse(self, body: bytes) -> tuple[Any, str | None]:
         try:
@@ -180,18 +181,31 @@ class BodyGuard:
 _TASK_ACTION = re.compile(r"(?:/[^/]+)?/tasks/[^/]+:(?:cancel|subscribe)")
 
 
-def replaying(data: bytes, receive: Receive) -> Receive:
+def replaying(data: bytes, receive: Receive) -> Replay:
     """A ``receive`` that hands the application the body already read, then defers."""
-    replayed = False
+    return Replay(data, receive)
 
-    async def replay() -> Message:
-        nonlocal replayed
-        if not replayed:
-            replayed = True
-            return {"type": "http.request", "body": data, "more_body": False}
-        return await receive()
 
-    return replay
+class Replay:
+    """The ``receive`` :func:`replaying` gives: ``data`` first, then the server's ``receive``.
+
+    ``replayed`` tells whether ``data`` was handed out yet: while it was not,
+    whoever holds this very ``receive`` knows the body it would read is
+    ``data``, without reading it (the JSON-RPC route, :mod:`skillrack.serve.bindings.jsonrpc`).
+    """
+
+    __slots__ = ("_receive", "data", "replayed")
+
+    def __init__(self, data: bytes, receive: Receive) -> None:
+        self.data = data
+        self._receive = receive
+        self.replayed = False
+
+    async def __call__(self) -> Message:
+        if not self.replayed:
+            self.replayed = True
+            return {"type": "http.request", "body": self.data, "more_body": False}
+        return await self._receive()
 
 
 class _NotIJson(ValueError):

@@ -37,7 +37,10 @@ class NewTaskNotice(SimpleRequestContextBuilder):
         context_id: str | None = None,
         task: Task | None = None,
     ) -> RequestContext:
+        # New when the Message names no task: its id is generated now (by a2a-sdk's
+        # context, or given by skillrack's blocking path, which makes its own).
+        new = params is None or not params.message.task_id
         built = await super().build(context, params, task_id, context_id, task)
-        if task_id is None and built.task_id:
+        if new and task is None and built.task_id:
             self._store.note_new(built.task_id, context)
         return built
