@@ -211,7 +211,7 @@ def test_a_hops_times_are_utc_to_the_millisecond_as_datetime_writes_them() -> No
     import re
     import time
 
-    from skillrack.client.composition import _now
+    from skillrack.protocol.clock import utc_now_millis as _now
 
     for _ in range(3):
         before = dt.datetime.now(dt.UTC).replace(microsecond=0)

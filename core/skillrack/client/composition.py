@@ -17,7 +17,6 @@ reused, and each hop is recorded (log record and :class:`HopLog`).
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from skillrack.errors import ClientCode, ErrorCode, SkillCallError
 from skillrack.interface.document import VerifiedInterface
 from skillrack.interface.json_value import JsonValue
+from skillrack.protocol.clock import utc_now_millis
 
 if TYPE_CHECKING:
     from skillrack.client.outcome import SkillResult
@@ -109,21 +109,6 @@ class HopLog:
         return list(self._hops)
 
 
-#: The last whole second :func:`_now` formatted, and its text.
-_second: tuple[int, str] = (-1, "")
-
-
-def _now() -> str:
-    """Now in UTC to the millisecond (``2026-12-05T10:00:00.123Z``), two per hop: the
-    second's text is formatted once and reused while the second lasts."""
-    global _second
-    now = time.time()
-    whole = int(now)
-    if whole != _second[0]:
-        _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
-    return f"{_second[1]}.{int((now - whole) * 1000):03d}Z"
-
-
 async def delegate(
     client: SkillClient,
     hops: HopLog,
@@ -145,7 +130,7 @@ async def delegate(
     an interrupted send.  Nothing is recorded when the interface could not be
     had (nothing was sent).
     """
-    started = _now()
+    started = utc_now_millis()
     interface: VerifiedInterface | None = None
     state = "not_sent"
     task_id: str | None = None
@@ -172,7 +157,7 @@ async def delegate(
                     skill_version=interface.skill_version,
                     interface_digest=interface.interface_digest,
                     started_at=started,
-                    ended_at=_now(),
+                    ended_at=utc_now_millis(),
                     terminal_state=state,
                     owner=owner,
                 )

@@ -10,15 +10,14 @@ measure the long way, from its JCS bytes.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any, Final
 
 import rfc8785
 
+from skillrack.interface.compact_json import compact_json
+
 _INT_RANGE: Final = 2**53 - 1
-#: ``json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)``, built once.
-_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _INFINITY: Final = float("inf")
 
 
@@ -88,6 +87,6 @@ def measure_plain_json(value: Any, limit: int) -> tuple[int | None, int | None]:
                 return None, None
             delta += more
     try:
-        return deepest, len(_COMPACT.encode(value).encode("utf-8")) + delta
+        return deepest, len(compact_json(value).encode("utf-8")) + delta
     except (ValueError, TypeError, RecursionError):  # e.g. a lone surrogate: JCS refuses it
         return deepest, None

@@ -38,7 +38,6 @@ through a2a-sdk's ``handle_requests`` itself, so its errors stay a2a-sdk's.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
@@ -57,6 +56,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from skillrack.interface.compact_json import compact_json
 from skillrack.protocol.proto_json import Remembered, message_to_dict
 from skillrack.protocol.proto_parse import parse_dict
 from skillrack.serve.bindings.stream_events import EventEncodings, server_sent, written
@@ -189,10 +189,13 @@ class Dispatcher(JsonRpcDispatcher):
         return {key: message_to_dict(result)}
 
     def _create_response(self, context: ServerCallContext, handler_result: Any) -> Any:
-        """a2a-sdk's ``JSONResponse(handler_result)``, or the same :class:`Answer` for a dict
-        that carries a remembered document; a stream's SSE response, its texts as they are."""
-        if _carries_remembered(handler_result):
-            return Answer(handler_result)
+        """a2a-sdk's ``JSONResponse(handler_result)`` (:class:`CompactAnswer`: the same bytes),
+        or the same :class:`Answer` for a dict that carries a remembered document; a
+        stream's SSE response, its texts as they are."""
+        if type(handler_result) is dict:
+            if _carries_remembered(handler_result):
+                return Answer(handler_result)
+            return CompactAnswer(handler_result)
         if isinstance(handler_result, AsyncGenerator):  # from _process_streaming_request
             return create_event_source_response(
                 server_sent(handler_result, context.state.get("request_id")),
@@ -208,6 +211,13 @@ class Dispatcher(JsonRpcDispatcher):
             converted: dict[str, Any] = message_to_dict(task)
             return converted
         raise TaskNotFoundError
+
+
+class CompactAnswer(JSONResponse):
+    """Starlette's ``JSONResponse``, the same text written by :func:`compact_json`."""
+
+    def render(self, content: Any) -> bytes:
+        return compact_json(content).encode("utf-8")
 
 
 class Answer(JSONResponse):
@@ -244,9 +254,7 @@ class Answer(JSONResponse):
 
 def _encode(value: Any) -> str:
     """As Starlette's ``JSONResponse.render`` encodes, before its UTF-8 step."""
-    return json.dumps(
-        value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")
-    )
+    return compact_json(value)
 
 
 _ENCODED_PLACEHOLDER = _encode(PLACEHOLDER)

@@ -454,6 +454,8 @@ class SkillExecutor(AgentExecutor):
             self.manager, self.approvals, invocation, turn.task_id, observe=self.metrics.approval
         )
         if not isinstance(pending, Approval):
+            if pending is None and invocation.approved is None:
+                return invocation  # nobody had to approve: the call as it is, not a copy
             return dataclasses.replace(invocation, approved=pending)
         audit.info(
             "task %s of %s waits for approval %s",

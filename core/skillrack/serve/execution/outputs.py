@@ -23,13 +23,13 @@ cannot add to a task that has ended.
 
 from __future__ import annotations
 
-import json
 import uuid
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from skillrack.errors import ConditionError, ErrorCode, ErrorDetail
 from skillrack.host.registry import RegisteredSkill
+from skillrack.interface.compact_json import compact_json
 from skillrack.protocol.values import UnsafeNumber, check_numbers
 from skillrack.serve.execution.artifacts import RESULT_ARTIFACT_ID, ArtifactPublisher
 
@@ -59,7 +59,7 @@ class OutputLimits:
 def json_size(value: Any, what: str) -> int:
     """Bytes of ``value`` as compact UTF-8 JSON; ``output_invalid`` when it is not JSON."""
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = compact_json(value)
         return len(text.encode("utf-8", "surrogatepass"))
     except (TypeError, ValueError, RecursionError):
         raise ConditionError(ErrorCode.OUTPUT_INVALID, f"{what} is not a JSON value") from None

@@ -9,11 +9,10 @@ asks for (:mod:`skillrack.protocol.task_metadata`).
 
 from __future__ import annotations
 
-import datetime as dt
-
 from a2a.server.agent_execution import RequestContext
-from a2a.types import Task, TaskState, TaskStatus
+from a2a.types import Task, TaskState
 
+from skillrack.protocol.clock import utc_now_millis
 from skillrack.protocol.task_metadata import SKILL_KEY, STARTED_KEY
 from skillrack.serve.execution.turn import caller_of
 from skillrack.serve.security.caller import scheme_of
@@ -25,6 +24,8 @@ SKILL_METADATA_KEY = SKILL_KEY
 #: established them, and the scheme where no tenant separates identities) and when,
 #: for follow-ups and the operator console's task list.
 STARTED_METADATA_KEY = STARTED_KEY
+
+_SUBMITTED = TaskState.TASK_STATE_SUBMITTED
 
 
 def skill_of(task: Task) -> str | None:
@@ -54,17 +55,16 @@ def started_by(task: Task) -> tuple[str, str, str] | None:
 def new_task(context: RequestContext, skill: str | None) -> Task:
     """The Task a turn that starts a task creates: it names the skill and who started it."""
     assert context.message is not None
-    task = Task(
-        id=context.task_id,
-        context_id=context.context_id,
-        status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-        history=[context.message],
-    )
+    # Task(status=TaskStatus(state=SUBMITTED), history=[message]), set in place: no
+    # TaskStatus built to be copied, no state looked up on the enum wrapper.
+    task = Task(id=context.task_id, context_id=context.context_id)
+    task.status.state = _SUBMITTED
+    task.history.append(context.message)
     fields = task.metadata.fields
     if skill:
         fields[SKILL_METADATA_KEY].string_value = skill
     caller = caller_of(context)
-    started = dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    started = utc_now_millis()
     if type(caller.identity) is str and type(caller.tenant) is str:
         # Set in place: what Struct.update writes for these strings, without its Python walk.
         who = fields[STARTED_METADATA_KEY].struct_value.fields
