@@ -161,3 +161,44 @@ def test_a_stream_may_last_longer_than_the_body_deadline(agent: ServedAgent) -> 
     final = events[-1]
     status = final.get("statusUpdate", final.get("task", {})).get("status", {})
     assert status.get("state") == "TASK_STATE_COMPLETED", final
+
+
+def _one_exchange(sock: socket.socket, host: str) -> float:
+    """A whole card request on ``sock``, its whole answer read; when the answer ended."""
+    sock.sendall(f"GET {CARD_PATH} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    received = b""
+    while b"\r\n\r\n" not in received:
+        received += sock.recv(65536)
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head[:80]
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += sock.recv(65536)
+    return time.monotonic()
+
+
+def test_the_header_deadline_moves_with_each_request_of_a_kept_alive_connection(
+    agent: ServedAgent,
+) -> None:
+    """Requests every 0.4 s for 2.5 deadlines keep the connection; then, headers that stop
+    halfway get 408 one deadline after the last answer, not after the first."""
+    host = urlsplit(agent.url).netloc
+    with connect(agent) as sock:
+        sock.settimeout(SLACK)
+        start = time.monotonic()
+        last = start
+        while time.monotonic() - start < 2.5 * TIMEOUT:
+            last = _one_exchange(sock, host)
+            time.sleep(0.4 * TIMEOUT)
+        sock.sendall(b"GET / HTTP/1.1\r\nHo")
+        sent = time.monotonic()
+        sock.settimeout(0.2)
+        received, _ = drain(sock, TIMEOUT + SLACK)
+        closed = time.monotonic()
+    assert received.startswith(b"HTTP/1.1 408"), received[:80]
+    assert closed - last >= 0.9 * TIMEOUT  # counted from the last answer
+    assert closed - sent <= TIMEOUT + SLACK

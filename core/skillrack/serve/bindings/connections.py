@@ -108,29 +108,43 @@ class _WithPeerCertificate:
 
 
 class HeaderDeadlineProtocol(H11Protocol):
-    """uvicorn's h11 protocol, closing a connection whose request headers do not arrive in time."""
+    """uvicorn's h11 protocol, closing a connection whose request headers do not arrive in time.
+
+    The deadline moves with every request of a kept-alive connection; rather
+    than cancel a timer and start another for each, the time is kept
+    (``_deadline_at``) and one timer runs: when it fires before that time (the
+    deadline moved on), it waits for the rest; with no deadline set, it ends.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.header_timeout = float(self.app_state.get(HEADER_TIMEOUT_KEY, DEFAULT_HEADER_TIMEOUT))
-        self._deadline: asyncio.TimerHandle | None = None
+        #: When the client's next request headers must be complete; None while none is due.
+        self._deadline_at: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self._partial = False  # bytes of a request arrived since the deadline was set
 
     def _waiting_for_client(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
 
     def _arm(self) -> None:
-        self._disarm()
         self._partial = False
-        self._deadline = self.loop.call_later(self.header_timeout, self._expired)
+        self._deadline_at = self.loop.time() + self.header_timeout
+        if self._timer is None:
+            self._timer = self.loop.call_at(self._deadline_at, self._expired)
 
     def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline.cancel()
-            self._deadline = None
+        self._deadline_at = None
 
     def _expired(self) -> None:
-        self._deadline = None
+        self._timer = None
+        due = self._deadline_at
+        if due is None:
+            return
+        if self.loop.time() < due:  # moved on since this timer started: wait for the rest
+            self._timer = self.loop.call_at(due, self._expired)
+            return
+        self._deadline_at = None
         if self.transport.is_closing() or not self._waiting_for_client():
             return
         if self._partial and self.conn.our_state is h11.IDLE:
@@ -165,4 +179,7 @@ class HeaderDeadlineProtocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._timer is not None:  # the loop lets go of this connection now
+            self._timer.cancel()
+            self._timer = None
         super().connection_lost(exc)

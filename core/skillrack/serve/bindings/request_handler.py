@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, cast
 
 from a2a.compat.v0_3.versions import is_legacy_version
 from a2a.server.agent_execution import RequestContextBuilder, SimpleRequestContextBuilder
@@ -164,6 +164,8 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         ) or SimpleRequestContextBuilder(should_populate_referred_tasks=False, task_store=None)
         #: The blocking turns running now, by task id.
         self._turns: dict[str, BlockingTurn] = {}
+        #: The store when it is the cluster store (looked up once: an ABC's isinstance is not free).
+        self._cluster_store = store if isinstance(store, ClusterTaskStore) else None
 
     async def _check_push_config(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -354,13 +356,11 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         )
         task_id = request.task_id
         assert task_id is not None
-        store = self.task_store
         saves: Saves
-        if isinstance(store, ClusterTaskStore):
-            saves = VersionedSaves(store, context)
-        else:
-            assert isinstance(store, TaskStore)  # no other versioned store takes this path
-            saves = Saves(store, context)
+        if self._cluster_store is not None:
+            saves = VersionedSaves(self._cluster_store, context)
+        else:  # no other versioned store takes this path (``_blocking``)
+            saves = Saves(cast(TaskStore, self.task_store), context)
         turn = BlockingTurn(self.agent_executor, request, context, saves)
         self._turns[task_id] = turn
         run = turn.start()
@@ -418,8 +418,8 @@ class SkillrackRequestHandler(DefaultRequestHandler):
         event) may ask any replica about it next; a settled state is
         committed anyway (:class:`~skillrack.serve.stores.cluster.ClusterTaskStore`).
         """
-        if isinstance(self.task_store, ClusterTaskStore):
-            await self.task_store.commit()
+        if self._cluster_store is not None:
+            await self._cluster_store.commit()
 
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
