@@ -205,23 +205,6 @@ def _differing(a: SchemaReference, b: SchemaReference) -> list[str]:
     return [m for m in members if getattr(a, m) != getattr(b, m)]
 
 
-def test_a_hops_times_are_utc_to_the_millisecond_as_datetime_writes_them() -> None:
-    """``_now`` reuses the formatted second: it still reads the clock every time."""
-    import datetime as dt
-    import re
-    import time
-
-    from skillrack.protocol.clock import utc_now_millis as _now
-
-    for _ in range(3):
-        before = dt.datetime.now(dt.UTC).replace(microsecond=0)
-        text = _now()
-        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", text)
-        read = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        assert before <= read <= dt.datetime.now(dt.UTC)
-        time.sleep(0.6)  # the next one lies in another second, formatted again
-
-
 class _SlowPeer(SkillClient):
     """A client whose describe answers at once and whose call outlasts the deadline."""
 

@@ -38,7 +38,6 @@ the Value: a caller of :func:`message_to_dict` reads it, never changes it.
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import math
 from collections.abc import Callable
 from typing import Any
@@ -46,6 +45,8 @@ from typing import Any
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
+
+from skillrack.protocol.clock import second_text
 
 Converter = Callable[[Any], Any]
 
@@ -214,26 +215,19 @@ def _unsupported(value: Any) -> Any:
 
 #: ``Timestamp.ToJsonString``'s range (0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z).
 _MIN_SECONDS, _MAX_SECONDS = -62135596800, 253402300799
-_EPOCH = dt.datetime(1970, 1, 1)
-#: The last second written and its text: a task's timestamps fall in the same few seconds.
-_last_second: tuple[int, str] = (0, "1970-01-01T00:00:00")
 
 
 def _timestamp(message: Any) -> str:
-    """``Timestamp.ToJsonString``, without building a datetime for a second just written.
+    """``Timestamp.ToJsonString``, the second's text from ``clock.second_text``.
 
     Same text (the fraction in 3, 6 or 9 digits as needed, ``Z``); a value out
     of range is left to ``ToJsonString`` and its error.
     """
-    global _last_second
     seconds, nanos = message.seconds, message.nanos
     if not (_MIN_SECONDS <= seconds <= _MAX_SECONDS and 0 <= nanos < 1_000_000_000):
         text: str = message.ToJsonString()
         return text
-    last, prefix = _last_second
-    if seconds != last:
-        prefix = (_EPOCH + dt.timedelta(seconds=seconds)).isoformat()
-        _last_second = (seconds, prefix)
+    prefix = second_text(seconds)
     if nanos == 0:
         return prefix + "Z"
     if nanos % 1_000_000 == 0:

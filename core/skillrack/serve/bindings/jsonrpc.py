@@ -233,7 +233,7 @@ class Answer(JSONResponse):
                 data = part.get("data")
                 if isinstance(data, Remembered):
                     if data.text is None:
-                        data.text = _encode(data)
+                        data.text = compact_json(data)
                     texts.append(data.text)
                     part = {**part, "data": PLACEHOLDER}
                 parts.append(part)
@@ -242,7 +242,7 @@ class Answer(JSONResponse):
             **content,
             "result": {**content["result"], "task": {**task, "artifacts": artifacts}},
         }
-        text = _encode(placed)
+        text = compact_json(placed)
         pieces = text.split(_ENCODED_PLACEHOLDER)
         if len(pieces) != len(texts) + 1:  # a placeholder the caller sent: the long way
             return super().render(content)
@@ -252,12 +252,7 @@ class Answer(JSONResponse):
         return "".join(out).encode("utf-8")
 
 
-def _encode(value: Any) -> str:
-    """As Starlette's ``JSONResponse.render`` encodes, before its UTF-8 step."""
-    return compact_json(value)
-
-
-_ENCODED_PLACEHOLDER = _encode(PLACEHOLDER)
+_ENCODED_PLACEHOLDER = compact_json(PLACEHOLDER)
 
 
 def _carries_remembered(handler_result: Any) -> bool:
