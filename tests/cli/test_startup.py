@@ -101,10 +101,11 @@ def test_plugins_loads_the_plugins_but_not_the_server_stack(tmp_path: Path) -> N
 
 #: What a fresh ``skillrack serve`` must not import before it answers its card (issue 34,
 #: item 4): the card signer and client certificates (PyJWT, cryptography), the delegation
-#: client (tenacity), the PostgreSQL dialect with SQLite or memory stores, and the OTLP
-#: exporter's HTTP stack, made at its first export (DeferredExporter).
+#: client (tenacity), the connections it and push delivery open (httpcore, made with the
+#: first outbound transport: origin_pools), the PostgreSQL dialect with SQLite or memory
+#: stores, and the OTLP exporter's HTTP stack, made at its first export (DeferredExporter).
 SERVE_DEFERRED = frozenset(
-    {"cryptography", "jwt", "tenacity", "requests", "urllib3",
+    {"cryptography", "jwt", "tenacity", "requests", "urllib3", "httpcore",
      "skillrack.client.skill_client", "skillrack.protocol.signing",
      "sqlalchemy.dialects.postgresql", "opentelemetry.exporter.otlp.proto.http.trace_exporter"}
 )  # fmt: skip

@@ -33,7 +33,6 @@ from typing import Any
 
 import httpx
 
-from skillrack.client.network_streams import coalesce_writes
 from skillrack.client.origin import Origin
 
 #: Origins one client (or guard) keeps a pool for.  256: an orchestrator delegating to a
@@ -61,6 +60,10 @@ def origin_transport(verify: Any = True, **options: Any) -> httpx.AsyncHTTPTrans
         verify = default_ssl_context()
     transport = httpx.AsyncHTTPTransport(verify=verify, limits=PER_ORIGIN_LIMITS, **options)
     if not options.get("http2"):
+        # Imported here, with the first transport (httpx defers httpcore so too):
+        # an agent that never calls out starts without httpcore (about 20 ms).
+        from skillrack.client.network_streams import coalesce_writes
+
         coalesce_writes(transport)  # a request's head and body in one write
     return transport
 
