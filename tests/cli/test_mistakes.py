@@ -10,6 +10,7 @@ of range, a port already taken, a missing signing key, ``--version``, bare
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import socket
 import subprocess
@@ -232,6 +233,42 @@ def test_every_option_and_argument_has_help() -> None:
         if not isinstance(action, argparse._SubParsersAction) and not action.help
     ]
     assert missing == []
+
+
+def test_each_command_group_adds_exactly_the_commands_its_table_row_lists() -> None:
+    """``COMMAND_GROUPS`` decides which module a command line imports: it must not drift."""
+    for group, commands in cli.COMMAND_GROUPS:
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        importlib.import_module(f"skillrack.cli.{group}").add_commands(sub)
+        assert tuple(sub.choices) == commands, group
+    every = [command for _, commands in cli.COMMAND_GROUPS for command in commands]
+    assert len(every) == len(set(every))
+
+
+def test_a_named_command_gets_the_same_parser_as_from_the_whole_one() -> None:
+    """Built alone (``skillrack serve ...``) or with every group: the same options and help."""
+    whole = {parser.prog: parser for parser in subparsers(cli.build_parser())}
+    for _, commands in cli.COMMAND_GROUPS:
+        for command in commands:
+            alone = {parser.prog: parser for parser in subparsers(cli.build_parser(command))}
+            assert alone.keys() <= whole.keys() and f"skillrack {command}" in alone
+            for prog, parser in alone.items():
+                if prog != "skillrack":  # the top level lists the commands it was built with
+                    assert parser.format_help() == whole[prog].format_help(), prog
+
+
+def test_help_and_a_mistyped_command_list_every_command(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for argv in (["--help"], ["serv"]):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        captured = capsys.readouterr()
+        listed = captured.out + captured.err
+        for _, commands in cli.COMMAND_GROUPS:
+            for command in commands:
+                assert command in listed, (argv, command)
 
 
 def test_json_has_help_wherever_scripts_want_it() -> None:
