@@ -11,6 +11,8 @@ trailing newline as well.
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -134,3 +136,17 @@ def test_version_strings_and_digests_are_matched_whole_in_code_too() -> None:
     assert is_version("1.0") and is_digest(digest)
     assert not any(is_version(v) for v in ("1.0\n", "1.0\r\n", "\n1.0", "1.0 "))
     assert not any(is_digest(d) for d in (digest + "\n", "\n" + digest, digest + "\r"))
+
+
+def test_a_format_grammar_is_compiled_at_its_first_check_not_at_import() -> None:
+    """Every start imports the checkers; it compiles only the grammars a check uses."""
+    probe = (
+        "from skillrack.interface import rfc_formats as r\n"
+        "patterns = {n: p for n, p in vars(r).items() if isinstance(p, r._Pattern)}\n"
+        "assert len(patterns) > 20 and all(p._compiled is None for p in patterns.values())\n"
+        "date = r.EXACT_CHECKERS['date']\n"
+        "assert date('2024-02-29') and not date('2023-02-29')\n"
+        "print(sorted(n for n, p in patterns.items() if p._compiled is not None))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["['_DATE']"]

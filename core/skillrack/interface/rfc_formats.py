@@ -50,15 +50,38 @@ __all__ = ["EXACT_CHECKERS"]
 
 _A = re.ASCII
 
+
+class _Pattern:
+    """A regular expression compiled at its first ``fullmatch``, not at import.
+
+    An agent checks the few formats its schemas name; compiling all of these
+    at import cost every start about 40 M instructions (a tenth of the
+    interface package's import).
+    """
+
+    __slots__ = ("_compiled", "_flags", "_source")
+
+    def __init__(self, source: str, flags: int = 0) -> None:
+        self._source = source
+        self._flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def fullmatch(self, text: str) -> re.Match[str] | None:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self._source, self._flags)
+        return compiled.fullmatch(text)
+
+
 # -- RFC 3339 ------------------------------------------------------------------------------
 
-_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})", _A)
-_TIME = re.compile(
+_DATE = _Pattern(r"([0-9]{4})-([0-9]{2})-([0-9]{2})", _A)
+_TIME = _Pattern(
     r"([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.[0-9]+)?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))", _A
 )
 _DUR_TIME = r"T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
 _DUR_DATE = r"(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)"
-_DURATION = re.compile(rf"P(?:{_DUR_DATE}(?:{_DUR_TIME})?|{_DUR_TIME}|[0-9]+W)", _A)
+_DURATION = _Pattern(rf"P(?:{_DUR_DATE}(?:{_DUR_TIME})?|{_DUR_TIME}|[0-9]+W)", _A)
 
 
 def _days_in(year: int, month: int) -> int:
@@ -112,7 +135,7 @@ def is_duration(value: object) -> bool:
 
 # -- host names and mail addresses ---------------------------------------------------------
 
-_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?", _A)
+_LABEL = _Pattern(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?", _A)
 
 
 def _is_hostname(text: str) -> bool:
@@ -126,12 +149,12 @@ def is_hostname(value: object) -> bool:
 
 
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
-_DOT_STRING = re.compile(rf"{_ATEXT}+(?:\.{_ATEXT}+)*", _A)
-_QUOTED = re.compile(r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"', _A)
+_DOT_STRING = _Pattern(rf"{_ATEXT}+(?:\.{_ATEXT}+)*", _A)
+_QUOTED = _Pattern(r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\[\x20-\x7e])*"', _A)
 _UTF8_ATEXT = r"(?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]|[^\x00-\x7f])"
-_UTF8_DOT_STRING = re.compile(rf"{_UTF8_ATEXT}+(?:\.{_UTF8_ATEXT}+)*")
-_UTF8_QUOTED = re.compile(r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|[^\x00-\x7f]|\\[\x20-\x7e])*"')
-_GENERAL_LITERAL = re.compile(r"[A-Za-z0-9-]*[A-Za-z0-9]:[\x21-\x5a\x5e-\x7e]+", _A)
+_UTF8_DOT_STRING = _Pattern(rf"{_UTF8_ATEXT}+(?:\.{_UTF8_ATEXT}+)*")
+_UTF8_QUOTED = _Pattern(r'"(?:[\x20\x21\x23-\x5b\x5d-\x7e]|[^\x00-\x7f]|\\[\x20-\x7e])*"')
+_GENERAL_LITERAL = _Pattern(r"[A-Za-z0-9-]*[A-Za-z0-9]:[\x21-\x5a\x5e-\x7e]+", _A)
 
 
 def _address_literal(text: str) -> bool:
@@ -193,9 +216,9 @@ def is_idn_email(value: object) -> bool:
 
 # -- IP addresses --------------------------------------------------------------------------
 
-_IPV4 = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}"
+_IPV4 = _Pattern(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}"
                    r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])", _A)  # fmt: skip
-_IPV6_CHARS = re.compile(r"[0-9A-Fa-f:.]+", _A)
+_IPV6_CHARS = _Pattern(r"[0-9A-Fa-f:.]+", _A)
 
 
 def _is_ipv4(text: str) -> bool:
@@ -229,16 +252,16 @@ _PCT = r"%[0-9A-Fa-f]{2}"
 _UNRESERVED = r"A-Za-z0-9\-._~"
 _SUB_DELIMS = r"!$&'()*+,;="
 _PCHAR = rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT})"
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*", _A)
-_USERINFO = re.compile(rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*", _A)
-_REG_NAME = re.compile(rf"(?:[{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*", _A)
-_IPV_FUTURE = re.compile(rf"[vV][0-9A-Fa-f]+\.[{_UNRESERVED}{_SUB_DELIMS}:]+", _A)
-_PORT = re.compile(r"[0-9]*", _A)
-_SEGMENTS = re.compile(rf"(?:{_PCHAR}|/)*", _A)
-_QUERY = re.compile(rf"(?:{_PCHAR}|[/?])*", _A)
-_NOSCHEME_FIRST = re.compile(rf"(?:[{_UNRESERVED}{_SUB_DELIMS}@]|{_PCT})+", _A)
+_SCHEME = _Pattern(r"[A-Za-z][A-Za-z0-9+.-]*", _A)
+_USERINFO = _Pattern(rf"(?:[{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*", _A)
+_REG_NAME = _Pattern(rf"(?:[{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*", _A)
+_IPV_FUTURE = _Pattern(rf"[vV][0-9A-Fa-f]+\.[{_UNRESERVED}{_SUB_DELIMS}:]+", _A)
+_PORT = _Pattern(r"[0-9]*", _A)
+_SEGMENTS = _Pattern(rf"(?:{_PCHAR}|/)*", _A)
+_QUERY = _Pattern(rf"(?:{_PCHAR}|[/?])*", _A)
+_NOSCHEME_FIRST = _Pattern(rf"(?:[{_UNRESERVED}{_SUB_DELIMS}@]|{_PCT})+", _A)
 #: RFC 3986 Appendix B: splits any string into the five components.
-_SPLIT = re.compile(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL)
+_SPLIT = _Pattern(r"(?:([^:/?#]+):)?(?://([^/?#]*))?([^?#]*)(?:\?([^#]*))?(?:#(.*))?", re.DOTALL)
 
 
 def _authority(text: str) -> bool:
@@ -299,12 +322,10 @@ _LITERAL = r"(?:[\x21\x23\x24\x26\x28-\x3b\x3d\x3f-\x5b\x5d\x5f\x61-\x7a\x7e]|%[
 _VARCHAR = r"(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})"
 _VARSPEC = rf"{_VARCHAR}(?:\.?{_VARCHAR})*(?::[1-9][0-9]{{0,3}}|\*)?"
 _EXPRESSION = rf"\{{[+#./;?&=,!@|]?{_VARSPEC}(?:,{_VARSPEC})*\}}"
-_URI_TEMPLATE = re.compile(rf"(?:{_LITERAL}|{_EXPRESSION})*")
-_UUID = re.compile(
-    r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}", _A
-)
-_JSON_POINTER = re.compile(r"(?:/(?:[^/~]|~[01])*)*", re.DOTALL)
-_RELATIVE = re.compile(r"(?:0|[1-9][0-9]*)(?:[+-][1-9][0-9]*)?", _A)
+_URI_TEMPLATE = _Pattern(rf"(?:{_LITERAL}|{_EXPRESSION})*")
+_UUID = _Pattern(r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}", _A)
+_JSON_POINTER = _Pattern(r"(?:/(?:[^/~]|~[01])*)*", re.DOTALL)
+_RELATIVE = _Pattern(r"(?:0|[1-9][0-9]*)(?:[+-][1-9][0-9]*)?", _A)
 
 
 def is_uri_template(value: object) -> bool:
