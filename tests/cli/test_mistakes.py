@@ -356,3 +356,16 @@ def test_approvals_store_url_that_holds_no_approvals_is_refused(
     err = capsys.readouterr().err
     assert "store" in err and len(err.strip().splitlines()) <= 2, err
     assert list(tmp_path.iterdir()) == []  # no approvals file opened on the side
+
+
+def test_ctrl_c_while_the_commands_group_is_imported_ends_with_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The group's module is imported inside ``main`` now: Ctrl-C there is no traceback."""
+
+    def interrupted(name: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importlib, "import_module", interrupted)
+    assert cli.main(["serve", "--help"]) == 130
+    assert capsys.readouterr().err == ""

@@ -161,8 +161,8 @@ def _run(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(arguments[0] if arguments else None)
-    try:
+    try:  # the command's group is imported here: Ctrl-C then ends quietly too
+        parser = build_parser(arguments[0] if arguments else None)
         status = _run(parser, arguments)
         sys.stdout.flush()
     except BrokenPipeError:
