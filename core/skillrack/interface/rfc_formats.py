@@ -55,8 +55,8 @@ class _Pattern:
     """A regular expression compiled at its first ``fullmatch``, not at import.
 
     An agent checks the few formats its schemas name; compiling all of these
-    at import cost every start about 40 M instructions (a tenth of the
-    interface package's import).
+    at import cost every start about 25 M instructions (callgrind; see
+    benchmarks/README.md, "Start-up counted in instructions").
     """
 
     __slots__ = ("_compiled", "_flags", "_source")
